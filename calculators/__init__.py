@@ -1,0 +1,24 @@
+"""Pure analytic math of SafeTab-P (SPEC §1-§3): numpy-friendly, no Streamlit, no I/O
+except the configuration model (`calculators.config`)."""
+
+from calculators import (  # noqa: F401  (submodules as attributes: calculators.budget...)
+    adaptive,
+    budget,
+    config,
+    discrete_gaussian,
+    geometric,
+    levels,
+    presets,
+    suppression,
+)
+
+__all__ = [
+    "adaptive",
+    "budget",
+    "config",
+    "discrete_gaussian",
+    "geometric",
+    "levels",
+    "presets",
+    "suppression",
+]

@@ -1,0 +1,193 @@
+"""Command line: `python -m engine {validate,run,truth,accuracy,sample} ...`.
+
+Exit codes: 0 success; 1 invalid input (the problems are printed, nothing is written);
+2 usage error (bad arguments, OUT_DIR not empty without --overwrite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+_EPILOG = """exit codes:
+  0  success
+  1  invalid input: every problem found is printed (file, line, column, value,
+     what was expected; the first 20 and the total) and nothing is written
+  2  usage error: unknown option, missing argument, or OUT_DIR not empty
+
+PARAMS_DIR holds config.json and the four spec files; DATA_DIR holds
+person-records.txt and GRF-C.txt (or .parquet files with the same columns).
+See ../shared/SPEC.md section 4 for the formats."""
+
+
+class _Progress:
+    """A tqdm progress bar per stage, on stderr; silent with --quiet."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.bar = None
+        self.stage = None
+
+    def __call__(self, stage: str, done: float, total: float) -> None:
+        if self.quiet:
+            return
+        from tqdm import tqdm
+
+        kind = stage.split(",")[0]
+        if kind != self.stage:
+            self.close()
+            self.stage = kind
+            unit = "groups" if kind.startswith("tabulating") else "rows"
+            self.bar = tqdm(total=int(total), desc=kind, unit=unit, unit_scale=True, file=sys.stderr,
+                            dynamic_ncols=True, leave=False)
+        self.bar.total = max(int(total), int(done))
+        self.bar.set_description(stage)
+        self.bar.update(int(done) - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m engine",
+        description="Run SafeTab-P (2020 Census Detailed DHC-A disclosure avoidance) on SafeTab-P input files.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(sp, out=True):
+        sp.add_argument("params_dir", metavar="PARAMS_DIR", type=Path, help="directory with config.json and the 4 spec files")
+        sp.add_argument("data_dir", metavar="DATA_DIR", type=Path, help="directory with person-records and GRF-C (.txt or .parquet)")
+        if out:
+            sp.add_argument("out_dir", metavar="OUT_DIR", type=Path, help="output directory (must be empty or absent)")
+            sp.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it already holds files")
+        sp.add_argument("--quiet", action="store_true", help="no progress bar")
+        sp.formatter_class = argparse.RawDescriptionHelpFormatter
+        sp.epilog = _EPILOG
+
+    sp = sub.add_parser("validate", help="check every input file; draws no noise and writes nothing")
+    common(sp, out=False)
+
+    sp = sub.add_parser("run", help="validate, then write a release: t1/, t2/, suppressed/, manifest.json")
+    common(sp)
+    sp.add_argument("--seed", type=int, default=None,
+                    help="reproducible noise for demos and tests; the manifest then says NOT FOR RELEASE "
+                         "(default: a cryptographically secure random source)")
+    sp.add_argument("--no-coterminous", dest="coterminous", action="store_false",
+                    help="skip the coterminous-geography post-processing (on by default)")
+
+    sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
+    common(sp)
+    sp.add_argument("--no-coterminous", dest="coterminous", action="store_false",
+                    help="skip the coterminous-geography post-processing")
+
+    sp = sub.add_parser("accuracy", help="compare releases with the truth: 95th percentile of |error| vs predicted MOE")
+    common(sp)
+    sp.add_argument("--trials", type=int, default=1, help="number of independent releases to draw (default 1)")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="seed the trials (reproducible; default: secure random source)")
+    sp.add_argument("--release", type=Path, default=None, metavar="RELEASE_DIR",
+                    help="compare an existing release directory instead of drawing new trials")
+
+    sp = sub.add_parser("sample", help="write a synthetic nation (PARAMS_DIR + DATA_DIR layout) of any size")
+    sp.add_argument("out_dir", metavar="OUT", type=Path, help="folder to create: OUT/params and OUT/data")
+    sp.add_argument("--persons", type=int, required=True, help="number of persons, 1,000 to 300,000,000")
+    sp.add_argument("--seed", type=int, default=0, help="random seed of the generator (default 0)")
+    sp.add_argument("--spec", type=Path, default=None, metavar="DIR",
+                    help="use these spec files (and config.json) instead of generated ones, e.g. the 2020 files")
+    sp.add_argument("--format", choices=["txt", "parquet"], default="txt", help="data file format (default txt)")
+    sp.add_argument("--overwrite", action="store_true", help="replace OUT if it already holds files")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from calculators.config import ConfigError
+    from engine.errors import InputError
+
+    progress = _Progress(args.quiet)
+    try:
+        return _dispatch(args, progress)
+    except InputError as exc:
+        progress.close()
+        print(exc.report(), file=sys.stderr)
+        print("Nothing was written.", file=sys.stderr)
+        return EXIT_INVALID
+    except ConfigError as exc:
+        progress.close()
+        print("Invalid input: " + str(exc), file=sys.stderr)
+        return EXIT_INVALID
+    except FileExistsError as exc:
+        progress.close()
+        print(f"Usage error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:
+        progress.close()
+        print(f"Usage error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        progress.close()
+
+
+def _dispatch(args, progress: _Progress) -> int:
+    if args.command == "validate":
+        from engine.run import prepare
+
+        prepared = prepare(args.params_dir, args.data_dir, progress)
+        progress.close()
+        groups = sum(prepared.universe_size(lvl) for lvl in prepared.levels)
+        print(f"OK: {prepared.table.persons:,} persons in the runs, {len(prepared.levels)} population group "
+              f"levels, {groups:,} population groups. No noise was drawn; nothing was written.")
+        return EXIT_OK
+
+    if args.command in ("run", "truth"):
+        from engine.run import run
+
+        truth = args.command == "truth"
+        res = run(args.params_dir, args.data_dir, args.out_dir, seed=None if truth else args.seed, truth=truth,
+                  coterminous=args.coterminous, overwrite=args.overwrite, progress=progress)
+        progress.close()
+        m = res.manifest
+        print(f"Wrote {res.out_dir}: {m['outputs']['rows']['t1']:,} T1 rows, {m['outputs']['rows']['t2']:,} T2 rows, "
+              f"{m['outputs']['rows']['suppressed']:,} suppressed groups.")
+        if not m["mode"]["for_release"]:
+            print(m["mode"]["note"])
+        return EXIT_OK
+
+    if args.command == "accuracy":
+        from engine.accuracy import accuracy_report, format_report
+
+        if args.trials < 1:
+            raise ValueError("--trials must be at least 1")
+        report = accuracy_report(args.params_dir, args.data_dir, args.out_dir, trials=args.trials, seed=args.seed,
+                                 release_dir=args.release, overwrite=args.overwrite, progress=progress)
+        progress.close()
+        print(format_report(report))
+        print(f"Wrote {args.out_dir / 'accuracy.csv'} and accuracy.json")
+        return EXIT_OK
+
+    if args.command == "sample":
+        from engine.outputs import check_out_dir
+        from engine.sample import generate
+
+        check_out_dir(args.out_dir, args.overwrite)
+
+        def prog(done, total):
+            progress("generating persons", done, total)
+
+        summary = generate(args.out_dir, args.persons, seed=args.seed, spec_dir=args.spec, fmt=args.format,
+                           progress=prog)
+        progress.close()
+        print(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in vars(summary).items()
+                          if not isinstance(v, (list, dict))}, indent=2, default=str))
+        return EXIT_OK
+    raise AssertionError(args.command)

@@ -1,0 +1,74 @@
+"""Input problems and the error that carries them.
+
+Every problem names the file, the line (1-based, the header is line 1), the column,
+the value found and what was expected, so a user can fix the input without a debugger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: How many problems an error message lists before it only gives the total.
+SHOWN_PROBLEMS = 20
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int | None
+    column: str | None
+    value: str | None
+    expected: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f", line {self.line}"
+        if self.column:
+            where += f", column {self.column}"
+        if self.value is None:
+            return f"{where}: {self.expected}"
+        return f"{where}: found {self.value!r}; expected {self.expected}"
+
+
+class InputError(Exception):
+    """Invalid input files. Raised before any noise is drawn or any file is written."""
+
+    def __init__(self, problems: list[Problem], total: int | None = None):
+        self.problems = list(problems)
+        self.total = total if total is not None else len(self.problems)
+        super().__init__(self.report())
+
+    def report(self, limit: int = SHOWN_PROBLEMS) -> str:
+        lines = [f"Invalid input: {self.total} problem{'s' if self.total != 1 else ''} found."]
+        lines += [f"  - {p}" for p in self.problems[:limit]]
+        if self.total > min(limit, len(self.problems)):
+            lines.append(f"  ... and {self.total - min(limit, len(self.problems))} more.")
+        return "\n".join(lines)
+
+
+class ProblemLog:
+    """Collects problems; keeps the first few in full and counts the rest."""
+
+    def __init__(self, keep: int = 200):
+        self.keep = keep
+        self.problems: list[Problem] = []
+        self.total = 0
+
+    def add(self, file: str, line: int | None, column: str | None, value, expected: str) -> None:
+        self.total += 1
+        if len(self.problems) < self.keep:
+            self.problems.append(
+                Problem(file, line, column, None if value is None else str(value), expected)
+            )
+
+    def count(self, n: int) -> None:
+        """Count n further problems already represented by an example."""
+        self.total += n
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def raise_if_any(self) -> None:
+        if self.total:
+            raise InputError(self.problems, self.total)

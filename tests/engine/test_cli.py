@@ -1,0 +1,106 @@
+"""The command line: subcommands, exit codes, the toy reference end to end, accuracy reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine.cli import main
+from tests.engine.conftest import BLOCKS, REFERENCE, person, read_part_files
+
+REPO = Path(__file__).resolve().parents[2]
+TOY = REFERENCE / "safetab-p-toy"
+
+
+def test_help_explains_every_option_and_exit_codes():
+    out = subprocess.run([sys.executable, "-m", "engine", "run", "--help"], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0
+    for word in ("--seed", "--overwrite", "--no-coterminous", "--quiet", "NOT FOR RELEASE", "exit codes",
+                 "1  invalid input", "2  usage error"):
+        assert word in out.stdout, word
+    top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=REPO, capture_output=True, text=True)
+    for cmd in ("validate", "run", "truth", "accuracy", "sample"):
+        assert cmd in top.stdout
+
+
+def test_usage_errors_exit_2(dataset, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["run"])
+    assert info.value.code == 2
+    dataset.persons = [person()]
+    dataset.write()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["run", str(dataset.params), str(dataset.data), str(out), "--quiet"]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert (out / "keep.txt").read_text() == "mine"
+    assert main(["run", str(dataset.params), str(dataset.data), str(out), "--quiet", "--overwrite", "--seed", "1"]) == 0
+    assert not (out / "keep.txt").exists() and (out / "manifest.json").exists()
+
+
+def test_toy_reference_runs_end_to_end(tmp_path):
+    if not TOY.is_dir():
+        pytest.skip("the toy reference files are not present")
+    out = tmp_path / "toy"
+    proc = subprocess.run([sys.executable, "-m", "engine", "run", str(TOY / "params"), str(TOY / "data"), str(out),
+                           "--seed", "42", "--quiet"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((out / "manifest.json").read_text())
+    # The toy config runs the US only (states 01, 02, 11): 8 persons, the 2 in Puerto Rico are not counted.
+    assert m["inputs"]["persons"] == {"counted": 8, "us": 8, "pr": 0}
+    assert not any(k.startswith("(PR-") for k in m["levels"])
+    assert m["stability"]["2"]["S"] == 18  # h_r = 2 in the toy level-2 slice
+    t1 = read_part_files(out / "t1")
+    sup = read_part_files(out / "suppressed")
+    n = len(t1) + len(sup)
+    assert n == sum(lvl["groups"] for lvl in m["levels"].values())
+    truth = tmp_path / "truth"
+    assert main(["truth", str(TOY / "params"), str(TOY / "data"), str(truth), "--quiet"]) == 0
+    tt = read_part_files(truth / "t1")
+    # "Albanian alone or in any combination" (codes 1010-1012): persons on lines 3, 4, 5 and 10
+    # (lines 8 and 11 are in Puerto Rico, which this config does not run).
+    assert tt[(tt.REGION_TYPE == "USA") & (tt.ITERATION_CODE == "1140")].COUNT.astype(int).item() == 4
+
+
+def test_accuracy_report_with_trials(dataset, tmp_path, capsys):
+    dataset.persons = [person(block=BLOCKS[i % 5], age=i % 100, races=(("1010",), ("1020",))[i % 2]) for i in range(400)]
+    dataset.write()
+    out = tmp_path / "acc"
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(out), "--trials", "3", "--seed", "5",
+                 "--quiet"]) == 0
+    df = pd.read_csv(out / "accuracy.csv")
+    assert set(df.trials) == {3}
+    assert {"geo_level", "iteration_level", "table", "true_size", "p95_abs_error", "predicted_moe95_exact"} <= set(df.columns)
+    row = df[(df.geo_level == "TRACT") & (df.iteration_level == 2) & (df.table == "total (stat level 0)")
+             & (df.true_size == "0")]
+    # Thousands of empty tract groups: the empirical 95th percentile is close to the predicted MOE.
+    assert row.counts_compared.item() > 50
+    assert abs(row.p95_abs_error.item() - row.predicted_moe95_exact.item()) <= 0.35 * row.predicted_moe95_exact.item() + 1
+    js = json.loads((out / "accuracy.json").read_text())
+    assert js["mode"]["trials"] == 3 and len(js["rows"]) == len(df)
+
+
+def test_accuracy_of_an_existing_release(dataset, tmp_path):
+    dataset.persons = [person(block=BLOCKS[i % 5], age=i % 100, races=("1020",)) for i in range(100)]
+    dataset.write()
+    rel = tmp_path / "rel"
+    assert main(["run", str(dataset.params), str(dataset.data), str(rel), "--seed", "3", "--quiet"]) == 0
+    out = tmp_path / "acc"
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(out), "--release", str(rel), "--quiet"]) == 0
+    df = pd.read_csv(out / "accuracy.csv")
+    # The USA Angolan group (100 persons) has a sex x age table: its cells are compared.
+    cells = df[(df.geo_level == "USA") & df.table.str.startswith("cell")]
+    assert cells.counts_compared.sum() >= 8
+    # Comparing the truth with itself gives zero error everywhere.
+    tru = tmp_path / "tru"
+    assert main(["truth", str(dataset.params), str(dataset.data), str(tru), "--quiet"]) == 0
+    out2 = tmp_path / "acc2"
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(out2), "--release", str(tru), "--quiet"]) == 0
+    df2 = pd.read_csv(out2 / "accuracy.csv")
+    assert (df2.p95_abs_error == 0).all() and (df2.mean_error == 0).all()
