@@ -1,7 +1,7 @@
 """Pure analytic math of SafeTab-P (SPEC §1-§3): numpy-friendly, no Streamlit, no I/O
 except the configuration model (`calculators.config`)."""
 
-from calculators import (  # noqa: F401  (submodules as attributes: calculators.budget...)
+from calculators import (
     adaptive,
     budget,
     config,

@@ -73,7 +73,7 @@ def level_plan(config: SafeTabConfig, level: PopulationGroupLevel, stability: in
         if config.privacy_defn == "puredp":
             t = int(geometric.inverse_cdf(p, float(plan.stage2)))
         else:
-            t = suppression.threshold(float(plan.stage2), p)
+            t = suppression.threshold(plan.stage2, p)  # the exact rational sigma^2
         plan = LevelPlan(level, rho, gamma, stability, plan.thresholds, config.privacy_defn, int(t))
     return plan
 
