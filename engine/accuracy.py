@@ -99,8 +99,7 @@ class AccuracyCollector:
                 moe = _predicted_moe(plan, plan.stage2, STAT_LEVEL_CELLS[k])
             self._add(lvl, kind, bins_all[sel], pub.t1[sel] - pub.true_total[sel], moe)
         for k, (groups, cells, marg) in pub.tables.items():
-            true46 = counts.cells_of(groups)
-            true_cells = collapse_cells(true46, k)
+            true_cells = pub.true_tables[k]
             b = bins_all[groups - pub.g0]
             width = cells.shape[1]
             self._add(lvl, CELL_TYPES[k], np.repeat(b, width), (cells - true_cells).reshape(-1), moe_cell)
@@ -226,13 +225,14 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
         released = np.zeros(counts.n_groups, bool)
         t1_val[g1[ok]] = sub1["COUNT"].to_numpy(np.int64)[ok]
         released[g1[ok]] = True
-        tables = {}
+        tables, true_tables = {}, {}
         for k in (1, 2, 3):
             gs = np.array(sorted(g for g in cells_by_group if stat[g] == k), dtype=np.int64)
             if len(gs):
                 cells = np.stack([cells_by_group[int(g)] for g in gs])
                 tables[k] = (gs, cells, cells.reshape(len(gs), 2, -1).sum(axis=2))
-        pub = Published(plan, 0, counts.n_groups, stat, t1_val, released, tables, totals)
+                true_tables[k] = collapse_cells(counts.cells_of(gs), k)
+        pub = Published(plan, 0, counts.n_groups, stat, t1_val, released, tables, totals, true_tables)
         collector.add_published(plan, counts, pub)
 
 

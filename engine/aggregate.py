@@ -20,7 +20,7 @@ import pandas as pd
 
 from calculators.levels import PopulationGroupLevel
 from engine.errors import ProblemLog
-from engine.flatmap import CharKeys, IterationCatalog, MembershipCSR, geo_class, membership
+from engine.flatmap import CharKeys, IterationCatalog, Membership, geo_class, membership
 from engine.readers import PERSON_COLUMNS, iter_batches
 from engine.validate import EncodedPersons, Inputs, check_person_batch
 
@@ -35,44 +35,49 @@ Progress = Callable[[str, float, float], None]
 
 @dataclass
 class CountTable:
-    """Person counts per (piece, characteristic key, cell): sorted unique packed keys.
+    """Person counts per (piece, characteristic key, cell), one row per distinct triple.
 
-    key = (piece * _CK_CAP + charkey) * N_CELLS + cell.
+    `combo` and `eth` are the race combo and ethnicity code of the row's key (see
+    engine.flatmap.CharKeys); they are what the flat map needs.
     """
 
-    key: np.ndarray
-    count: np.ndarray
+    piece: np.ndarray  # int64
+    charkey: np.ndarray  # int64
+    cell: np.ndarray  # int64
+    count: np.ndarray  # int64
     charkeys: CharKeys
     persons: int = 0
     persons_us: int = 0
     persons_pr: int = 0
 
     @property
-    def piece(self) -> np.ndarray:
-        return self.key // (_CK_CAP * N_CELLS)
+    def combo(self) -> np.ndarray:
+        return np.asarray(self.charkeys.combo_of, np.int64)[self.charkey]
 
     @property
-    def charkey(self) -> np.ndarray:
-        return (self.key // N_CELLS) % _CK_CAP
+    def eth(self) -> np.ndarray:
+        return np.asarray(self.charkeys.eth_of, np.int64)[self.charkey]
 
-    @property
-    def cell(self) -> np.ndarray:
-        return self.key % N_CELLS
+    @classmethod
+    def from_keys(cls, key: np.ndarray, count: np.ndarray, charkeys: CharKeys, **persons: int) -> "CountTable":
+        """From packed keys (piece * _CK_CAP + charkey) * N_CELLS + cell."""
+        return cls(key // (_CK_CAP * N_CELLS), (key // N_CELLS) % _CK_CAP, key % N_CELLS, count, charkeys, **persons)
 
 
 @dataclass
 class GroupCounts:
-    """Sparse counts of one population group level.
+    """Counts of one population group level.
 
-    group = region index * n_iterations + iteration index (the universe order);
-    rows are sorted by (group, cell) and only non-zero counts are stored.
+    group = region index * n_iterations + iteration index (the universe order).
+    `key` = group * 46 + cell holds the non-zero counts, unsorted and possibly repeated
+    (counts of a key add up): the mechanism needs dense totals and the cells of the few
+    groups that get a table, neither of which needs a sort of all rows.
     """
 
     level: PopulationGroupLevel
     n_regions: int
     n_iterations: int
-    group: np.ndarray  # int64
-    cell: np.ndarray  # int64
+    key: np.ndarray  # int64
     count: np.ndarray  # int64
 
     @property
@@ -81,19 +86,20 @@ class GroupCounts:
 
     def totals(self) -> np.ndarray:
         """True total of every group of the universe (zeros included)."""
-        return np.bincount(self.group, weights=self.count, minlength=self.n_groups).astype(np.int64)
+        # float64 weights are exact: a count is far below 2**53.
+        return np.bincount(self.key // N_CELLS, weights=self.count, minlength=self.n_groups).astype(np.int64)
 
     def cells_of(self, groups: np.ndarray) -> np.ndarray:
-        """(len(groups), 46) true counts of the given sorted group indices."""
+        """(len(groups), 46) true counts of the given sorted, distinct group indices."""
         out = np.zeros((len(groups), N_CELLS), dtype=np.int64)
-        if len(groups) == 0 or len(self.group) == 0:
+        if len(groups) == 0 or len(self.key) == 0:
             return out
-        lo = np.searchsorted(self.group, groups, side="left")
-        hi = np.searchsorted(self.group, groups, side="right")
-        lens = hi - lo
-        rows = np.repeat(np.arange(len(groups)), lens)
-        idx = np.repeat(lo - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())
-        np.add.at(out, (rows, self.cell[idx]), self.count[idx])
+        wanted = np.zeros(self.n_groups, dtype=bool)
+        wanted[groups] = True
+        g = self.key // N_CELLS
+        m = wanted[g]
+        pos = np.searchsorted(groups, g[m]) * N_CELLS + self.key[m] % N_CELLS
+        out += np.bincount(pos, weights=self.count[m], minlength=out.size).astype(np.int64).reshape(out.shape)
         return out
 
 
@@ -108,7 +114,7 @@ def _merge(keys: list[np.ndarray], counts: list[np.ndarray]) -> tuple[np.ndarray
     c = np.concatenate(counts)
     if len(k) == 0:
         return k, c
-    order = np.argsort(k, kind="stable")
+    order = np.argsort(k)
     k, c = k[order], c[order]
     start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     return k[start], np.add.reduceat(c, start)
@@ -124,6 +130,8 @@ class LocalAggregator:
 
     merge_rows: int = _MERGE_ROWS
     _charkeys: CharKeys = field(default_factory=CharKeys)
+    _known_packed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    _known_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def count(self, inputs: Inputs, progress: Progress | None = None) -> CountTable:
         log = ProblemLog()
@@ -162,7 +170,8 @@ class LocalAggregator:
             k, c = _merge(keys, counts)
         else:
             k, c = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return CountTable(k, c, self._charkeys, persons, persons - persons_pr, persons_pr)
+        return CountTable.from_keys(k, c, self._charkeys, persons=persons, persons_us=persons - persons_pr,
+                                    persons_pr=persons_pr)
 
     def _charkey_ids(self, enc: EncodedPersons, n_codes: int) -> np.ndarray:
         """Characteristic-key id of every row (registering new keys)."""
@@ -177,15 +186,27 @@ class LocalAggregator:
         out = np.empty(n, dtype=np.int64)
         if fits.any():
             codes, uniq = pd.factorize(packed[fits])
+            uniq = np.asarray(uniq, dtype=np.int64)
+            # Known packed keys are looked up in bulk; only new ones are decoded in Python.
+            pos = np.searchsorted(self._known_packed, uniq)
+            pos_c = np.minimum(pos, max(0, len(self._known_packed) - 1))
+            hit = (pos < len(self._known_packed)) & (self._known_packed[pos_c] == uniq) if len(self._known_packed) else np.zeros(len(uniq), bool)
             ids = np.empty(len(uniq), dtype=np.int64)
-            for i, u in enumerate(uniq.tolist()):
+            ids[hit] = self._known_ids[pos_c[hit]]
+            new = np.flatnonzero(~hit)
+            for i in new:
+                u = int(uniq[i])
                 vals = []
                 for _ in range(min(per_word, 8)):
                     vals.append(u & ((1 << bits) - 1))
                     u >>= bits
-                eth = u
                 combo = tuple(sorted(v - 1 for v in vals if v))
-                ids[i] = self._charkeys.get(combo, int(eth))
+                ids[i] = self._charkeys.get(combo, u)
+            if len(new):
+                keys = np.concatenate([self._known_packed, uniq[new]])
+                vals_ = np.concatenate([self._known_ids, ids[new]])
+                order = np.argsort(keys)
+                self._known_packed, self._known_ids = keys[order], vals_[order]
             out[fits] = ids[codes]
         for i in np.flatnonzero(~fits):  # rare: more race codes than fit in one word
             combo = tuple(int(v) for v in enc.race[i] if v >= 0)
@@ -236,28 +257,23 @@ def group_counts(
     cls = geo_class(geo)
     cache_key = (cls, lvl)
     if csr_cache is not None and cache_key in csr_cache:
-        csr: MembershipCSR = csr_cache[cache_key]
+        members: Membership = csr_cache[cache_key]
     else:
-        csr = membership(inputs.specs, catalog, table.charkeys, inputs.code_names, cls, lvl, stability)
+        members = membership(inputs.specs, catalog, table.charkeys, inputs.code_names, cls, lvl, stability)
         if csr_cache is not None:
-            csr_cache[cache_key] = csr
-    empty = GroupCounts(level, n_regions, n_it, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    if len(table.key) == 0 or n_it == 0:
-        return empty
+            csr_cache[cache_key] = members
+    if len(table.count) == 0 or n_it == 0:
+        return GroupCounts(level, n_regions, n_it, np.zeros(0, np.int64), np.zeros(0, np.int64))
     region = regions[table.piece]
     keep = region >= 0
-    ck = table.charkey[keep]
-    cell = table.cell[keep]
-    k2 = (region[keep] * _CK_CAP + ck) * N_CELLS + cell
-    k2, c2 = _merge([k2], [table.count[keep]])
-    region2 = k2 // (_CK_CAP * N_CELLS)
-    ck2 = (k2 // N_CELLS) % _CK_CAP
-    cell2 = k2 % N_CELLS
-    sizes = csr.sizes()[ck2]
-    rows = np.repeat(np.arange(len(k2)), sizes)
-    starts = csr.offsets[ck2]
-    within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    it = csr.members[starts[rows] + within]
-    k3 = (region2[rows] * n_it + it) * N_CELLS + cell2[rows]
-    k3, c3 = _merge([k3], [c2[rows]])
-    return GroupCounts(level, n_regions, n_it, k3 // N_CELLS, k3 % N_CELLS, c3)
+    if 2 * n_regions <= inputs.geography.n_pieces:
+        # Many pieces per region (USA, states, counties): sum them first, fewer rows to flat-map.
+        k2 = (region[keep] * _CK_CAP + table.charkey[keep]) * N_CELLS + table.cell[keep]
+        k2, count = _merge([k2], [table.count[keep]])
+        region, charkey, cell = k2 // (_CK_CAP * N_CELLS), (k2 // N_CELLS) % _CK_CAP, k2 % N_CELLS
+    else:
+        region, charkey, cell, count = region[keep], table.charkey[keep], table.cell[keep], table.count[keep]
+    combo_of = np.asarray(table.charkeys.combo_of, np.int64)
+    eth_of = np.asarray(table.charkeys.eth_of, np.int64)
+    rows, it = members.expand(combo_of[charkey], eth_of[charkey])
+    return GroupCounts(level, n_regions, n_it, (region[rows] * n_it + it) * N_CELLS + cell[rows], count[rows])

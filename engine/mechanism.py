@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -105,7 +105,8 @@ class ChunkResult:
 
     `stat_level`: 0..3, or TOTAL_ONLY. `total`: the noisy stage-2 / TotalOnly total
     (meaningful where no table was drawn). `tables[k]`: (group indices, noisy cells) of
-    the groups at stat level k >= 1. `true_total` is kept for accuracy reports only.
+    the groups at stat level k >= 1. `true_total` and `true_tables` (same shapes as
+    `total` and `tables`) serve accuracy reports only; they are never written.
     """
 
     level: PopulationGroupLevel
@@ -115,57 +116,68 @@ class ChunkResult:
     total: np.ndarray
     tables: dict[int, tuple[np.ndarray, np.ndarray]]
     true_total: np.ndarray
+    true_tables: dict[int, np.ndarray]
 
 
-def tabulate_chunk(
+def tabulate_level(
     plan: LevelPlan,
     counts: GroupCounts,
-    totals: np.ndarray,
     detailed_only: np.ndarray,
-    g0: int,
-    g1: int,
     noise: Noise,
     truth: bool = False,
-) -> ChunkResult:
-    """Run both stages for the groups [g0, g1) of a level.
+    chunk_groups: int = 2_000_000,
+) -> Iterator[ChunkResult]:
+    """Run both stages for every group of a level, yielding results chunk by chunk.
 
-    `totals` are the true totals of all groups of the level; `detailed_only[i]` flags
-    TotalOnly iterations. With `truth`, no noise is drawn and stat levels follow the
-    true totals (ground-truth mode).
+    `detailed_only[i]` flags TotalOnly iterations. Stage 1 is drawn for the whole level
+    first (it only decides stat levels), so the cells of the groups that get a table
+    are gathered in one pass over the counts. With `truth`, no noise is drawn and stat
+    levels follow the true totals (ground-truth mode).
     """
-    n = g1 - g0
-    true = totals[g0:g1]
-    groups = np.arange(g0, g1, dtype=np.int64)
-    total_only = detailed_only[groups % counts.n_iterations]
-    stat = np.full(n, TOTAL_ONLY, dtype=np.int8)
-    noisy_total = np.zeros(n, dtype=np.int64)
 
     def draw(scale: Fraction, size: int) -> np.ndarray:
         if truth or size == 0:
             return np.zeros(size, dtype=np.int64)
         return noise(scale, size)
 
-    adaptive = ~total_only
-    n_ad = int(adaptive.sum())
-    # Stage 1 (never published): decides the stat level.
-    stage1 = true[adaptive] + draw(plan.stage1, n_ad)
-    levels = np.searchsorted(np.array(plan.thresholds), stage1, side="right").astype(np.int8)
-    stat[adaptive] = levels
-    # TotalOnly groups: one total with the full budget.
-    n_to = int(total_only.sum())
-    noisy_total[total_only] = true[total_only] + draw(plan.total_only, n_to)
-    # Stage 2, level 0: a new noisy total.
-    lvl0 = stat == 0
-    noisy_total[lvl0] = true[lvl0] + draw(plan.stage2, int(lvl0.sum()))
-    tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for k in (1, 2, 3):
-        sel = np.flatnonzero(stat == k)
-        if len(sel) == 0:
-            continue
-        g = groups[sel]
-        cells = collapse_cells(counts.cells_of(g), k)
-        cells = cells + draw(plan.stage2, cells.size).reshape(cells.shape)
-        assert cells.shape[1] == STAT_LEVEL_CELLS[k]
-        tables[k] = (g, cells)
-        noisy_total[sel] = cells.sum(axis=1)
-    return ChunkResult(plan.level, g0, g1, stat, noisy_total, tables, true)
+    n_groups = counts.n_groups
+    totals = counts.totals()
+    total_only = np.tile(detailed_only, counts.n_regions)
+    thresholds = np.array(plan.thresholds)
+    stat = np.full(n_groups, TOTAL_ONLY, dtype=np.int8)
+    for g0 in range(0, n_groups, chunk_groups):
+        # Stage 1 (never published): decides the stat level.
+        g1 = min(n_groups, g0 + chunk_groups)
+        adaptive = np.flatnonzero(~total_only[g0:g1]) + g0
+        stage1 = totals[adaptive] + draw(plan.stage1, len(adaptive))
+        stat[adaptive] = np.searchsorted(thresholds, stage1, side="right")
+    table_groups = np.flatnonzero(stat >= 1)
+    true_cells46 = counts.cells_of(table_groups)
+
+    for g0 in range(0, n_groups, chunk_groups):
+        g1 = min(n_groups, g0 + chunk_groups)
+        st = stat[g0:g1]
+        true = totals[g0:g1]
+        noisy_total = np.zeros(g1 - g0, dtype=np.int64)
+        # TotalOnly groups: one total with the full budget.
+        to = st == TOTAL_ONLY
+        noisy_total[to] = true[to] + draw(plan.total_only, int(to.sum()))
+        # Stage 2, level 0: a new noisy total.
+        lvl0 = st == 0
+        noisy_total[lvl0] = true[lvl0] + draw(plan.stage2, int(lvl0.sum()))
+        tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        true_tables: dict[int, np.ndarray] = {}
+        lo, hi = np.searchsorted(table_groups, [g0, g1])
+        chunk_tables, chunk_true = table_groups[lo:hi], true_cells46[lo:hi]
+        chunk_stat = stat[chunk_tables]
+        for k in (1, 2, 3):
+            sel = chunk_stat == k
+            if not sel.any():
+                continue
+            g = chunk_tables[sel]
+            true_k = collapse_cells(chunk_true[sel], k)
+            cells = true_k + draw(plan.stage2, true_k.size).reshape(true_k.shape)
+            tables[k] = (g, cells)
+            true_tables[k] = true_k
+            noisy_total[g - g0] = cells.sum(axis=1)
+        yield ChunkResult(plan.level, g0, g1, st, noisy_total, tables, true, true_tables)

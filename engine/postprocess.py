@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from engine.mechanism import TOTAL_ONLY, ChunkResult, LevelPlan
 
@@ -34,6 +35,7 @@ class Published:
     released: np.ndarray
     tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
     true_total: np.ndarray
+    true_tables: dict[int, np.ndarray]
 
     @property
     def n(self) -> int:
@@ -57,72 +59,86 @@ def postprocess_chunk(res: ChunkResult, plan: LevelPlan, allow_negative: bool) -
     if not allow_negative:
         simple = (res.stat_level == 0) | (res.stat_level == TOTAL_ONLY)
         t1[simple] = np.maximum(t1[simple], 0)
-    return Published(plan, res.g0, res.g1, res.stat_level, t1, released, tables, res.true_total)
+    return Published(plan, res.g0, res.g1, res.stat_level, t1, released, tables, res.true_total, res.true_tables)
 
 
-@dataclass
-class GroupOutput:
-    """Everything one population group publishes (used for coterminous copies)."""
+class CoterminousStash:
+    """Holds the results of the coterminous members' groups until every level is done.
 
-    stat_level: int
-    t1: int
-    released: bool
-    cells: np.ndarray | None  # (2 * bins,) for stat level >= 1
-    marginals: np.ndarray | None
-
-
-def group_output(pub: Published, g: int) -> GroupOutput:
-    i = g - pub.g0
-    k = int(pub.stat_level[i])
-    cells = marg = None
-    if k >= 1:
-        groups, c, m = pub.tables[k]
-        j = int(np.searchsorted(groups, g))
-        cells, marg = c[j].copy(), m[j].copy()
-    return GroupOutput(k, int(pub.t1[i]), bool(pub.released[i]), cells, marg)
-
-
-def coterminous_copies(
-    sets: list[list[tuple[str, int]]],
-    outputs: dict[tuple[str, int, int, str], GroupOutput],
-    iteration_levels: tuple[int, ...] = (1, 2),
-) -> tuple[dict[tuple[str, int, int, str], GroupOutput], int]:
-    """Copy the outputs of the highest unsuppressed member to the rest of each set.
-
-    `sets` lists coterminous (geo, region) members in priority order (USA, STATE,
-    COUNTY, TRACT, PLACE, AIANNH); `outputs` maps (geo, iteration level, region,
-    iteration code) to the group's output for every tabulated group of a member.
-    Returns the new outputs and the number of groups changed.
+    SPEC §1: entities of different levels covering the same blocks publish the counts of
+    the highest unsuppressed level of their set (priority USA, STATE, COUNTY, TRACT,
+    PLACE, AIANNH; PR likewise). `sets` lists each set's (geo, region) members in
+    priority order. Everything is kept as arrays: sets can hold millions of groups.
     """
-    out = dict(outputs)
-    changed = 0
-    by_member: dict[tuple[str, int, int], list[str]] = {}
-    for geo, lvl, region, code in outputs:
-        by_member.setdefault((geo, lvl, region), []).append(code)
-    for members in sets:
-        for lvl in iteration_levels:
-            codes: dict[str, list[tuple[str, int]]] = {}
-            for geo, region in members:
-                for code in by_member.get((geo, lvl, region), ()):
-                    codes.setdefault(code, []).append((geo, region))
-            for code, holders in codes.items():
-                if len(holders) < 2:
-                    continue
-                source = next((m for m in holders if out[(m[0], lvl, m[1], code)].released), None)
-                if source is None:
-                    continue
-                src = out[(source[0], lvl, source[1], code)]
-                for geo, region in holders:
-                    key = (geo, lvl, region, code)
-                    if (geo, region) != source and not _same(out[key], src):
-                        out[key] = replace(src)
-                        changed += 1
-    return out, changed
 
+    def __init__(self, sets: list[list[tuple[str, int]]]):
+        self.sets = sets
+        self.member: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        sizes: dict[str, int] = {}
+        for members in sets:
+            for g, r in members:
+                sizes[g] = max(sizes.get(g, 0), r + 1)
+        for g, n in sizes.items():
+            self.member[g] = (np.full(n, -1, np.int64), np.full(n, -1, np.int64))
+        for sid, members in enumerate(sets):
+            for prio, (g, r) in enumerate(members):
+                self.member[g][0][r] = sid
+                self.member[g][1][r] = prio
+        self._parts: list[dict] = []
+        self._tables: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1: [], 2: [], 3: []}
+        self._rows = 0
 
-def _same(a: GroupOutput, b: GroupOutput) -> bool:
-    if (a.stat_level, a.t1, a.released) != (b.stat_level, b.t1, b.released):
-        return False
-    if a.cells is None or b.cells is None:
-        return a.cells is None and b.cells is None
-    return bool(np.array_equal(a.cells, b.cells))
+    def region_mask(self, geo: str, n_regions: int) -> np.ndarray | None:
+        """Which regions of a level belong to a coterminous set (None: none do)."""
+        if geo not in self.member:
+            return None
+        sid = self.member[geo][0]
+        mask = np.zeros(n_regions, dtype=bool)
+        mask[: len(sid)] = sid >= 0
+        return mask
+
+    def add(self, pub: Published, geo: str, groups: np.ndarray, n_iterations: int, codes: np.ndarray) -> None:
+        """Keep the outputs of `groups` (sorted indices of members' groups of `pub`)."""
+        if len(groups) == 0:
+            return
+        i = groups - pub.g0
+        region = groups // n_iterations
+        sid, prio = self.member[geo]
+        rows = np.arange(self._rows, self._rows + len(groups))
+        self._parts.append({
+            "geo": np.full(len(groups), geo, dtype=object), "lvl": np.full(len(groups), pub.plan.level.iteration_level),
+            "region": region, "code": codes[groups % n_iterations].astype(str),
+            "set": sid[region], "prio": prio[region],
+            "t1": pub.t1[i], "released": pub.released[i], "stat": pub.stat_level[i].astype(np.int64),
+        })
+        for k, (tg, cells, marg) in pub.tables.items():
+            sel = np.isin(tg, groups)
+            if sel.any():
+                self._tables[k].append((rows[np.searchsorted(groups, tg[sel])], cells[sel], marg[sel]))
+        self._rows += len(groups)
+
+    def resolve(self) -> tuple[pd.DataFrame, dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], int]:
+        """Every stashed group with `src`: the row whose outputs it publishes.
+
+        Returns (rows, tables per stat level as (row, cells, marginals) sorted by row,
+        number of groups that publish another member's outputs).
+        """
+        if not self._parts:
+            return pd.DataFrame(), {}, 0
+        df = pd.DataFrame({k: np.concatenate([p[k] for p in self._parts]) for k in self._parts[0]})
+        df["row"] = np.arange(len(df))
+        keys = ["set", "lvl", "code"]
+        src = (df[df["released"]].sort_values("prio", kind="stable").drop_duplicates(keys)[keys + ["row"]]
+               .rename(columns={"row": "src"}))
+        df = df.merge(src, on=keys, how="left", sort=False)
+        df = df.sort_values("row", kind="stable").reset_index(drop=True)
+        df["src"] = df["src"].fillna(df["row"]).astype(np.int64)
+        tables = {}
+        for k, parts in self._tables.items():
+            if parts:
+                r = np.concatenate([p[0] for p in parts])
+                order = np.argsort(r)
+                tables[k] = (r[order], np.concatenate([p[1] for p in parts])[order],
+                             np.concatenate([p[2] for p in parts])[order])
+        changed = int((df["src"] != df["row"]).sum())
+        return df, tables, changed

@@ -20,8 +20,9 @@ from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVELS, PopulationGroupLevel
 from engine.aggregate import Aggregator, CountTable, GroupCounts, LocalAggregator, group_counts
 from engine.flatmap import IterationCatalog
-from engine.mechanism import LevelPlan, Noise, level_plan, tabulate_chunk
-from engine.postprocess import GroupOutput, Published, coterminous_copies, group_output, postprocess_chunk
+from engine.mechanism import LevelPlan, Noise, level_plan, tabulate_level
+from engine.mechanism import TOTAL_ONLY
+from engine.postprocess import CoterminousStash, Published, postprocess_chunk
 from engine.validate import Inputs, load_inputs
 
 Progress = Callable[[str, float, float], None]
@@ -39,7 +40,7 @@ class Prepared:
     stability: dict[int, int]
     plans: dict[PopulationGroupLevel, LevelPlan]
     timings: dict[str, float] = field(default_factory=dict)
-    _csr_cache: dict = field(default_factory=dict, repr=False)
+    _memberships: dict = field(default_factory=dict, repr=False)
 
     @property
     def levels(self) -> list[PopulationGroupLevel]:
@@ -47,7 +48,7 @@ class Prepared:
 
     def counts(self, level: PopulationGroupLevel) -> GroupCounts:
         return group_counts(self.table, self.inputs, self.catalog, level, self.stability[level.iteration_level],
-                            self._csr_cache)
+                            self._memberships)
 
     def universe_size(self, level: PopulationGroupLevel) -> int:
         return self.inputs.geography.n_regions(level.geo) * len(self.catalog.iterations(level.geo, level.iteration_level))
@@ -93,13 +94,10 @@ def iter_published(
             # The ground truth publishes every group: nothing is suppressed.
             plan = replace(plan, suppression_threshold=None)
         counts = prepared.counts(lvl)
-        totals = counts.totals()
         detailed_only = prepared.catalog.detailed_only(lvl.geo, lvl.iteration_level)
-        for g0 in range(0, counts.n_groups, chunk_groups):
-            g1 = min(counts.n_groups, g0 + chunk_groups)
-            res = tabulate_chunk(plan, counts, totals, detailed_only, g0, g1, noise, truth=truth)
+        for res in tabulate_level(plan, counts, detailed_only, noise, truth=truth, chunk_groups=chunk_groups):
             pub = postprocess_chunk(res, plan, allow_negative or truth)
-            done += g1 - g0
+            done += res.g1 - res.g0
             if progress:
                 progress(f"tabulating {lvl.geo}, level {lvl.iteration_level}", done, total_groups)
             yield counts, pub
@@ -170,76 +168,73 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
                    progress: Progress | None) -> dict:
     geo = prepared.inputs.geography
     sets = geo.coterminous_sets() if coterminous else []
-    member_mask: dict[str, np.ndarray] = {}
-    for members in sets:
-        for g, r in members:
-            member_mask.setdefault(g, np.zeros(geo.n_regions(g), dtype=bool))[r] = True
-    stash: dict[tuple[str, int, int, str], GroupOutput] = {}
+    stash = CoterminousStash(sets)
     region_arrays = {g: pa.array(geo.regions[g].astype(str)) for g in geo.regions}
     stats: dict[str, dict] = {}
     for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress):
         lvl = pub.plan.level
-        key = f"({lvl.geo}, {lvl.iteration_level})"
         codes = prepared.catalog.codes(lvl.geo, lvl.iteration_level)
-        code_arr = pa.array(codes.astype(str))
         n_it = counts.n_iterations
-        st = stats.setdefault(key, {"groups": 0, "total_only": 0, "stat_level_0": 0, "stat_level_1": 0,
-                                    "stat_level_2": 0, "stat_level_3": 0, "suppressed": 0})
+        st = stats.setdefault(lvl.key, {"groups": 0, "total_only": 0, "stat_level_0": 0, "stat_level_1": 0,
+                                        "stat_level_2": 0, "stat_level_3": 0, "suppressed": 0})
         st["groups"] += pub.n
-        st["total_only"] += int((pub.stat_level == -1).sum())
+        st["total_only"] += int((pub.stat_level == TOTAL_ONLY).sum())
         for k in range(4):
             st[f"stat_level_{k}"] += int((pub.stat_level == k).sum())
         st["suppressed"] += int((~pub.released).sum())
 
         groups = np.arange(pub.g0, pub.g1, dtype=np.int64)
         stashed = np.zeros(pub.n, dtype=bool)
-        if lvl.geo in member_mask:
-            stashed = member_mask[lvl.geo][groups // n_it]
-            for g in groups[stashed]:
-                stash[(lvl.geo, lvl.iteration_level, int(g // n_it), str(codes[g % n_it]))] = group_output(pub, int(g))
-        part = f"{lvl.geo}-{lvl.iteration_level}"
-        regions = region_arrays[lvl.geo]
-        rel = pub.released & ~stashed
-        g_rel = groups[rel]
-        writer.write_t1(part, regions.take(pa.array(g_rel // n_it)), lvl.geo, code_arr.take(pa.array(g_rel % n_it)),
-                        pub.t1[rel])
-        sup = ~pub.released & ~stashed
-        g_sup = groups[sup]
-        writer.write_suppressed(part, regions.take(pa.array(g_sup // n_it)), lvl.geo,
-                                code_arr.take(pa.array(g_sup % n_it)))
-        for k, (tg, cells, marg) in sorted(pub.tables.items()):
-            keep = ~stashed[tg - pub.g0]
-            tg = tg[keep]
-            writer.write_t2(part, regions.take(pa.array(tg // n_it)), lvl.geo, code_arr.take(pa.array(tg % n_it)),
-                            k, cells[keep], marg[keep])
+        mask = stash.region_mask(lvl.geo, counts.n_regions)
+        if mask is not None:
+            stashed = mask[groups // n_it]
+            stash.add(pub, lvl.geo, groups[stashed], n_it, codes)
+        keep = ~stashed
+        tables = {}
+        for k, (tg, cells, marg) in pub.tables.items():
+            sel = ~stashed[tg - pub.g0]
+            tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel])
+        _write_groups(writer, f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, region_arrays[lvl.geo],
+                      pa.array(codes.astype(str)), groups[keep] // n_it, groups[keep] % n_it,
+                      pub.t1[keep], pub.released[keep], tables)
     if sets:
-        new, changed = coterminous_copies(sets, stash)
-        _write_outputs(writer, geo, new)
-        stats["coterminous"] = {"sets": len(sets), "groups": len(new), "groups_changed": changed}
+        rows, tables, changed = stash.resolve()
+        _write_coterminous(writer, geo, rows, tables)
+        stats["coterminous"] = {"sets": len(sets), "groups": len(rows), "groups_copied": changed}
     return stats
 
 
-def _write_outputs(writer, geo, outputs: dict[tuple[str, int, int, str], GroupOutput]) -> None:
-    """Write stashed per-group outputs (the coterminous members) into 'coterminous' parts."""
-    by_level: dict[tuple[str, int], list[tuple[int, str, GroupOutput]]] = {}
-    for (g, lvl, region, code), out in outputs.items():
-        by_level.setdefault((g, lvl), []).append((region, code, out))
-    for (g, lvl), items in sorted(by_level.items()):
-        part = f"coterminous-{g}-{lvl}"
-        rid = [str(geo.regions[g][r]) for r, _c, _o in items]
-        codes = [c for _r, c, _o in items]
-        rel = [o.released for _r, _c, o in items]
-        t1 = np.array([o.t1 for _r, _c, o in items], dtype=np.int64)
-        mask = np.array(rel, dtype=bool)
-        writer.write_t1(part, pa.array(np.array(rid)[mask]), g, pa.array(np.array(codes)[mask]), t1[mask])
-        writer.write_suppressed(part, pa.array(np.array(rid)[~mask]), g, pa.array(np.array(codes)[~mask]))
-        for k in (1, 2, 3):
-            sel = [i for i, (_r, _c, o) in enumerate(items) if o.stat_level == k]
-            if not sel:
-                continue
-            cells = np.stack([items[i][2].cells for i in sel])
-            marg = np.stack([items[i][2].marginals for i in sel])
-            writer.write_t2(part, pa.array([rid[i] for i in sel]), g, pa.array([codes[i] for i in sel]), k, cells, marg)
+def _write_groups(writer, part: str, geo_name: str, regions: pa.Array, codes: pa.Array, region_idx: np.ndarray,
+                  iteration_idx: np.ndarray, t1: np.ndarray, released: np.ndarray,
+                  tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """Write T1 rows (released), suppressed rows, and T2 tables of a set of groups."""
+    writer.write_t1(part, regions.take(pa.array(region_idx[released])), geo_name,
+                    codes.take(pa.array(iteration_idx[released])), t1[released])
+    writer.write_suppressed(part, regions.take(pa.array(region_idx[~released])), geo_name,
+                            codes.take(pa.array(iteration_idx[~released])))
+    for k, (r, i, cells, marg) in sorted(tables.items()):
+        writer.write_t2(part, regions.take(pa.array(r)), geo_name, codes.take(pa.array(i)), k, cells, marg)
+
+
+def _write_coterminous(writer, geo, rows, tables) -> None:
+    """Write the coterminous members' groups, each with the outputs of its source row."""
+    src = rows["src"].to_numpy()
+    for (g, lvl), part in rows.groupby(["geo", "lvl"], sort=True):
+        idx = part.index.to_numpy()
+        s = src[idx]
+        regions = pa.array(geo.regions[g].astype(str))
+        codes_arr = pa.array(part["code"].to_numpy().astype(str))
+        pos = np.arange(len(idx))
+        stat = rows["stat"].to_numpy()[s]
+        t_out = {}
+        for k, (trow, cells, marg) in tables.items():
+            sel = stat == k
+            if sel.any():
+                j = np.searchsorted(trow, s[sel])
+                t_out[k] = (part["region"].to_numpy()[sel], pos[sel], cells[j], marg[j])
+        # Codes are per row here, so index them by position.
+        _write_groups(writer, f"coterminous-{g}-{lvl}", g, regions, codes_arr, part["region"].to_numpy(), pos,
+                      rows["t1"].to_numpy()[s], rows["released"].to_numpy()[s], t_out)
 
 
 def sigma2_table(prepared: Prepared) -> dict[str, dict[str, Fraction]]:

@@ -112,7 +112,7 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
                   code_names=list(specs.codes), config_from_file=config_from_file)
 
 
-def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Array | list, bad: np.ndarray,
+def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Array | np.ndarray, bad: np.ndarray,
               expected: str | Callable[[object], str]) -> None:
     idx = np.flatnonzero(bad)
     if not len(idx):
@@ -120,7 +120,10 @@ def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Arr
     room = max(0, log.keep - len(log.problems))
     shown = idx[:room]
     if len(shown):
-        vals = values.take(pa.array(shown)).to_pylist() if isinstance(values, (pa.Array, pa.ChunkedArray)) else [values[i] for i in shown]
+        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+            vals = values.take(pa.array(shown)).to_pylist()
+        else:
+            vals = [values[i].item() if hasattr(values[i], "item") else values[i] for i in shown]
         for i, v in zip(shown, vals):
             log.add(file, batch.line(i), col, v, expected(v) if callable(expected) else expected)
     log.count(len(idx) - len(shown))
@@ -189,7 +192,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     race = np.where(r == big, -1, r).astype(np.int32)
     limit = inputs.config.max_race_codes
     bad = ok & (n_codes > limit)
-    _add_rows(log, file, batch, "QRACE1..QRACE8", [int(x) for x in n_codes], bad,
+    _add_rows(log, file, batch, "QRACE1..QRACE8", n_codes, bad,
               lambda v: f"at most max_race_codes = {limit} distinct race codes (config.json)")
     ok &= ~bad
 
