@@ -176,8 +176,12 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
         codes = prepared.catalog.codes(lvl.geo, lvl.iteration_level)
         n_it = counts.n_iterations
         st = stats.setdefault(lvl.key, {"groups": 0, "total_only": 0, "stat_level_0": 0, "stat_level_1": 0,
-                                        "stat_level_2": 0, "stat_level_3": 0, "suppressed": 0})
+                                        "stat_level_2": 0, "stat_level_3": 0, "suppressed": 0, "noise_draws": 0})
         st["groups"] += pub.n
+        # Stage 1 for every adaptive group, then one total (level 0, TotalOnly) or the cells.
+        st["noise_draws"] += 0 if truth else int(
+            (pub.stat_level != TOTAL_ONLY).sum() + (pub.stat_level <= 0).sum()
+            + sum(cells.size for _g, cells, _m in pub.tables.values()))
         st["total_only"] += int((pub.stat_level == TOTAL_ONLY).sum())
         for k in range(4):
             st[f"stat_level_{k}"] += int((pub.stat_level == k).sum())
