@@ -15,6 +15,7 @@ Self-contained on purpose: this environment has Tumult's pinned numpy/pandas, no
 import json
 import os
 import sys
+import tempfile
 import time
 from collections import defaultdict
 
@@ -35,7 +36,8 @@ def main():
     from tmlt.analytics import AddMaxRows, KeySet, QueryBuilder, RhoZCDPBudget, Session
 
     spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "8g")
-             .config("spark.sql.shuffle.partitions", "8").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "8")
+             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="tumult-warehouse-")).config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     t_spark = time.perf_counter()
