@@ -1,0 +1,36 @@
+"""SafeTab-P Studio: tune, explain and run SafeTab-P (streamlit run app.py).
+
+Every page shares one configuration (`ui.state`); the address bar carries it as
+?config=... whenever it differs from the 2020 production plan.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ui import state, widgets
+
+st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
+
+state.init()
+state.keep_widgets()
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/home:", default=True),
+    st.Page("pages/budget.py", title="Budget and MOE planner", icon=":material/tune:"),
+    st.Page("pages/adaptive.py", title="Adaptive tables", icon=":material/table_chart:"),
+    st.Page("pages/suppression.py", title="Suppression", icon=":material/visibility_off:"),
+    st.Page("pages/run.py", title="Run the mechanism", icon=":material/play_circle:"),
+    st.Page("pages/configuration.py", title="Configuration", icon=":material/settings:"),
+]
+
+page = st.navigation(PAGES)
+widgets.sidebar_summary()
+state.show_flashes()
+page.run()
+state.sync_url()

@@ -1,0 +1,123 @@
+"""Configuration: import / export SafeTab-P config.json, a shareable link, the other
+settings, validation in plain words."""
+
+import hashlib
+
+import streamlit as st
+
+from calculators.config import ConfigError, SafeTabConfig
+from calculators.levels import US_STATE_CODES
+from ui import state, urlcodec, widgets
+
+state.page_setup()
+
+st.title("Configuration")
+st.caption(
+    "The plan every page works on is a SafeTab-P `config.json`. Import one, export it, or share it as a "
+    "link. Keys this app does not know are kept and written back untouched."
+)
+
+ss = st.session_state
+cfg = state.config()
+known = set(SafeTabConfig.model_fields)
+
+# ------------------------------------------------------------------ import
+left, right = st.columns(2, gap="large")
+with left:
+    st.subheader("Import")
+    up = st.file_uploader("A SafeTab-P config.json", type=["json"], key="cfg_upload")
+    if up is not None:
+        data = up.getvalue()
+        sig = hashlib.sha256(data).hexdigest()
+        if ss.get("cfg_upload_sig") != sig:
+            ss["cfg_upload_sig"] = sig
+            try:
+                new = SafeTabConfig.from_json(data.decode("utf-8", errors="replace"), up.name)
+            except ConfigError as exc:
+                ss["cfg_upload_problems"] = (up.name, exc.problems)
+            else:
+                ss.pop("cfg_upload_problems", None)
+                state.set_config(new, f"imported {up.name}")
+                state.flash("success", f"Loaded {up.name}: it is now the plan on every page.")
+                st.rerun()
+        bad = ss.get("cfg_upload_problems")
+        if bad:
+            widgets.problems(f"{bad[0]} was not loaded; it has {len(bad[1])} problem(s):", bad[1])
+    else:
+        ss.pop("cfg_upload_sig", None)
+        ss.pop("cfg_upload_problems", None)
+
+    with st.expander("…or paste or edit the JSON", expanded=False):
+        cfg_hash = hashlib.sha256(cfg.to_json().encode()).hexdigest()[:12]
+        text = st.text_area("config.json text", value=cfg.to_json(), height=300, key=f"cfg_text_{cfg_hash}")
+        if st.button("Check and apply", key="cfg_apply"):
+            try:
+                new = SafeTabConfig.from_json(text, "pasted text")
+            except ConfigError as exc:
+                widgets.problems(f"Not applied; {len(exc.problems)} problem(s):", exc.problems)
+            else:
+                state.set_config(new, "pasted config.json")
+                state.flash("success", "The pasted configuration is now the plan on every page.")
+                st.rerun()
+
+# ------------------------------------------------------------------ export
+with right:
+    st.subheader("Export")
+    st.markdown(f"Current plan: **{state.source_label()}**")
+    st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
+                       key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
+    unknown = sorted(k for k in cfg.to_dict() if k not in known)
+    if unknown:
+        st.info("Kept untouched (keys this app does not use): " + ", ".join(f"`{k}`" for k in unknown))
+    st.subheader("Shareable link")
+    token = state.current_token()
+    url = urlcodec.share_url(st.context.url, token, page="configuration")
+    st.code(url, language=None, wrap_lines=True)
+    st.caption(f"Opening this link restores this exact plan, MOE targets included ({len(token)} characters, "
+               "compressed JSON). The address bar of this app always carries the current plan, so you can also "
+               "copy it from there.")
+    with st.expander("The configuration as JSON", expanded=False):
+        st.code(cfg.to_json(), language="json")
+
+# ------------------------------------------------------------------ settings
+st.divider()
+st.subheader("Other settings")
+
+
+def _on(key: str, cast=lambda v: v):
+    def cb():
+        state.update(**{key: cast(st.session_state[f"w_{key}"])})
+    return cb
+
+
+o = st.columns(4)
+with o[0]:
+    state.bind("w_allow_negative_counts", cfg.allow_negative_counts)
+    st.toggle("Allow negative counts", key="w_allow_negative_counts", on_change=_on("allow_negative_counts", bool),
+              help="allow_negative_counts: false clamps released counts at 0 (post-processing).")
+    state.bind("w_run_us", cfg.run_us)
+    st.toggle("US run", key="w_run_us", on_change=_on("run_us", bool))
+    state.bind("w_run_pr", cfg.run_pr)
+    st.toggle("Puerto Rico run", key="w_run_pr", on_change=_on("run_pr", bool))
+with o[1]:
+    state.bind("w_privacy_defn", cfg.privacy_defn)
+    st.selectbox("Privacy definition", ["zcdp", "puredp"], key="w_privacy_defn", on_change=_on("privacy_defn"),
+                 format_func=lambda v: {"zcdp": "zCDP (discrete Gaussian)", "puredp": "pure DP (geometric)"}[v])
+    state.bind("w_reader", cfg.reader)
+    st.selectbox("Reader", ["csv", "cef"], key="w_reader", on_change=_on("reader"),
+                 help="Kept in config.json for SafeTab-P; this app's engine reads pipe-delimited text or Parquet.")
+with o[2]:
+    state.bind("w_max_race_codes", cfg.max_race_codes)
+    st.number_input("max_race_codes (r)", min_value=1, max_value=8, step=1, key="w_max_race_codes",
+                    on_change=_on("max_race_codes", int))
+    state.bind("w_zero_suppression_chance", float(cfg.zero_suppression_chance))
+    st.number_input("zero_suppression_chance (p)", min_value=0.0, max_value=0.999999, step=0.0001, format="%.6f",
+                    key="w_zero_suppression_chance", on_change=_on("zero_suppression_chance", float))
+with o[3]:
+    state.bind("w_state_filter_us", list(cfg.state_filter_us))
+    st.multiselect("state_filter_us", list(US_STATE_CODES), key="w_state_filter_us",
+                   on_change=_on("state_filter_us", list),
+                   help="The US states (FIPS codes) the US run covers.")
+    if st.button("All states", key="all_states"):
+        state.update(state_filter_us=list(US_STATE_CODES))
+        st.rerun()

@@ -1,0 +1,303 @@
+"""Run the mechanism: the engine on the sample data, generated data or uploaded files,
+with the app's current configuration; browse, compare with the truth, download."""
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from calculators.config import ConfigError, SafeTabConfig
+from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
+from ui import charts, files, runner, state, widgets
+
+state.page_setup()
+
+st.title("Run the mechanism")
+st.caption(
+    "Runs the full SafeTab-P mechanism (validation, two-stage adaptive tabulation with exact discrete "
+    "Gaussian noise, post-processing) with the app's **current plan**, and tabulates the truth beside it "
+    "so you can see what the noise does. Nothing runs until you press Run."
+)
+
+ss = st.session_state
+if "workdir" not in ss:
+    ss["workdir"] = tempfile.mkdtemp(prefix="safetab-studio-")
+work = Path(ss["workdir"])
+
+
+class _Bar:
+    """st.progress fed by the engine's progress callback (at most ~10 updates a second)."""
+
+    def __init__(self, text: str):
+        self.bar = st.progress(0.0, text=text)
+        self.last = 0.0
+
+    def __call__(self, text: str, frac: float) -> None:
+        now = time.monotonic()
+        if now - self.last > 0.1 or frac >= 1.0:
+            self.last = now
+            self.bar.progress(min(1.0, max(0.0, frac)), text=text)
+
+    def clear(self) -> None:
+        self.bar.empty()
+
+
+# ------------------------------------------------------------------ the data
+SOURCES = {"sample": "Shipped sample data", "generated": "Generated data of a chosen size",
+           "upload": "Uploaded SafeTab-P files"}
+if "run_source" not in ss:
+    ss["run_source"] = "sample"
+source = st.radio("Data", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="run_source")
+
+params_dir = data_dir = None
+if source == "sample":
+    if state.has_sample():
+        params_dir, data_dir = state.sample_dir() / "params", state.sample_dir() / "data"
+        size = sum(p.stat().st_size for p in data_dir.glob("*") if p.is_file())
+        st.markdown(f"`{state.sample_dir()}`: a synthetic nation made by `python -m engine sample` "
+                    f"({size / 1e6:.1f} MB of person records and geography).")
+    else:
+        st.warning(f"The sample data is not there ({state.sample_dir()}). Generate data of a chosen size "
+                   "instead, or upload files.")
+elif source == "generated":
+    g = st.columns([1, 1, 1, 2])
+    ss.setdefault("gen_persons", 50_000)
+    ss.setdefault("gen_seed", 0)
+    persons = g[0].number_input("Persons", min_value=1_000, max_value=5_000_000, step=10_000,
+                                key="gen_persons", help="1,000 to 5,000,000 here (the command line goes further).")
+    gseed = g[1].number_input("Generator seed", min_value=0, step=1, key="gen_seed")
+    with g[2]:
+        st.write("")
+        gen_go = st.button("Generate", key="gen_button", icon=":material/factory:")
+    if gen_go:
+        from engine import sample
+
+        bar = _Bar("Generating persons")
+        target = work / "generated"
+        try:
+            summary = sample.generate(target, int(persons), seed=int(gseed),
+                                      progress=lambda d, t: bar(f"Generating persons: {d:,} of {t:,}",
+                                                                d / t if t else 0))
+            ss["generated"] = {"dir": str(target), "persons": summary.persons, "seed": summary.seed,
+                               "summary": f"{summary.persons:,} persons, {len(summary.states)} states, "
+                                          f"{summary.counties:,} counties, {summary.tracts:,} tracts, "
+                                          f"{summary.places:,} places, {summary.aiannh_areas} AIANNH areas"}
+        except (ValueError, OSError) as exc:
+            st.error(f"Could not generate the data: {exc}")
+        bar.clear()
+    gen = ss.get("generated")
+    if gen and Path(gen["dir"]).is_dir():
+        params_dir, data_dir = Path(gen["dir"]) / "params", Path(gen["dir"]) / "data"
+        g[3].success(f"Generated (seed {gen['seed']}): {gen['summary']}.")
+    else:
+        g[3].info("Choose a size and press Generate.")
+else:
+    st.markdown("Upload the **4 spec files**, **person-records.txt** and **GRF-C.txt** (or .parquet), and "
+                "optionally **config.json**, one by one or as one **zip**.")
+    ups = st.file_uploader("SafeTab-P files", accept_multiple_files=True, key="run_upload",
+                           type=["txt", "json", "zip", "parquet"])
+    if ups:
+        sig = tuple((u.name, u.size) for u in ups)
+        if ss.get("upload_sig") != sig:
+            up_dir = work / f"upload-{len(sig)}-{abs(hash(sig)) % 10**8}"
+            try:
+                staged = files.stage_uploads([(u.name, u.getvalue()) for u in ups], up_dir)
+            except OSError as exc:
+                staged = None
+                st.error(f"Could not store the uploaded files: {exc}")
+            ss["upload_sig"], ss["upload_staged"] = sig, staged
+        staged = ss.get("upload_staged")
+        if staged is not None:
+            if staged.ignored:
+                st.warning("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored))
+            if staged.problems:
+                widgets.problems("The upload is not complete:", staged.problems)
+            else:
+                params_dir, data_dir = staged.params_dir, staged.data_dir
+                st.success("Files in place: " + ", ".join(staged.placed))
+            if staged.config_text is not None:
+                if st.button("Use the uploaded config.json as the app's plan", key="up_cfg"):
+                    try:
+                        state.set_config(SafeTabConfig.from_json(staged.config_text, "config.json"),
+                                         "uploaded config.json")
+                        st.rerun()
+                    except ConfigError as exc:
+                        widgets.problems("The uploaded config.json is not valid:", exc.problems)
+    else:
+        ss.pop("upload_sig", None)
+        ss.pop("upload_staged", None)
+
+# ------------------------------------------------------------------ plan and noise
+cfg = state.config()
+if params_dir is not None and (params_dir / "config.json").is_file():
+    try:
+        own = SafeTabConfig.read(params_dir / "config.json")
+    except ConfigError:
+        own = None
+    if own is not None and own.to_dict() != cfg.to_dict():
+        oc = st.columns([4, 1.3])
+        oc[0].info(f"This data has its own config.json, which differs from the app's plan "
+                   f"(**{state.source_label()}**). The run uses the app's plan; the thresholds of a plan made for "
+                   "330 million persons leave most groups of a small nation with a total only.",
+                   icon=":material/info:")
+        if oc[1].button("Use the data's config.json", key="use_data_cfg"):
+            label = state.SAMPLE if source == "sample" else f"{SOURCES[source].lower()}: config.json"
+            state.set_config(own, label)
+            st.rerun()
+
+n1, n2, n3 = st.columns([1.6, 1, 2.4])
+noise = n1.radio("Noise", ["secure", "seeded"], key="run_noise", horizontal=True,
+                 format_func=lambda k: {"secure": "Secure random (for release)",
+                                        "seeded": "Seeded (reproducible, NOT FOR RELEASE)"}[k])
+seed = None
+if noise == "seeded":
+    ss.setdefault("run_seed", 1)
+    seed = int(n2.number_input("Seed", min_value=0, step=1, key="run_seed"))
+with n3:
+    st.write("")
+    go = st.button("Run SafeTab-P", type="primary", key="run_button", icon=":material/play_arrow:",
+                   disabled=params_dir is None)
+if go:
+    bar = _Bar("Starting")
+    ss.pop("accuracy", None)
+    try:
+        ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar)
+        ss["run_meta"] = {"plan": state.source_label(), "data": SOURCES[source]}
+    except Exception as exc:  # noqa: BLE001 - shown below, in plain words, never as a traceback
+        from engine.errors import InputError
+
+        if isinstance(exc, InputError):
+            st.error("The inputs are not valid, so nothing was run.\n\n" + exc.report().replace("\n", "\n\n"))
+        elif isinstance(exc, ConfigError):
+            widgets.problems("The configuration is not valid, so nothing was run:", exc.problems)
+        elif isinstance(exc, (ValueError, OSError)):
+            st.error(f"The run stopped: {exc}")
+        else:
+            st.error(f"The run stopped unexpectedly ({type(exc).__name__}: {exc}).")
+    bar.clear()
+
+out = ss.get("run")
+if out is None:
+    st.stop()
+
+# ------------------------------------------------------------------ results
+st.divider()
+meta = ss.get("run_meta", {})
+st.subheader("Results")
+if out.seeded:
+    st.warning(f"NOT FOR RELEASE: seeded, reproducible noise (seed {out.seed}). For demonstration and testing only.",
+               icon=":material/warning:")
+else:
+    st.success("Noise from the cryptographically secure random source.", icon=":material/lock:")
+if out.config.to_dict() != state.config().to_dict():
+    st.info("The plan has changed since this run. Press Run again to see the effect of the change.",
+            icon=":material/update:")
+
+man = out.manifest
+persons = man.get("inputs", {}).get("persons", {})
+m = st.columns(6)
+m[0].metric("Persons counted", f"{persons.get('counted', 0):,}")
+released = out.t1[~out.t1["SUPPRESSED"]]
+m[1].metric("Population groups", f"{len(out.t1):,}")
+m[2].metric("T1 rows (totals)", f"{len(released):,}")
+m[3].metric("T2 rows (sex × age)", f"{len(out.t2):,}")
+m[4].metric("Suppressed totals", f"{int(out.t1['SUPPRESSED'].sum()):,}")
+m[5].metric("Run time (release + truth)", f"{out.seconds:.1f} s")
+st.caption(f"Plan: {meta.get('plan', '')}. Data: {meta.get('data', '')}. Output folder: `{out.release_dir}`.")
+
+levels = files.stat_level_counts(man)
+if len(levels):
+    stat0 = levels["Total only (stat 0)"].sum()
+    adaptive_groups = (levels["Groups"] - levels["TotalOnly"]).sum()
+    if adaptive_groups and stat0 / adaptive_groups > 0.95:
+        st.info(f"{stat0 / adaptive_groups:.1%} of the groups got a total only: the thresholds are large for this "
+                "data. Lower them on the Adaptive tables page, or use the data's own config.json.")
+    with st.expander("Tables published per level (stat levels, suppression)", expanded=False):
+        widgets.table(levels, "stat_levels.csv", key="run_levels")
+
+d = st.columns(5)
+d[0].download_button("T1 files (zip)", files.zip_dir(out.release_dir, ["t1", "suppressed"]), "t1.zip",
+                     "application/zip", key="dl_t1", on_click="ignore", icon=":material/download:")
+d[1].download_button("T2 files (zip)", files.zip_dir(out.release_dir, ["t2"]), "t2.zip", "application/zip",
+                     key="dl_t2", on_click="ignore", icon=":material/download:")
+d[2].download_button("manifest.json", json.dumps(man, indent=2, default=str), "manifest.json", "application/json",
+                     key="dl_manifest", on_click="ignore", icon=":material/download:")
+d[3].download_button("config.json (the plan run)", out.config.to_json(), "config.json", "application/json",
+                     key="dl_config", on_click="ignore", icon=":material/download:")
+d[4].download_button("Everything (zip)", files.zip_dir(out.release_dir), "release.zip", "application/zip",
+                     key="dl_all", on_click="ignore", icon=":material/download:")
+
+st.markdown("**Browse**")
+present = [g for g in GEO_LEVELS if g in set(out.t1["REGION_TYPE"])]
+f = st.columns([2.2, 1.3, 1.6, 1.2])
+if "br_geo" not in ss or not set(ss["br_geo"]) <= set(present):
+    ss["br_geo"] = present
+ss.setdefault("br_it", [1, 2])
+geos = f[0].multiselect("Geography levels", present, key="br_geo")
+its = f[1].multiselect("Iteration levels", [1, 2], key="br_it",
+                       format_func=lambda k: ITERATION_LEVEL_NAMES[k])
+search = f[2].text_input("Search iteration names", key="br_search", placeholder="e.g. Albanian, Asian")
+view = f[3].radio("Table", ["T1", "T2"], key="br_view", horizontal=True,
+                  format_func=lambda v: {"T1": "T1 totals", "T2": "T2 sex × age"}[v])
+base = out.t1 if view == "T1" else out.t2
+shown = files.filter_results(base, geos, its, search)
+st.caption(f"{len(shown):,} of {len(base):,} rows. TRUE is the noise-free count (never published); "
+           "ERROR = RELEASED − TRUE. Suppressed totals have no released value.")
+st.dataframe(shown, hide_index=True, height=360, key="br_table",
+             column_config={"ITERATION_LEVEL": st.column_config.NumberColumn("LEVEL", format="%d")})
+widgets.download_csv(shown, f"{view.lower()}_filtered.csv", key="br_csv", label="Download these rows (CSV)")
+
+st.markdown("**Truth against release** (group totals T1 of the rows above)")
+pts = files.filter_results(out.t1, geos, its, search)
+pts = pts[~pts["SUPPRESSED"]]
+plot = pd.DataFrame({
+    "Geography": pts["REGION_TYPE"], "Region": pts["REGION_ID"],
+    "Iteration": pts["ITERATION_NAME"].fillna(pts["ITERATION_CODE"]),
+    "True": pts["TRUE"].astype("float"), "Released": pts["RELEASED"].astype("float"),
+    "Error": pts["ERROR"].astype("float"),
+})
+if len(plot) > 20_000:
+    plot = plot.sample(20_000, random_state=0)
+    st.caption("Showing a random 20,000 of the totals.")
+if plot.empty:
+    st.info("No released totals match the filters.")
+else:
+    log = st.toggle("Log scales (positive counts only)", key="tv_log")
+    p1, p2 = st.columns([1.3, 1], gap="large")
+    with p1:
+        data = plot[(plot["True"] > 0) & (plot["Released"] > 0)] if log else plot
+        widgets.chart(charts.truth_vs_release(data, log=log), plot, "truth_vs_release.csv", key="tv_chart")
+    with p2:
+        widgets.chart(charts.error_histogram(plot), plot, "errors.csv", key="err_chart")
+
+st.markdown("**Accuracy report**: observed errors over repeated releases against the predicted MOE")
+a = st.columns([1, 1.5, 3])
+ss.setdefault("acc_trials", 3)
+trials = a[0].number_input("Trials", min_value=1, max_value=50, step=1, key="acc_trials",
+                           help="Independent releases drawn on the same inputs (each takes about as long as a run).")
+with a[1]:
+    st.write("")
+    acc_go = st.button("Compute the accuracy report", key="acc_button", icon=":material/query_stats:")
+if acc_go:
+    bar = _Bar("Drawing releases")
+    try:
+        ss["accuracy"] = runner.accuracy(out, work / f"accuracy-{int(time.time() * 1000)}", int(trials), report=bar)
+    except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
+        st.error(f"The accuracy report stopped: {exc}")
+    bar.clear()
+acc = ss.get("accuracy")
+if acc is not None:
+    if acc.empty:
+        st.info("No published counts to compare.")
+    else:
+        st.caption(f"{int(acc['trials'].max())} trial(s){' (seeded from the run seed + 1000)' if out.seeded else ''}. "
+                   "p95_abs_error: the 95th percentile of |released − true|; predicted: the 95% MOE from the "
+                   "calculators. Small groups deviate where clamping or suppression acts.")
+        widgets.table(acc, "accuracy.csv", key="acc_table")
+        sel = acc[acc["geo_level"].isin(geos) & acc["iteration_level"].isin(its)]
+        if len(sel):
+            widgets.chart(charts.accuracy(sel), sel, "accuracy_chart.csv", key="acc_chart")
+            st.caption("The chart follows the geography and iteration filters above.")

@@ -1,0 +1,76 @@
+"""AppTest helpers: the app as a user opens it, page by page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "app.py"
+SAMPLE = REPO / "sample_data"
+
+
+@pytest.fixture(autouse=True)
+def _served_like_a_running_server(monkeypatch):
+    """Run every AppTest script the way a running server does after its first session:
+    through app.py and st.navigation.
+
+    AppTest rebuilds Streamlit's PagesManager for every run, and with a pages/ folder
+    beside app.py that starts each run in Streamlit's legacy "pages folder" mode, which
+    a real server leaves for good once app.py has called st.navigation (see
+    ui.state.page_setup, and the browser test, which opens a deep link on a fresh
+    server). Without this, every run would first run the page alone and rerun.
+    """
+    from streamlit.runtime import pages_manager
+
+    original = pages_manager.PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        pages_manager.PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(pages_manager.PagesManager, "__init__", init)
+
+
+def open_app(page: str | None = None, query: dict | None = None, timeout: float = 30) -> AppTest:
+    """A fresh session of the app (optionally with URL query parameters), on `page`."""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if page:
+        at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    """All markdown, captions, alerts and metric labels of the page, joined."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for kind in (at.error, at.warning, at.info, at.success):
+        parts += [e.value for e in kind]
+    parts += [f"{m.label}={m.value}" for m in at.metric]
+    return "\n".join(parts)
+
+
+def metric(at: AppTest, label_start: str) -> str:
+    found = [m.value for m in at.metric if m.label.startswith(label_start)]
+    assert found, f"no metric starting with {label_start!r}: {[m.label for m in at.metric]}"
+    return found[0]
+
+
+def config(at: AppTest):
+    return at.session_state["config"]
+
+
+needs_sample = pytest.mark.skipif(not (SAMPLE / "data" / "person-records.txt").is_file(),
+                                  reason="sample_data/ is not there")
+
+
+def frame(at: AppTest, *columns: str, index: int = 0):
+    """The index-th table of the page having all these columns (read-only tables carry no key)."""
+    found = [d.value for d in at.dataframe if set(columns) <= set(d.value.columns)]
+    assert len(found) > index, f"no table with columns {columns}: {[list(d.value.columns) for d in at.dataframe]}"
+    return found[index]

@@ -1,0 +1,65 @@
+"""Adaptive tables page: typed and derived thresholds, per-level tables and curves."""
+
+from __future__ import annotations
+
+import json
+
+from calculators import adaptive, budget
+from calculators.levels import PopulationGroupLevel
+from tests.app.conftest import config, frame, open_app, texts
+
+COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+
+
+def _tables(at):
+    return frame(at, "Stat level", "Published table")
+
+
+def test_typed_thresholds_change_the_plan():
+    at = open_app("adaptive")
+    assert at.selectbox(key="ad_level").value == "(COUNTY, 2)"
+    assert _tables(at)["When (stage-1 noisy total)"][1] == "Θ₁=971 ≤ noisy total < Θ₂=4971"
+    at.number_input(key="ad_t1").set_value(500).run()
+    assert config(at).thresholds(COUNTY2) == (500, 4971, 19971)
+    assert "Θ₁=500" in _tables(at)["When (stage-1 noisy total)"][1]
+    assert "Θ = 500, 4,971, 19,971" in texts(at)
+    th = frame(at, "Θ₁", "Θ₂", "Θ₃")
+    row = th[(th["Geography"] == "COUNTY") & (th["Iterations"] == "Detailed")].iloc[0]
+    assert row["Θ₁"] == 500
+
+
+def test_decreasing_thresholds_are_refused_in_plain_words():
+    at = open_app("adaptive")
+    at.number_input(key="ad_t2").set_value(100).run()
+    assert not at.exception
+    assert any("non-decreasing" in e.value for e in at.error)
+    assert config(at).thresholds(COUNTY2) == (971, 4971, 19971)
+
+
+def test_derived_thresholds_follow_the_target():
+    at = open_app("adaptive")
+    at.radio(key="ad_mode").set_value("derived").run()
+    at.number_input(key="ad_target").set_value(5.0).run()
+    s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
+    want = adaptive.derive_thresholds(0.05, s2)
+    assert config(at).thresholds(COUNTY2) == want
+    at.radio(key="ad_rule").set_value("total").run()
+    assert config(at).thresholds(COUNTY2) == adaptive.derive_thresholds(0.05, s2, rule="total")
+    at.button(key="ad_apply_all").click().run()
+    usa2 = PopulationGroupLevel("USA", 2)
+    assert config(at).thresholds(usa2) == adaptive.derive_thresholds(
+        0.05, float(budget.sigma2_stage2(2.134, 0.1, 9)), rule="total")
+
+
+def test_level_tables_and_curves_follow_the_level():
+    at = open_app("adaptive")
+    assert list(_tables(at)["Cell MOE (exact)"]) == [11] * 4
+    at.selectbox(key="ad_level").set_value("(USA, 2)").run()
+    t = _tables(at)
+    assert list(t["Cell MOE (exact)"]) == [3] * 4
+    assert list(t["Total T1 MOE (exact)"]) == list(adaptive.t1_moe_by_level(float(budget.sigma2_stage2(2.134, 0.1, 9))))
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2
+    fig = json.loads(charts[0].proto.spec)
+    assert fig["layout"]["xaxis"]["title"]["text"].startswith("true population group size")
+    assert {tr["name"] for tr in fig["data"]} >= {"total only", "sex × age23 (46 cells)"}

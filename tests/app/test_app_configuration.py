@@ -1,0 +1,87 @@
+"""Configuration page: import/export round trip, validation messages, the shareable URL."""
+
+from __future__ import annotations
+
+import json
+
+from calculators.presets import production_2020
+from tests.app.conftest import config, open_app, texts
+from ui import urlcodec
+
+
+def _upload(at, name: str, text: str):
+    at.file_uploader(key="cfg_upload").upload(name, text.encode(), "application/json").run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_import_keeps_unknown_keys_and_exports_them():
+    data = production_2020().to_dict()
+    data["max_race_codes"] = 4
+    data["committee_note"] = {"meeting": "2019-06", "decisions": [1, 2]}
+    data["zz_future_flag"] = True
+    at = open_app("configuration")
+    _upload(at, "plan.json", json.dumps(data))
+    cfg = config(at)
+    assert cfg.max_race_codes == 4
+    out = json.loads(cfg.to_json())
+    assert out["committee_note"] == {"meeting": "2019-06", "decisions": [1, 2]} and out["zz_future_flag"] is True
+    assert out == json.loads(json.dumps(data))  # every key, nothing added or lost
+    assert "committee_note" in texts(at) and "zz_future_flag" in texts(at)
+    assert "imported plan.json" in "\n".join(m.value for m in at.sidebar.markdown)
+    # the link of the page restores exactly this plan
+    link = next(c.value for c in at.code if "?config=" in c.value)
+    token = link.split("?config=", 1)[1]
+    back, _ = urlcodec.decode(token)
+    assert back.to_dict() == cfg.to_dict()
+
+
+def test_bad_config_shows_its_problems_and_keeps_the_plan():
+    data = production_2020().to_dict()
+    data["max_race_codes"] = 11
+    data["thresholds_p"]["(COUNTY, 2)"] = [5000, 100, 20]
+    data["privacy_budget_p_level_2_tract"] = -1
+    at = open_app("configuration")
+    _upload(at, "bad.json", json.dumps(data))
+    err = " ".join(e.value for e in at.error)
+    assert "bad.json was not loaded" in err
+    assert "max_race_codes" in err and "non-decreasing" in err and "privacy_budget_p_level_2_tract" in err
+    assert config(at).to_dict() == production_2020().to_dict()
+    _upload(at, "broken.json", "{not json")
+    assert "not valid JSON" in " ".join(e.value for e in at.error)
+
+
+def test_pasted_json_is_checked():
+    at = open_app("configuration")
+    at.text_area[0].set_value('{"max_race_codes": 0}').run()
+    at.button(key="cfg_apply").click().run()
+    assert any("max_race_codes" in e.value for e in at.error)
+    data = production_2020().updated(allow_negative_counts=False).to_json()
+    at.text_area[0].set_value(data).run()
+    at.button(key="cfg_apply").click().run()
+    assert config(at).allow_negative_counts is False
+
+
+def test_url_restores_the_configuration():
+    cfg = production_2020().updated(max_race_codes=3, privacy_budget_p_stage_1_fraction=0.2)
+    at = open_app(query={"config": urlcodec.encode(cfg, {"(COUNTY, 2)": 9})})
+    assert config(at).to_dict() == cfg.to_dict()
+    assert at.session_state["moe_targets"]["(COUNTY, 2)"] == 9
+    assert any("restored from the link" in s.value for s in at.success)
+    assert "S = 4" in texts(at)
+    at.switch_page("pages/budget.py").run()
+    assert at.slider(key="w_r").value == 3 and at.number_input(key="w_gamma").value == 0.2
+
+
+def test_damaged_url_is_a_message_and_the_default_plan():
+    at = open_app(query={"config": "eNoLycgsVgCi4ozSHAA-cut"})
+    assert any("could not be used" in e.value for e in at.error)
+    assert config(at).to_dict() == production_2020().to_dict()
+
+
+def test_other_settings():
+    at = open_app("configuration")
+    at.toggle(key="w_allow_negative_counts").set_value(False).run()
+    at.selectbox(key="w_privacy_defn").set_value("puredp").run()
+    assert config(at).allow_negative_counts is False and config(at).privacy_defn == "puredp"
+    at.multiselect(key="w_state_filter_us").set_value(["06", "11"]).run()
+    assert config(at).state_filter_us == ["06", "11"]

@@ -1,0 +1,99 @@
+"""Run page: the engine on the sample data with the app's plan, results, downloads,
+bad uploads as messages."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from calculators.config import SafeTabConfig
+from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, texts
+
+
+@needs_sample
+def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
+    at = open_app("run", timeout=120)
+    assert at.radio(key="run_source").value == "sample"
+    assert at.button(key="run_button").disabled is False
+    at.radio(key="run_noise").set_value("seeded").run()
+    at.number_input(key="run_seed").set_value(7).run()
+    at.button(key="run_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("NOT FOR RELEASE" in w.value and "seed 7" in w.value for w in at.warning)
+    assert metric(at, "Persons counted") == "50,000"
+    out = at.session_state["run"]
+    assert out.seed == 7 and out.config.to_dict() == config(at).to_dict()
+    assert metric(at, "Population groups") == f"{len(out.t1):,}"
+    assert metric(at, "Suppressed totals") == f"{int(out.t1['SUPPRESSED'].sum()):,}"
+    labels = [b.label for b in at.download_button]
+    for want in ("T1 files (zip)", "T2 files (zip)", "manifest.json", "config.json (the plan run)"):
+        assert want in labels
+    # browsing filters the stored results without running again
+    at.multiselect(key="br_geo").set_value(["USA"]).run()
+    at.text_input(key="br_search").set_value("alone").run()
+    shown = frame(at, "ITERATION_NAME", "SUPPRESSED")
+    assert len(shown) > 0 and set(shown["REGION_TYPE"]) == {"USA"}
+    assert shown["ITERATION_NAME"].str.contains("alone", case=False).all()
+    assert at.session_state["run"] is out
+    # accuracy report beside the predicted MOE
+    at.number_input(key="acc_trials").set_value(1).run()
+    at.button(key="acc_button").click().run()
+    acc = frame(at, "p95_abs_error", "predicted_moe95_exact")
+    assert len(acc) > 0 and (acc["trials"] == 1).all()
+
+
+@needs_sample
+def test_the_data_config_can_become_the_plan():
+    at = open_app("run")
+    assert any("has its own config.json" in i.value for i in at.info)
+    at.button(key="use_data_cfg").click().run()
+    assert config(at).to_dict() == SafeTabConfig.read(SAMPLE / "params" / "config.json").to_dict()
+    assert "sample-data plan" in "\n".join(m.value for m in at.sidebar.markdown)
+
+
+def test_incomplete_upload_is_a_message():
+    at = open_app("run")
+    at.radio(key="run_source").set_value("upload").run()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("GRF-C.txt", "TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK|PLACEFP|AIANNHCE\n")
+        zf.writestr("readme.md", "hi")
+    at.file_uploader(key="run_upload").upload("inputs.zip", buf.getvalue(), "application/zip").run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "missing" in errors and "person-records.txt" in errors and "race-characteristic-iterations.txt" in errors
+    assert any("readme.md" in w.value for w in at.warning)
+    assert at.button(key="run_button").disabled is True
+
+
+@needs_sample
+def test_bad_person_records_are_reported_not_raised():
+    at = open_app("run", timeout=60)
+    at.radio(key="run_source").set_value("upload").run()
+    files = [(p.name, p.read_bytes(), "text/plain") for p in (SAMPLE / "params").iterdir()]
+    files.append(("GRF-C.txt", (SAMPLE / "data" / "GRF-C.txt").read_bytes(), "text/plain"))
+    header = (SAMPLE / "data" / "person-records.txt").read_text().splitlines()[0]
+    files.append(("person-records.txt", (header + "\n999|3|0|01|001|000100|0001|01|X|Null|Null|Null|Null|Null|"
+                                         "Null|Null|Null\n").encode(), "text/plain"))
+    at.file_uploader(key="run_upload").set_value(files).run()
+    assert any("Files in place" in s.value for s in at.success)
+    at.button(key="run_button").click().run()
+    assert not at.exception
+    text = " ".join(e.value for e in at.error)
+    assert "not valid" in text and "person-records.txt" in text and "QAGE" in text
+    assert "run" not in at.session_state
+    assert "Results" not in texts(at)
+
+
+def test_generated_data_of_a_chosen_size_runs():
+    at = open_app("run", timeout=120)
+    at.radio(key="run_source").set_value("generated").run()
+    assert at.button(key="run_button").disabled is True
+    at.number_input(key="gen_persons").set_value(2_000).run()
+    at.button(key="gen_button").click().run()
+    assert any("2,000 persons" in s.value for s in at.success)
+    at.radio(key="run_noise").set_value("seeded").run()
+    at.button(key="run_button").click().run()
+    assert not at.exception and not at.error
+    assert metric(at, "Persons counted") == "2,000"
+    assert "Generated data of a chosen size" in texts(at)

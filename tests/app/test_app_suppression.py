@@ -1,0 +1,58 @@
+"""Suppression page: p -> threshold T per level, curves, one true count."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators import budget, suppression
+from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
+from tests.app.conftest import config, frame, metric, open_app, texts
+
+COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+
+
+def _t(at, geo="COUNTY", it="Detailed"):
+    t = frame(at, "Threshold T")
+    return t[(t["Geography"] == geo) & (t["Iterations"] == it)].iloc[0]
+
+
+def test_threshold_shown_is_the_calculators_threshold():
+    at = open_app("suppression")
+    s2 = budget.sigma2_stage2(0.159, 0.1, 9)
+    want = suppression.threshold(s2, 0.9999)
+    assert _t(at)["Threshold T"] == want == 21
+    assert f"threshold **T = {want}**" in texts(at)
+    assert _t(at, "TRACT", "Regional")["Threshold T"] == suppression.threshold(budget.sigma2_stage2(0.008, 0.1, 9), 0.9999)
+    assert _t(at, "USA", "Detailed")["Suppression"].startswith("never")
+
+
+def test_changing_p_changes_t_and_the_plan():
+    at = open_app("suppression")
+    at.number_input(key="w_p").set_value(0.99).run()
+    assert config(at).zero_suppression_chance == 0.99
+    want = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 9), 0.99)
+    assert _t(at)["Threshold T"] == want and want < 21
+    s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
+    n = at.number_input(key="sup_n").value
+    assert metric(at, "P(suppressed)") == f"{float(suppression.suppression_probability(n, want, s2)):.4f}"
+    at.number_input(key="sup_n").set_value(0).run()
+    assert metric(at, "P(suppressed)") == f"{float(suppression.suppression_probability(0, want, s2)):.4f}"
+    assert float(metric(at, "Bias when released")) == pytest.approx(float(suppression.release_bias(0, want, s2)),
+                                                                      abs=0.005)
+
+
+def test_p_zero_turns_suppression_off():
+    at = open_app("suppression")
+    at.number_input(key="w_p").set_value(0.0).run()
+    assert any("Suppression is off" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+def test_a_new_rho_on_the_planner_changes_t_here():
+    at = open_app("budget")
+    row = POPULATION_GROUP_LEVELS.index(COUNTY2)
+    at.session_state["planner_0"] = {"edited_rows": {row: {"ρ": 0.02}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    at.switch_page("pages/suppression.py").run()
+    assert _t(at)["Threshold T"] == suppression.threshold(budget.sigma2_stage2(0.02, 0.1, 9), 0.9999)
+    assert _t(at)["Threshold T"] > 21

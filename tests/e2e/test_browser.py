@@ -1,0 +1,263 @@
+"""The app in a real browser: Debian's Chromium driven by Playwright.
+
+Starts `streamlit run app.py` on a free loopback port, opens every page, changes a
+control and sees a number change, runs the mechanism on the sample data, downloads
+results and checks their content, and saves a screenshot of every page into
+tests/e2e/screenshots/<page>.png (the README shows budget.png).
+
+Without /usr/bin/chromium the module is skipped, unless SAFETAB_REQUIRE_BROWSER=1
+(CI), where that is a failure. The server is always terminated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = Path(__file__).resolve().parent / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run"]
+WIDTH = 1500
+
+
+def _require_browser():
+    missing = None
+    if not CHROMIUM.exists():
+        missing = f"{CHROMIUM} is missing (apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "the playwright Python package is missing (pip install -r requirements-test.txt)"
+    if missing:
+        if os.environ.get("SAFETAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {missing}", pytrace=False)
+        pytest.skip(missing)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    _require_browser()
+    port = _free_port()
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}", pytrace=False)
+            time.sleep(0.3)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    context = browser.new_context(viewport={"width": WIDTH, "height": 1000}, accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def _open(page, url: str, text: str):
+    page.goto(url)
+    page.get_by_text(text, exact=False).first.wait_for()
+    _settle(page)
+
+
+SETTLED = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelectorAll('[data-testid="stSkeleton"]').length) return false;
+  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]').length;
+  return document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= charts;
+}"""
+
+
+def _settle(page, pause: float = 0.5):
+    """Wait until the script run is over and every element (tables, charts) is drawn."""
+    time.sleep(0.3)
+    page.wait_for_function(SETTLED, timeout=60_000, polling=200)
+    time.sleep(pause)
+
+
+def _screenshot(page, name: str):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 20, 7000)})
+    time.sleep(1.5)  # charts re-layout to the new size
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
+
+
+def _download(page, button_name: str) -> bytes:
+    with page.expect_download() as info:
+        page.get_by_role("button", name=button_name).first.click()
+    return Path(info.value.path()).read_bytes()
+
+
+# ------------------------------------------------------------------------------ tests
+def test_deep_link_on_a_fresh_server_restores_the_configuration(server, page):
+    """First request of the server goes straight to a page with a shared link."""
+    from calculators.presets import production_2020
+    from ui import urlcodec
+
+    token = urlcodec.encode(production_2020().updated(max_race_codes=3))
+    _open(page, f"{server}/budget?config={token}", "Stability S = 4")
+    nav = page.locator("[data-testid='stSidebarNav']").inner_text()
+    assert "Budget and MOE planner" in nav and "Run the mechanism" in nav
+    assert "Configuration restored from the link" in page.inner_text("body")
+
+
+def test_overview(server, page):
+    _open(page, server, "SafeTab-P Studio")
+    page.get_by_text("4.944").first.wait_for()
+    body = page.inner_text("body")
+    assert "19 of 20" in body and "25.36" in body and "26.28" in body
+    _screenshot(page, "overview")
+
+
+def test_budget_planner_r_changes_s_and_the_url(server, page):
+    from calculators import budget
+
+    _open(page, f"{server}/budget", "Stability S = 9")
+    page.get_by_text("MOE against ρ").first.wait_for()
+    _screenshot(page, "budget")
+    # type a MOE target of 8 for COUNTY Detailed (row 6, column "MOE target"): rho follows
+    time.sleep(1.5)  # the page re-lays out after the screenshot's resize
+    editor = page.locator("[data-testid='stDataFrame']").first
+    box = editor.bounding_box()
+    page.mouse.click(box["x"] + 30, box["y"] + 52)  # first body cell
+    for key in ["ArrowRight"] * 4 + ["ArrowDown"] * 5:
+        page.keyboard.press(key)
+    time.sleep(0.3)
+    page.keyboard.type("8")
+    time.sleep(0.5)
+    page.keyboard.press("Enter")
+    rho = float(budget.rho_level_for_moe(8, 9, 0.1))
+    page.get_by_text(f"{4.944 - 0.159 + rho:.4g}").first.wait_for()
+    _settle(page)
+    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
+    slider.focus()
+    slider.press("Home")
+    page.get_by_text("Stability S = 3").wait_for()
+    _settle(page)
+    assert "config=" in page.url
+    # the sidebar of every page shows the change
+    assert "r = 1 (S = 3)" in page.locator("[data-testid='stSidebar']").inner_text()
+    moe = int(budget.moe_for_rho(0.159, 3, 0.1))
+    assert moe < 10
+    page.get_by_role("link", name="Overview").click()
+    page.get_by_text("S = 3 here").wait_for()
+
+
+def test_adaptive_thresholds(server, page):
+    _open(page, f"{server}/adaptive", "Which table a group gets")
+    _screenshot(page, "adaptive")
+    box = page.get_by_role("spinbutton", name="Θ1 (persons)")
+    box.fill("500")
+    box.press("Enter")
+    page.get_by_text("Θ = 500, 4,971, 19,971").wait_for()
+
+
+def test_suppression_threshold_follows_p(server, page):
+    from calculators import budget, suppression
+
+    _open(page, f"{server}/suppression", "Threshold T per level")
+    page.get_by_text("threshold T = 21").wait_for()
+    _screenshot(page, "suppression")
+    box = page.get_by_role("spinbutton", name="Zero-suppression chance p")
+    box.fill("0.99")
+    box.press("Enter")
+    want = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 9), 0.99)
+    page.get_by_text(f"threshold T = {want}").wait_for()
+
+
+def test_run_on_the_sample_data_and_download(server, page, tmp_path):
+    if not (REPO / "sample_data" / "data" / "person-records.txt").is_file():
+        pytest.skip("sample_data/ is not there")
+    _open(page, f"{server}/run", "Shipped sample data")
+    page.get_by_text("Seeded (reproducible, NOT FOR RELEASE)").click()
+    _settle(page)
+    page.get_by_role("button", name="Run SafeTab-P").click()
+    page.get_by_text("Persons counted").wait_for(timeout=90_000)
+    page.get_by_text("50,000").first.wait_for()
+    page.get_by_text("Truth against release").wait_for()
+    _settle(page, 1.0)
+    assert "NOT FOR RELEASE: seeded" in page.inner_text("body")
+    _screenshot(page, "run")
+    data = _download(page, "T1 files (zip)")
+    zpath = tmp_path / "t1.zip"
+    zpath.write_bytes(data)
+    with zipfile.ZipFile(zpath) as zf:
+        names = zf.namelist()
+        t1 = [n for n in names if n.startswith("t1/")]
+        assert t1 and all(n.endswith(".csv") for n in t1)
+        rows = zf.read(t1[0]).decode().splitlines()
+        assert rows[0] == "REGION_ID|REGION_TYPE|ITERATION_CODE|COUNT"
+        assert len(rows) > 1 and all(r.count("|") == 3 for r in rows[1:])
+        assert all(r.rsplit("|", 1)[1].lstrip("-").isdigit() for r in rows[1:])
+    manifest = json.loads(_download(page, "manifest.json"))
+    assert manifest["mode"]["for_release"] is False
+    assert manifest["inputs"]["persons"]["counted"] == 50_000
+
+
+def test_configuration_export(server, page):
+    from calculators.presets import production_2020
+
+    _open(page, f"{server}/configuration", "Shareable link")
+    _screenshot(page, "configuration")
+    exported = json.loads(_download(page, "Download config.json"))
+    assert exported == production_2020().to_dict()

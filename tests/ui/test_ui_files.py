@@ -1,0 +1,118 @@
+"""Uploads, release tables, zips, charts and one engine run through ui.runner."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from calculators.config import SafeTabConfig
+from calculators.presets import production_2020
+from ui import charts, files, planner
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "sample_data"
+needs_sample = pytest.mark.skipif(not (SAMPLE / "data" / "person-records.txt").is_file(),
+                                  reason="sample_data/ is not there")
+
+
+def _zip(entries: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_stage_uploads_from_a_zip_with_folders(tmp_path):
+    entries = {f"x/params/{n}": b"h\n" for n in files.SPEC_NAMES}
+    entries.update({"x/data/person-records.txt": b"p\n", "x/data/GRF-C.txt": b"g\n", "x/config.json": b"{}",
+                    "__MACOSX/x/._GRF-C.txt": b"junk", "x/notes.md": b"hi"})
+    st = files.stage_uploads([("inputs.zip", _zip(entries))], tmp_path)
+    assert st.ok, st.problems
+    assert sorted(p.name for p in st.params_dir.iterdir()) == sorted(list(files.SPEC_NAMES) + ["config.json"])
+    assert sorted(p.name for p in st.data_dir.iterdir()) == ["GRF-C.txt", "person-records.txt"]
+    assert st.config_text == "{}"
+    assert st.ignored == ["notes.md"]
+
+
+def test_stage_uploads_names_what_is_missing(tmp_path):
+    st = files.stage_uploads([("GRF-C.txt", b"g"), ("GRF-C.parquet", b"g"), ("broken.zip", b"not a zip")],
+                             tmp_path)
+    text = " ".join(st.problems)
+    assert not st.ok
+    assert "broken.zip" in text and "not a readable zip" in text
+    assert "only one of GRF-C.txt and GRF-C.parquet" in text
+    assert "person-records.txt" in text and "race-and-ethnicity-codes.txt" in text
+
+
+def _write_release(root: Path, t1_rows, sup_rows=(), t2_rows=()):
+    for name, header, rows in (("t1", "REGION_ID|REGION_TYPE|ITERATION_CODE|COUNT", t1_rows),
+                               ("suppressed", "REGION_ID|REGION_TYPE|ITERATION_CODE", sup_rows),
+                               ("t2", "REGION_ID|REGION_TYPE|ITERATION_CODE|AGESTART|AGEEND|SEX|COUNT", t2_rows)):
+        (root / name).mkdir(parents=True)
+        (root / name / "part.csv").write_text("\n".join([header, *rows]) + "\n")
+
+
+def test_release_beside_truth_and_filters(tmp_path):
+    _write_release(tmp_path / "rel", ["1|USA|A|12", "06|STATE|B|-2"], ["06001|COUNTY|A"],
+                   ["1|USA|A|0|17|1|5"])
+    _write_release(tmp_path / "tru", ["1|USA|A|10", "06|STATE|B|0", "06001|COUNTY|A|1"], [],
+                   ["1|USA|A|0|17|1|4"])
+    r, t = files.read_release(tmp_path / "rel"), files.read_release(tmp_path / "tru")
+    names = pd.DataFrame({"ITERATION_CODE": ["A", "B"], "ITERATION_NAME": ["Albanian alone", "Basque alone"],
+                          "ITERATION_LEVEL": [2, 1]})
+    t1 = files.t1_with_truth(r["t1"], t["t1"], r["suppressed"], names)
+    assert list(t1["REGION_TYPE"]) == ["USA", "STATE", "COUNTY"]
+    assert list(t1["ERROR"].astype("float").fillna(-99)) == [2, -2, -99]
+    assert list(t1["SUPPRESSED"]) == [False, False, True]
+    assert t1.loc[2, "TRUE"] == 1
+    t2 = files.t2_with_truth(r["t2"], t["t2"], names)
+    assert t2.loc[0, "ERROR"] == 1
+    assert len(files.filter_results(t1, ["USA", "COUNTY"], [2], "")) == 2
+    assert list(files.filter_results(t1, None, None, "basq")["ITERATION_CODE"]) == ["B"]
+    assert files.filter_results(t1, ["USA"], [1], "").empty
+    z = zipfile.ZipFile(io.BytesIO(files.zip_dir(tmp_path / "rel", ["t1", "suppressed"])))
+    assert sorted(z.namelist()) == ["suppressed/part.csv", "t1/part.csv"]
+
+
+def test_stat_level_counts_from_a_manifest():
+    man = {"levels": {"(USA, 1)": {"groups": 10, "total_only": 1, "stat_level_0": 2, "stat_level_1": 3,
+                                   "stat_level_2": 2, "stat_level_3": 2, "suppressed": 0,
+                                   "suppression_threshold": None}}}
+    df = files.stat_level_counts(man)
+    assert df.loc[0, "Groups"] == 10 and df.loc[0, "sex × age4"] == 3
+
+
+def test_charts_have_axis_titles_and_hover():
+    cfg = production_2020()
+    fig = charts.moe_vs_rho(planner.moe_rho_curve(9, 0.1), planner.level_points(cfg, planner.BOUND), "x")
+    assert fig.layout.xaxis.title.text.startswith("level budget ρ")
+    assert "persons" in fig.layout.yaxis.title.text
+    assert all(tr.hovertemplate for tr in fig.data)
+    dot = charts.flow_dot(cfg.updated(privacy_budget_p_stage_1_fraction=0.25))
+    assert "γ = 0.25" in dot and "S = 9" in dot and dot.startswith("digraph")
+
+
+@needs_sample
+def test_runner_on_the_sample_data(tmp_path):
+    from ui import runner
+
+    cfg = SafeTabConfig.read(SAMPLE / "params" / "config.json")
+    seen = []
+    out = runner.run_with_truth(SAMPLE / "params", SAMPLE / "data", cfg, tmp_path / "run", seed=3,
+                                report=lambda text, f: seen.append(f))
+    assert out.seeded and out.manifest["mode"]["for_release"] is False
+    assert seen[-1] == 1.0 and seen == sorted(seen)
+    assert out.manifest["inputs"]["persons"]["counted"] == 50_000
+    rel = out.t1[~out.t1["SUPPRESSED"]]
+    assert rel["RELEASED"].notna().all() and rel["TRUE"].notna().all()
+    assert (rel["ERROR"] == rel["RELEASED"] - rel["TRUE"]).all()
+    usa_total = out.t1[(out.t1["REGION_TYPE"] == "USA")]
+    assert usa_total["ITERATION_NAME"].notna().all()
+    assert len(out.t2) > 0
+    assert json.loads(json.dumps(out.manifest, default=str))["mode"]["kind"] == "seeded release"

@@ -1,0 +1,73 @@
+"""The shareable link: configuration <-> URL token."""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+
+import pytest
+
+from calculators.config import ConfigError
+from calculators.presets import production_2020
+from ui import urlcodec
+
+
+def test_round_trip_keeps_every_key_and_the_targets():
+    cfg = production_2020().updated(max_race_codes=3, my_unknown_key={"a": [1, 2]}, note="keep me")
+    token = urlcodec.encode(cfg, {"(COUNTY, 2)": 7, "(USA, 1)": 50})
+    back, targets = urlcodec.decode(token)
+    assert back.to_dict() == cfg.to_dict()
+    assert back.to_dict()["my_unknown_key"] == {"a": [1, 2]}
+    assert targets == {"(COUNTY, 2)": 7, "(USA, 1)": 50}
+
+
+def test_token_is_url_safe_and_short():
+    token = urlcodec.encode(production_2020())
+    assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert len(token) < 1500
+
+
+@pytest.mark.parametrize("token", ["", "not base64 !!", "eNoLycgsVgCi4ozSHAA", "AAAA"])
+def test_damaged_token_is_a_plain_words_config_error(token):
+    with pytest.raises(ConfigError) as err:
+        urlcodec.decode(token)
+    assert err.value.problems and all(isinstance(p, str) for p in err.value.problems)
+
+
+def test_cut_off_token_says_so():
+    token = urlcodec.encode(production_2020())
+    with pytest.raises(ConfigError) as err:
+        urlcodec.decode(token[: len(token) // 2])
+    assert "damaged" in err.value.problems[0]
+
+
+def _raw_token(payload) -> str:
+    raw = json.dumps(payload).encode()
+    return base64.urlsafe_b64encode(zlib.compress(raw)).decode().rstrip("=")
+
+
+def test_invalid_configuration_in_link_lists_its_problems():
+    data = production_2020().to_dict()
+    data["max_race_codes"] = 12
+    data["privacy_budget_p_stage_1_fraction"] = 1.5
+    with pytest.raises(ConfigError) as err:
+        urlcodec.decode(_raw_token({"v": 1, "c": data}))
+    text = " ".join(err.value.problems)
+    assert "max_race_codes" in text and "1 to 8" in text
+    assert "privacy_budget_p_stage_1_fraction" in text
+
+
+def test_other_version_and_bad_targets():
+    data = production_2020().to_dict()
+    with pytest.raises(ConfigError, match="version"):
+        urlcodec.decode(_raw_token({"v": 99, "c": data}))
+    _cfg, targets = urlcodec.decode(_raw_token({"v": 1, "c": data, "t": {"(COUNTY, 2)": 9, "(MOON, 2)": 3,
+                                                                        "(TRACT, 2)": "x", "(USA, 2)": 0}}))
+    assert targets == {"(COUNTY, 2)": 9}
+
+
+def test_share_url():
+    assert urlcodec.share_url("http://h:1/configuration", "T", page="configuration") == "http://h:1/?config=T"
+    assert urlcodec.share_url("http://h:1/", "T") == "http://h:1/?config=T"
+    assert urlcodec.share_url(None, "T") == "?config=T"

@@ -1,0 +1,482 @@
+"""Tables of the overview and of the budget and MOE planner (pure; no Streamlit).
+
+Every figure is computed by `calculators`; this module arranges them in tables a
+policy committee can read, and turns planner edits into a new `SafeTabConfig`.
+
+Vocabulary (SPEC §2): the MOE of a level is the 95% margin of error of ONE stage-2
+cell, in persons. Two figures exist and the tables show both:
+
+* "design bound" = floor(1.96 sigma), the design paper's figure, whose inversion is
+  rho = 1.96^2 S / (2 MOE^2) / (1 - gamma) (`budget.rho_level_for_moe`);
+* "exact" = the smallest m with P(|X| <= m) >= 95% for the discrete Gaussian
+  (`budget.moe_exact`), inverted by `budget.rho_level_for_exact_moe`.
+
+The planner's "MOE target" is what a user asked for; it is kept apart from the
+configuration (config.json has no such key), remembered per level, and compared with
+what the level's rho achieves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calculators import budget
+from calculators.config import ConfigError, SafeTabConfig
+from calculators.levels import (
+    ITERATION_LEVEL_NAMES,
+    POPULATION_GROUP_LEVELS,
+    PopulationGroupLevel,
+)
+from calculators.presets import PRODUCTION_MOE_TARGETS, PRODUCTION_THRESHOLDS
+
+BOUND = "bound"
+EXACT = "exact"
+METHODS = (BOUND, EXACT)
+METHOD_LABELS = {
+    BOUND: "Design paper: ρ = 1.96²·S / (2·MOE²) / (1−γ), MOE = ⌊1.96σ⌋",
+    EXACT: "Exact discrete Gaussian: smallest ρ whose exact 95% MOE ≤ target",
+}
+METHOD_SHORT = {BOUND: "design-paper bound ⌊1.96σ⌋", EXACT: "exact discrete-Gaussian MOE"}
+
+# Column names of the planner table (the editable ones are ON, TARGET and RHO).
+GEO = "Geography"
+ITER = "Iterations"
+RUN = "Run"
+ON = "On"
+TARGET = "MOE target"
+RHO = "ρ"
+SHARE = "% of run's ρ"
+SIGMA2 = "σ² stage 2"
+MOE_BOUND = "MOE ⌊1.96σ⌋"
+MOE_EXACT = "MOE exact"
+STATUS = "Meets target?"
+EDITABLE = (ON, TARGET, RHO)
+
+#: MOE target used when a level is switched on and none is remembered (SPEC §3).
+FALLBACK_TARGET = {1: 50, 2: 11}
+
+DELTAS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14)
+DEFAULT_DELTA = 1e-10
+
+
+# ----------------------------------------------------------------------- basics
+def stability_of(config: SafeTabConfig) -> int:
+    """S = max(2, r) + 1 (SPEC §1 with h_r = h_e = 1, as in the 2020 spec files)."""
+    return int(budget.stability(config.max_race_codes))
+
+
+def level_label(level: PopulationGroupLevel) -> str:
+    return f"{level.geo} {ITERATION_LEVEL_NAMES[level.iteration_level]}"
+
+
+def level_moe(rho: float, S: int, gamma: float, method: str, stage: str = "stage2") -> int | None:
+    """MOE of one cell of a stage at level budget rho (None if rho = 0: not tabulated)."""
+    if not rho or rho <= 0:
+        return None
+    return int(budget.moe_for_rho(rho, S, gamma, stage=stage, exact=(method == EXACT)))
+
+
+def achieved_moe(config: SafeTabConfig, level: PopulationGroupLevel, method: str) -> int | None:
+    return level_moe(config.rho(level), stability_of(config), config.gamma, method)
+
+
+def rho_for_target(moe: int, S: int, gamma: float, method: str) -> float:
+    """Level rho whose stage-2 cells have MOE `moe` (design-paper or exact inversion)."""
+    if method == EXACT:
+        return float(budget.rho_level_for_exact_moe(int(moe), S, gamma))
+    return float(budget.rho_level_for_moe(moe, S, gamma))
+
+
+def production_targets() -> dict[str, int]:
+    """The 2020 production MOE targets (3, 11, 50; SPEC §3) by level key."""
+    return {lvl.key: m for lvl, m in PRODUCTION_MOE_TARGETS.items() if m is not None}
+
+
+def default_targets(config: SafeTabConfig, method: str) -> dict[str, int]:
+    """Targets equal to what each level's rho achieves (for configs loaded from files)."""
+    out = {}
+    for lvl in POPULATION_GROUP_LEVELS:
+        m = achieved_moe(config, lvl, method)
+        if m is not None:
+            out[lvl.key] = m
+    return out
+
+
+def reconcile_targets(
+    targets: Mapping[str, int], old: SafeTabConfig | None, new: SafeTabConfig, method: str
+) -> dict[str, int]:
+    """Targets after a configuration change: a level keeps its target while its rho is
+    unchanged (so changing r or gamma shows whether the target is still met); a level
+    whose rho changed gets the MOE its new rho achieves; a level switched off keeps its
+    last target (switching it on again restores it)."""
+    out: dict[str, int] = {}
+    for lvl in POPULATION_GROUP_LEVELS:
+        rho = new.rho(lvl)
+        kept = targets.get(lvl.key)
+        if rho <= 0:
+            if kept is not None:
+                out[lvl.key] = int(kept)
+            continue
+        if kept is not None and old is not None and old.rho(lvl) == rho:
+            out[lvl.key] = int(kept)
+        else:
+            m = achieved_moe(new, lvl, method)
+            if m is not None:
+                out[lvl.key] = m
+    return out
+
+
+# ------------------------------------------------------------------ the summary
+def plan_summary(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> dict[str, Any]:
+    """The live summary (SPEC §1 privacy accounting): rho of the US run, the PR run and
+    the release (max of the two), bounded neighbours (x2), epsilon at delta (classic and
+    tight conversions), the number of population group levels tabulated, S, gamma."""
+    t = budget.plan_totals(config)
+    tab = config.tabulated_levels()
+    return {
+        "rho_us": t.us,
+        "rho_pr": t.pr,
+        "rho_release": t.release,
+        "rho_us_bounded": t.us_bounded,
+        "rho_pr_bounded": t.pr_bounded,
+        "rho_release_bounded": t.release_bounded,
+        "delta": delta,
+        "eps_classic": float(budget.epsilon_classic(t.release, delta)),
+        "eps_tight": float(budget.epsilon_tight(t.release, delta)),
+        "eps_classic_bounded": float(budget.epsilon_classic(t.release_bounded, delta)),
+        "eps_tight_bounded": float(budget.epsilon_tight(t.release_bounded, delta)),
+        "levels_tabulated": len(tab),
+        "levels_total": len(POPULATION_GROUP_LEVELS),
+        "levels_us": sum(1 for lvl in tab if not lvl.is_pr),
+        "levels_pr": sum(1 for lvl in tab if lvl.is_pr),
+        "S": stability_of(config),
+        "gamma": config.gamma,
+        "privacy_defn": config.privacy_defn,
+    }
+
+
+def summary_table(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> pd.DataFrame:
+    """The summary as a two-column table (for download)."""
+    s = plan_summary(config, delta)
+    rows = [
+        ("ρ of the US run (sum over its levels)", s["rho_us"]),
+        ("ρ of the Puerto Rico run", s["rho_pr"]),
+        ("ρ of the release = max(US, PR)", s["rho_release"]),
+        ("ρ of the release, bounded neighbours (×2)", s["rho_release_bounded"]),
+        (f"ε at δ = {delta:g}, classic ρ + 2√(ρ ln 1/δ)", s["eps_classic"]),
+        (f"ε at δ = {delta:g}, tight (Canonne-Kamath-Steinke)", s["eps_tight"]),
+        (f"ε at δ = {delta:g}, classic, bounded", s["eps_classic_bounded"]),
+        (f"ε at δ = {delta:g}, tight, bounded", s["eps_tight_bounded"]),
+        ("Population group levels tabulated (of 20)", s["levels_tabulated"]),
+        ("Stability S", s["S"]),
+        ("Stage-1 fraction γ", s["gamma"]),
+    ]
+    return pd.DataFrame(rows, columns=["Quantity", "Value"])
+
+
+def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """MOE per tabulated level (SPEC §1-§2): the planner's MOE target (if given), sigma2
+    of each stage and the 95% MOE of one stage-2 cell (design bound and exact), of the
+    (unpublished) stage-1 total and of a TotalOnly total (USA / STATE / PR-STATE only)."""
+    S, g = stability_of(config), config.gamma
+    rows = []
+    for lvl in config.tabulated_levels():
+        rho = config.rho(lvl)
+        rows.append({
+            GEO: lvl.geo,
+            ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
+            TARGET: (targets or {}).get(lvl.key),
+            RHO: rho,
+            "σ² stage 1": float(budget.sigma2_stage1(rho, g, S)),
+            SIGMA2: float(budget.sigma2_stage2(rho, g, S)),
+            MOE_BOUND: level_moe(rho, S, g, BOUND),
+            MOE_EXACT: level_moe(rho, S, g, EXACT),
+            "Stage-1 total MOE (exact, not published)": level_moe(rho, S, g, EXACT, "stage1"),
+            "TotalOnly total MOE (exact)": (
+                level_moe(rho, S, g, EXACT, "total_only") if lvl.is_state_or_above else None
+            ),
+            "Θ₁, Θ₂, Θ₃": ", ".join(str(x) for x in config.thresholds(lvl)),
+        })
+    df = pd.DataFrame(rows)
+    if targets is None and len(df):
+        df = df.drop(columns=TARGET)
+    elif len(df):
+        df[TARGET] = df[TARGET].astype("Int64")
+    return df
+
+
+# -------------------------------------------------------------- the plan table
+def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str) -> pd.DataFrame:
+    """One row per population group level, in config order (the row position is the
+    index into `POPULATION_GROUP_LEVELS`): on/off, MOE target, rho, share of the run's
+    rho, stage-2 sigma2, MOE (design bound and exact) and whether the target is met
+    with the chosen method."""
+    S, g = stability_of(config), config.gamma
+    totals = budget.plan_totals_from_budgets(config.budgets())  # both runs, for the shares
+    rows = []
+    for lvl in POPULATION_GROUP_LEVELS:
+        rho = config.rho(lvl)
+        on = rho > 0
+        run_total = totals.pr if lvl.is_pr else totals.us
+        m_bound = level_moe(rho, S, g, BOUND) if on else None
+        m_exact = level_moe(rho, S, g, EXACT) if on else None
+        target = targets.get(lvl.key)
+        achieved = m_exact if method == EXACT else m_bound
+        if not on or target is None:
+            status = "" if on else "not tabulated"
+        elif achieved <= target:
+            status = "✓ meets"
+        else:
+            status = f"✗ misses ({achieved} > {target})"
+        run_name = "PR" if lvl.is_pr else "US"
+        if not config.runs_geo(lvl):
+            run_name += " (run off)"
+        rows.append({
+            GEO: lvl.geo,
+            ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
+            RUN: run_name,
+            ON: on,
+            TARGET: target,
+            RHO: rho,
+            SHARE: 100 * rho / run_total if run_total > 0 else 0.0,
+            SIGMA2: float(budget.sigma2_stage2(rho, g, S)) if on else None,
+            MOE_BOUND: m_bound,
+            MOE_EXACT: m_exact,
+            STATUS: status,
+        })
+    df = pd.DataFrame(rows)
+    for col in (TARGET, MOE_BOUND, MOE_EXACT):
+        df[col] = df[col].astype("Int64")
+    return df
+
+
+def _with_level(config: SafeTabConfig, level: PopulationGroupLevel, rho: float) -> SafeTabConfig:
+    """config with a new rho for a level; thresholds are added (2020 values) if missing."""
+    changes: dict[str, Any] = {level.budget_key: float(rho)}
+    if rho > 0 and level.key not in config.thresholds_p:
+        tp = {k: list(v) for k, v in config.thresholds_p.items()}
+        tp[level.key] = list(PRODUCTION_THRESHOLDS[level.key])
+        changes["thresholds_p"] = tp
+    return config.updated(**changes)
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def apply_edits(
+    config: SafeTabConfig,
+    targets: Mapping[str, int],
+    edited_rows: Mapping[Any, Mapping[str, Any]],
+    method: str,
+) -> tuple[SafeTabConfig, dict[str, int], list[str]]:
+    """Apply planner-table edits ({row position: {column: new value}}).
+
+    * rho edited: the level gets that rho; its target becomes the MOE the rho achieves
+      (0 switches the level off).
+    * MOE target edited: rho = the inversion of the chosen method; the target is kept.
+    * On ticked: rho from the remembered target (else the 2020 one: 3 / 11 / 50);
+      unticked: rho = 0 (the target is remembered).
+
+    Returns (config, targets, problems); a problem leaves its row unchanged.
+    """
+    new_targets = dict(targets)
+    problems: list[str] = []
+    S, g = stability_of(config), config.gamma
+    for pos, changes in sorted(edited_rows.items(), key=lambda kv: int(kv[0])):
+        try:
+            lvl = POPULATION_GROUP_LEVELS[int(pos)]
+        except (ValueError, IndexError):
+            continue
+        name = level_label(lvl)
+        try:
+            if RHO in changes:
+                rho = _number(changes[RHO])
+                if rho is None:
+                    rho = 0.0
+                if rho < 0:
+                    problems.append(f"{name}: ρ must be 0 (off) or more (got {rho:g})")
+                    continue
+                config = _with_level(config, lvl, rho)
+                m = achieved_moe(config, lvl, method)
+                if m is not None:
+                    new_targets[lvl.key] = m
+            elif TARGET in changes:
+                m = _number(changes[TARGET])
+                if m is None or m < 1 or m != int(m):
+                    problems.append(
+                        f"{name}: the MOE target must be a whole number of persons, 1 or more "
+                        f"(got {changes[TARGET]!r})"
+                    )
+                    continue
+                config = _with_level(config, lvl, rho_for_target(int(m), S, g, method))
+                new_targets[lvl.key] = int(m)
+            elif ON in changes:
+                if bool(changes[ON]):
+                    if config.rho(lvl) <= 0:
+                        m = new_targets.get(lvl.key) or PRODUCTION_MOE_TARGETS.get(lvl) or \
+                            FALLBACK_TARGET[lvl.iteration_level]
+                        config = _with_level(config, lvl, rho_for_target(int(m), S, g, method))
+                        new_targets[lvl.key] = int(m)
+                else:
+                    config = _with_level(config, lvl, 0.0)
+        except ConfigError as exc:
+            problems.extend(f"{name}: {p}" for p in exc.problems)
+        except ValueError as exc:
+            problems.append(f"{name}: {exc}")
+    return config, new_targets, problems
+
+
+def resolve_targets(config: SafeTabConfig, targets: Mapping[str, int], method: str) -> SafeTabConfig:
+    """Recompute rho of every tabulated level from its target (after r or gamma changed)."""
+    S, g = stability_of(config), config.gamma
+    changes: dict[str, float] = {}
+    for lvl in POPULATION_GROUP_LEVELS:
+        m = targets.get(lvl.key)
+        if config.rho(lvl) > 0 and m is not None:
+            changes[lvl.budget_key] = rho_for_target(int(m), S, g, method)
+    return config.updated(**changes) if changes else config
+
+
+def missed_targets(table: pd.DataFrame) -> list[str]:
+    """Labels of the levels whose MOE is above their target."""
+    bad = table[table[STATUS].str.startswith("✗")]
+    return [f"{r[GEO]} {r[ITER]}" for _, r in bad.iterrows()]
+
+
+# --------------------------------------------------------- race multiplicity r
+def rho_groups(config: SafeTabConfig) -> list[tuple[float, list[PopulationGroupLevel]]]:
+    """Tabulated levels grouped by equal rho, largest rho first."""
+    groups: dict[float, list[PopulationGroupLevel]] = {}
+    for lvl in POPULATION_GROUP_LEVELS:
+        rho = config.rho(lvl)
+        if rho > 0:
+            groups.setdefault(rho, []).append(lvl)
+    return sorted(groups.items(), key=lambda kv: -kv[0])
+
+
+def group_name(levels: list[PopulationGroupLevel]) -> str:
+    """'USA, STATE, PR-STATE Detailed' style names of a group of levels."""
+    by_iter: dict[int, list[str]] = {}
+    for lvl in levels:
+        by_iter.setdefault(lvl.iteration_level, []).append(lvl.geo)
+    return "; ".join(
+        f"{', '.join(geos)} {ITERATION_LEVEL_NAMES[i]}" for i, geos in sorted(by_iter.items(), reverse=True)
+    )
+
+
+def race_multiplicity_long(config: SafeTabConfig, method: str) -> pd.DataFrame:
+    """For r = 1..8: S and the stage-2 cell MOE of every group of levels sharing a rho,
+    at the current rho and gamma (long format: one row per r and group)."""
+    g = config.gamma
+    rows = []
+    for rho, lvls in rho_groups(config):
+        for r in range(1, 9):
+            S = int(budget.stability(r))
+            rows.append({
+                "r": r,
+                "S": S,
+                RHO: rho,
+                "Levels": group_name(lvls),
+                "MOE": level_moe(rho, S, g, method),
+                "current": r == config.max_race_codes,
+            })
+    return pd.DataFrame(rows)
+
+
+def race_multiplicity_table(config: SafeTabConfig, method: str) -> pd.DataFrame:
+    """Wide form: one row per r (1..8) with S and one MOE column per rho group."""
+    long = race_multiplicity_long(config, method)
+    base = pd.DataFrame({"r": range(1, 9), "S": [int(budget.stability(r)) for r in range(1, 9)]})
+    if long.empty:
+        return base
+    for rho, _lvls in rho_groups(config):
+        sub = long[long[RHO] == rho].set_index("r")["MOE"]
+        base[f"MOE at ρ = {rho:.6g}"] = base["r"].map(sub).astype("Int64")
+    return base
+
+
+# --------------------------------------------------------------- MOE vs rho
+def moe_rho_curve(S: int, gamma: float, rho_min: float = 1e-3, rho_max: float = 10.0,
+                  points: int = 161) -> pd.DataFrame:
+    """Stage-2 cell MOE against the level rho (log-spaced), both figures and 1.96 sigma."""
+    rho = np.geomspace(rho_min, rho_max, points)
+    s2 = np.asarray(budget.sigma2_stage2(rho, gamma, S), dtype=float)
+    return pd.DataFrame({
+        RHO: rho,
+        "1.96σ": 1.96 * np.sqrt(s2),
+        MOE_BOUND: np.asarray(budget.moe_bound(s2)),
+        MOE_EXACT: np.asarray(budget.moe_exact(s2)),
+    })
+
+
+def level_points(config: SafeTabConfig, method: str) -> pd.DataFrame:
+    """The tabulated levels as points on the MOE-vs-rho chart."""
+    rows = []
+    for rho, lvls in rho_groups(config):
+        rows.append({
+            RHO: rho,
+            "MOE": level_moe(rho, stability_of(config), config.gamma, method),
+            "Levels": group_name(lvls),
+        })
+    return pd.DataFrame(rows, columns=[RHO, "MOE", "Levels"])
+
+
+# ------------------------------------------------------------------ compare
+def _flat(config: SafeTabConfig) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in config.to_dict().items():
+        if key == "thresholds_p" and isinstance(value, dict):
+            for k, v in value.items():
+                out[f"thresholds_p {k}"] = ", ".join(str(x) for x in v)
+        elif isinstance(value, list):
+            out[key] = ", ".join(str(x) for x in value)
+        else:
+            out[key] = str(value)
+    return out
+
+
+def compare_keys(a: SafeTabConfig, b: SafeTabConfig) -> pd.DataFrame:
+    """Every config.json key of A and B side by side with a "differs" flag."""
+    fa, fb = _flat(a), _flat(b)
+    keys = list(fa) + [k for k in fb if k not in fa]
+    rows = [{"Key": k, "A": fa.get(k, "(absent)"), "B": fb.get(k, "(absent)"),
+             "Differs": fa.get(k) != fb.get(k)} for k in keys]
+    return pd.DataFrame(rows)
+
+
+def compare_levels(a: SafeTabConfig, b: SafeTabConfig, method: str) -> pd.DataFrame:
+    """Per level: rho, stage-2 cell MOE (chosen method) and thresholds of A and B."""
+    rows = []
+    for lvl in POPULATION_GROUP_LEVELS:
+        ra, rb = a.rho(lvl), b.rho(lvl)
+        ma, mb = achieved_moe(a, lvl, method), achieved_moe(b, lvl, method)
+        ta = ", ".join(map(str, a.thresholds(lvl))) if lvl.key in a.thresholds_p else ""
+        tb = ", ".join(map(str, b.thresholds(lvl))) if lvl.key in b.thresholds_p else ""
+        rows.append({
+            GEO: lvl.geo,
+            ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
+            "ρ A": ra,
+            "ρ B": rb,
+            "MOE A": ma,
+            "MOE B": mb,
+            "Θ A": ta,
+            "Θ B": tb,
+            "Differs": (ra != rb) or (ma != mb) or (ta != tb),
+        })
+    df = pd.DataFrame(rows)
+    for col in ("MOE A", "MOE B"):
+        df[col] = df[col].astype("Int64")
+    return df
+

@@ -1,0 +1,88 @@
+"""The shareable link: a configuration (and the planner's MOE targets) as a URL token.
+
+Token = URL-safe base64 (no padding) of zlib-compressed compact JSON
+``{"v": 1, "c": <config.json keys>, "t": {"(GEO, LEVEL)": moe target}}``.
+Every key of the configuration is kept, unknown ones included. Decoding never raises
+anything but `ConfigError`, whose `.problems` say in plain words what is wrong.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from typing import Any
+
+from calculators.config import ConfigError, SafeTabConfig
+from calculators.levels import PopulationGroupLevel
+
+#: The query parameter that carries the configuration.
+PARAM = "config"
+VERSION = 1
+#: Decompressed payloads larger than this are refused (a configuration is ~2 kB).
+MAX_PAYLOAD = 1_000_000
+
+
+def encode(config: SafeTabConfig, targets: dict[str, int] | None = None) -> str:
+    """The URL token of a configuration and (optionally) its MOE targets."""
+    payload: dict[str, Any] = {"v": VERSION, "c": config.to_dict()}
+    if targets:
+        payload["t"] = {k: int(v) for k, v in sorted(targets.items()) if v is not None}
+    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii").rstrip("=")
+
+
+def decode(token: str) -> tuple[SafeTabConfig, dict[str, int]]:
+    """(configuration, MOE targets) of a token; ConfigError in plain words if damaged."""
+    source = "shared link"
+    damaged = (
+        "the link's configuration is damaged or incomplete (was the address cut off "
+        "when it was copied?)"
+    )
+    if not isinstance(token, str) or not token.strip():
+        raise ConfigError(["the link carries no configuration"], source)
+    text = token.strip()
+    try:
+        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(packed, MAX_PAYLOAD)
+        if inflater.unconsumed_tail:
+            raise ConfigError(["the link's configuration is too large to be a SafeTab-P config"], source)
+        if not inflater.eof:
+            raise ValueError("truncated")
+        payload = json.loads(raw.decode("utf-8"))
+    except ConfigError:
+        raise
+    except (binascii.Error, zlib.error, ValueError, UnicodeDecodeError):
+        raise ConfigError([damaged], source) from None
+    if not isinstance(payload, dict) or "c" not in payload:
+        raise ConfigError([damaged], source)
+    if payload.get("v") != VERSION:
+        raise ConfigError(
+            [(f"the link was made by another version of this app (format {payload.get('v')!r}, "
+              f"expected {VERSION})")],
+            source,
+        )
+    config = SafeTabConfig.from_dict(payload["c"], source=source)
+    targets: dict[str, int] = {}
+    raw_targets = payload.get("t") or {}
+    if isinstance(raw_targets, dict):
+        for key, value in raw_targets.items():
+            try:
+                PopulationGroupLevel.parse(key)
+                m = int(value)
+            except (ValueError, TypeError):
+                continue
+            if m >= 1:
+                targets[key] = m
+    return config, targets
+
+
+def share_url(base_url: str | None, token: str, page: str | None = None) -> str:
+    """The full link: the app's address with ``?config=<token>`` (relative if unknown).
+    A trailing ``/<page>`` of base_url is dropped, so the link opens the app's first page."""
+    base = (base_url or "").split("?")[0].split("#")[0]
+    if page and base.rstrip("/").endswith("/" + page):
+        base = base.rstrip("/")[: -len(page)]
+    return f"{base}?{PARAM}={token}"

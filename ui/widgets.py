@@ -1,0 +1,76 @@
+"""Streamlit building blocks: tables and charts with their download buttons, the
+sidebar summary, plain-words problem lists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ui import planner, state
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def csv_bytes(df: pd.DataFrame) -> bytes:
+    return df.to_csv(index=False).encode("utf-8")
+
+
+def download_csv(df: pd.DataFrame, filename: str, key: str, label: str | None = None) -> None:
+    st.download_button(
+        label or f"Download {filename}", csv_bytes(df), file_name=filename, mime="text/csv",
+        key=key, on_click="ignore", icon=":material/download:",
+    )
+
+
+def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | None = None,
+          height: int | str = "auto", caption: str | None = None, styler: Any = None) -> None:
+    """A read-only table with a CSV download of exactly its numbers."""
+    st.dataframe(styler if styler is not None else df, hide_index=True, column_config=column_config,
+                 height=height, key=key)
+    if caption:
+        st.caption(caption)
+    download_csv(df, filename, key=f"{key}_csv", label="Download this table (CSV)")
+
+
+def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
+    """A plotly chart with a CSV download of the data it draws."""
+    st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG)
+    download_csv(data, filename, key=f"{key}_csv", label="Download the chart's data (CSV)")
+
+
+def problems(title: str, items: Iterable[str], kind: str = "error") -> None:
+    items = list(items)
+    if not items:
+        return
+    text = title + "\n" + "\n".join(f"- {p}" for p in items)
+    (st.error if kind == "error" else st.warning)(text)
+
+
+def fmt(x: float, digits: int = 4) -> str:
+    """A number as a committee member would quote it."""
+    if x is None:
+        return "—"
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:.{digits}g}"
+
+
+def sidebar_summary() -> None:
+    """The current plan in a few numbers, on every page."""
+    cfg = state.config()
+    s = planner.plan_summary(cfg, state.delta())
+    with st.sidebar:
+        st.markdown(f"**Current plan:** {state.source_label()}")
+        st.markdown(
+            f"ρ release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, PR {s['rho_pr']:.4g}; "
+            f"bounded {s['rho_release_bounded']:.4g})  \n"
+            f"ε at δ = {s['delta']:g}: **{s['eps_tight']:.2f}** tight, {s['eps_classic']:.2f} classic  \n"
+            f"r = {cfg.max_race_codes} (S = {s['S']}), γ = {s['gamma']:g}, "
+            f"{s['levels_tabulated']} of {s['levels_total']} levels on"
+        )
+        if cfg.privacy_defn == "puredp":
+            st.warning("privacy_defn is puredp: budgets are ε; the analytic pages assume zCDP.")
