@@ -3,8 +3,10 @@
 This is the one step whose cost grows with the number of persons, so it sits behind a
 narrow interface (`Aggregator.count`) that a distributed engine can take over: it
 receives the checked public `Inputs` (which say where the persons are) and returns a
-`CountTable`, from which `group_counts` derives the counts of every population group
-level. Nothing here draws noise.
+`CountTable` of person counts per (piece, characteristic key, cell). `level_counts`
+derives from it the counts of every population group of a level, region chunk by
+region chunk, so memory stays bounded by the aggregated counts. Nothing here draws
+noise.
 
 Cells are sex x age23 bins (46 cells, index sex * 23 + bin; SPEC §1): every published
 table (total, age4, age9, age23) is a sum of these cells.
@@ -13,94 +15,49 @@ table (total, age4, age9, age23) is a sum of these cells.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
-import pandas as pd
 
 from calculators.levels import PopulationGroupLevel
 from engine.errors import ProblemLog
 from engine.flatmap import CharKeys, IterationCatalog, Membership, geo_class, membership
-from engine.readers import PERSON_COLUMNS, iter_batches
-from engine.validate import EncodedPersons, Inputs, check_person_batch
+from engine.readers import PERSON_COLUMNS, iter_batches, prefetch
+from engine.validate import Inputs, check_person_batch
 
 N_CELLS = 46
 #: Capacity of characteristic-key ids inside packed int64 keys.
 _CK_CAP = 1 << 24
 #: Merge buffered batch results once they hold this many rows.
 _MERGE_ROWS = 20_000_000
+#: Count-table rows flat-mapped at once when deriving a level's counts.
+_CHUNK_ROWS = 3_000_000
 
 Progress = Callable[[str, float, float], None]
 
 
 @dataclass
 class CountTable:
-    """Person counts per (piece, characteristic key, cell), one row per distinct triple.
+    """Person counts per (piece, characteristic key, cell): one row per distinct triple.
 
-    `combo` and `eth` are the race combo and ethnicity code of the row's key (see
-    engine.flatmap.CharKeys); they are what the flat map needs.
+    key = (piece * _CK_CAP + charkey) * N_CELLS + cell, sorted ascending, so rows of a
+    piece are contiguous and pieces are in GRF-C order (state, county, tract, ...).
     """
 
-    piece: np.ndarray  # int64
-    charkey: np.ndarray  # int64
-    cell: np.ndarray  # int64
-    count: np.ndarray  # int64
+    key: np.ndarray  # int64, sorted, distinct
+    count: np.ndarray  # int32
     charkeys: CharKeys
     persons: int = 0
     persons_us: int = 0
     persons_pr: int = 0
 
-    @property
-    def combo(self) -> np.ndarray:
-        return np.asarray(self.charkeys.combo_of, np.int64)[self.charkey]
+    def pieces(self) -> np.ndarray:
+        return self.key // (_CK_CAP * N_CELLS)
 
-    @property
-    def eth(self) -> np.ndarray:
-        return np.asarray(self.charkeys.eth_of, np.int64)[self.charkey]
-
-    @classmethod
-    def from_keys(cls, key: np.ndarray, count: np.ndarray, charkeys: CharKeys, **persons: int) -> "CountTable":
-        """From packed keys (piece * _CK_CAP + charkey) * N_CELLS + cell."""
-        return cls(key // (_CK_CAP * N_CELLS), (key // N_CELLS) % _CK_CAP, key % N_CELLS, count, charkeys, **persons)
-
-
-@dataclass
-class GroupCounts:
-    """Counts of one population group level.
-
-    group = region index * n_iterations + iteration index (the universe order).
-    `key` = group * 46 + cell holds the non-zero counts, unsorted and possibly repeated
-    (counts of a key add up): the mechanism needs dense totals and the cells of the few
-    groups that get a table, neither of which needs a sort of all rows.
-    """
-
-    level: PopulationGroupLevel
-    n_regions: int
-    n_iterations: int
-    key: np.ndarray  # int64
-    count: np.ndarray  # int64
-
-    @property
-    def n_groups(self) -> int:
-        return self.n_regions * self.n_iterations
-
-    def totals(self) -> np.ndarray:
-        """True total of every group of the universe (zeros included)."""
-        # float64 weights are exact: a count is far below 2**53.
-        return np.bincount(self.key // N_CELLS, weights=self.count, minlength=self.n_groups).astype(np.int64)
-
-    def cells_of(self, groups: np.ndarray) -> np.ndarray:
-        """(len(groups), 46) true counts of the given sorted, distinct group indices."""
-        out = np.zeros((len(groups), N_CELLS), dtype=np.int64)
-        if len(groups) == 0 or len(self.key) == 0:
-            return out
-        wanted = np.zeros(self.n_groups, dtype=bool)
-        wanted[groups] = True
-        g = self.key // N_CELLS
-        m = wanted[g]
-        pos = np.searchsorted(groups, g[m]) * N_CELLS + self.key[m] % N_CELLS
-        out += np.bincount(pos, weights=self.count[m], minlength=out.size).astype(np.int64).reshape(out.shape)
-        return out
+    def decompose(self, rows: slice | np.ndarray = slice(None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(piece, characteristic key, cell) of some rows."""
+        k = self.key[rows]
+        return k // (_CK_CAP * N_CELLS), (k // N_CELLS) % _CK_CAP, k % N_CELLS
 
 
 class Aggregator(Protocol):
@@ -110,6 +67,7 @@ class Aggregator(Protocol):
 
 
 def _merge(keys: list[np.ndarray], counts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys with their summed counts."""
     k = np.concatenate(keys)
     c = np.concatenate(counts)
     if len(k) == 0:
@@ -129,38 +87,35 @@ class LocalAggregator:
     """
 
     merge_rows: int = _MERGE_ROWS
-    _charkeys: CharKeys = field(default_factory=CharKeys)
-    _known_packed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    _known_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def count(self, inputs: Inputs, progress: Progress | None = None) -> CountTable:
         log = ProblemLog()
+        charkeys = CharKeys(len(inputs.code_names))
         keys: list[np.ndarray] = []
         counts: list[np.ndarray] = []
         buffered = 0
         persons = persons_pr = 0
         geo = inputs.geography
-        pr_piece = _pr_pieces(inputs)
-        size = inputs.persons_file.path.stat().st_size
+        in_run = _pieces_in_run(inputs)
+        pr_piece = geo.piece_region["PR-STATE"] >= 0 if "PR-STATE" in geo.piece_region else np.zeros(geo.n_pieces, bool)
+        expected = _estimate_rows(inputs)
         rows_read = 0
-        for batch in iter_batches(inputs.persons_file, PERSON_COLUMNS, log):
+        for batch in prefetch(iter_batches(inputs.persons_file, PERSON_COLUMNS, log)):
             enc = check_person_batch(batch, inputs, log)
             rows_read += batch.table.num_rows
             if progress:
-                # Bytes are not known per batch for Parquet; rows give a fair estimate.
-                progress("reading persons", rows_read, max(rows_read, _estimate_rows(inputs, size)))
+                progress("reading persons", rows_read, max(rows_read, expected))
             if log or not len(enc):
                 continue  # keep checking, stop counting: nothing will be released
             piece = geo.block_piece[enc.block]
-            in_run = piece_in_run(inputs, piece)
-            persons += int(in_run.sum())
-            persons_pr += int((in_run & pr_piece[piece]).sum())
-            ck = self._charkey_ids(enc, len(inputs.code_names))
-            k = (piece * _CK_CAP + ck) * N_CELLS + enc.cell.astype(np.int64)
-            k = k[in_run]
+            keep = in_run[piece]
+            persons += int(keep.sum())
+            persons_pr += int((keep & pr_piece[piece]).sum())
+            ck = charkeys.ids(enc.race[keep], enc.eth[keep])
+            k = (piece[keep] * _CK_CAP + ck) * N_CELLS + enc.cell[keep].astype(np.int64)
             u, c = np.unique(k, return_counts=True)
             keys.append(u)
-            counts.append(c.astype(np.int64))
+            counts.append(c.astype(np.int32))
             buffered += len(u)
             if buffered > self.merge_rows and len(keys) > 1:
                 mk, mc = _merge(keys, counts)
@@ -169,111 +124,194 @@ class LocalAggregator:
         if keys:
             k, c = _merge(keys, counts)
         else:
-            k, c = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return CountTable.from_keys(k, c, self._charkeys, persons=persons, persons_us=persons - persons_pr,
-                                    persons_pr=persons_pr)
-
-    def _charkey_ids(self, enc: EncodedPersons, n_codes: int) -> np.ndarray:
-        """Characteristic-key id of every row (registering new keys)."""
-        bits = max(1, int(n_codes).bit_length())
-        per_word = max(1, (63 - bits) // bits)
-        race = enc.race.astype(np.int64) + 1  # 0 = no code
-        n = len(race)
-        fits = (race[:, per_word:] == 0).all(axis=1) if per_word < 8 else np.ones(n, bool)
-        packed = enc.eth.astype(np.int64)
-        for j in range(min(per_word, 8)):
-            packed = (packed << bits) | race[:, j]
-        out = np.empty(n, dtype=np.int64)
-        if fits.any():
-            codes, uniq = pd.factorize(packed[fits])
-            uniq = np.asarray(uniq, dtype=np.int64)
-            # Known packed keys are looked up in bulk; only new ones are decoded in Python.
-            pos = np.searchsorted(self._known_packed, uniq)
-            pos_c = np.minimum(pos, max(0, len(self._known_packed) - 1))
-            hit = (pos < len(self._known_packed)) & (self._known_packed[pos_c] == uniq) if len(self._known_packed) else np.zeros(len(uniq), bool)
-            ids = np.empty(len(uniq), dtype=np.int64)
-            ids[hit] = self._known_ids[pos_c[hit]]
-            new = np.flatnonzero(~hit)
-            for i in new:
-                u = int(uniq[i])
-                vals = []
-                for _ in range(min(per_word, 8)):
-                    vals.append(u & ((1 << bits) - 1))
-                    u >>= bits
-                combo = tuple(sorted(v - 1 for v in vals if v))
-                ids[i] = self._charkeys.get(combo, u)
-            if len(new):
-                keys = np.concatenate([self._known_packed, uniq[new]])
-                vals_ = np.concatenate([self._known_ids, ids[new]])
-                order = np.argsort(keys)
-                self._known_packed, self._known_ids = keys[order], vals_[order]
-            out[fits] = ids[codes]
-        for i in np.flatnonzero(~fits):  # rare: more race codes than fit in one word
-            combo = tuple(int(v) for v in enc.race[i] if v >= 0)
-            out[i] = self._charkeys.get(combo, int(enc.eth[i]))
-        return out
+            k, c = np.zeros(0, np.int64), np.zeros(0, np.int32)
+        return CountTable(k, c, charkeys, persons=persons, persons_us=persons - persons_pr, persons_pr=persons_pr)
 
 
-def _estimate_rows(inputs: Inputs, size: int) -> int:
+def _estimate_rows(inputs: Inputs) -> int:
     if inputs.persons_file.kind == "parquet":
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(inputs.persons_file.path).metadata.num_rows
-    return max(1, size // 60)
+    # About 78 bytes per person row in the SafeTab-P text layout.
+    return max(1, inputs.persons_file.path.stat().st_size // 78)
 
 
-def _pr_pieces(inputs: Inputs) -> np.ndarray:
+def _pieces_in_run(inputs: Inputs) -> np.ndarray:
+    """Pieces that belong to a run that is on (US states in the filter, or PR)."""
     geo = inputs.geography
-    out = np.zeros(geo.n_pieces, dtype=bool)
-    for g in ("PR-STATE",):
+    inside = np.zeros(geo.n_pieces, dtype=bool)
+    for g in ("USA", "PR-STATE"):
         if g in geo.piece_region:
-            out |= geo.piece_region[g] >= 0
+            inside |= geo.piece_region[g] >= 0
+    return inside
+
+
+@dataclass
+class LevelCounts:
+    """The counts of every population group of one level, derived chunk by chunk.
+
+    group = region index * n_iterations + iteration index (the universe order). The
+    count-table rows of the level are split into region ranges of bounded size; each
+    range is flat-mapped on demand (SPEC §1), so nothing of the size "rows x groups per
+    person" is ever held for the whole level.
+    """
+
+    level: PopulationGroupLevel
+    n_regions: int
+    n_iterations: int
+    members: Membership
+    combo_of: np.ndarray
+    eth_of: np.ndarray
+    #: Row source: (region, characteristic key, cell, count) arrays, or a CountTable
+    #: with `row_region` (its rows' regions, -1 outside the level).
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    table: CountTable | None = None
+    row_region: np.ndarray | None = None
+    chunks: list[tuple[int, int, np.ndarray | slice]] = field(default_factory=list)
+
+    @property
+    def n_groups(self) -> int:
+        return self.n_regions * self.n_iterations
+
+    def _chunk_rows(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self.rows is not None:
+            region, ck, cell, count = self.rows
+            return region[sel], ck[sel], cell[sel], count[sel]
+        _piece, ck, cell = self.table.decompose(sel)
+        return self.row_region[sel], ck, cell, self.table.count[sel]
+
+    def iter_chunks(self) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+        """(first region, end region, local keys, counts) per chunk.
+
+        local key = (group - first region * n_iterations) * 46 + cell; keys may repeat.
+        """
+        for r0, r1, sel in self.chunks:
+            region, ck, cell, count = self._chunk_rows(sel)
+            pos, it = self.members.expand(self.combo_of[ck], self.eth_of[ck])
+            local = ((region[pos] - r0) * self.n_iterations + it) * N_CELLS + cell[pos]
+            yield r0, r1, local, count[pos]
+
+    def totals(self) -> np.ndarray:
+        """True total of every group of the universe (zeros included)."""
+        out = np.zeros(self.n_groups, dtype=np.int64)
+        for r0, r1, local, count in self.iter_chunks():
+            g0, g1 = r0 * self.n_iterations, r1 * self.n_iterations
+            # float64 weights are exact: counts are far below 2**53.
+            out[g0:g1] += np.bincount(local // N_CELLS, weights=count, minlength=g1 - g0).astype(np.int64)
+        return out
+
+    def cells_of(self, groups: np.ndarray) -> np.ndarray:
+        """(len(groups), 46) true counts of the given sorted, distinct group indices."""
+        out = np.zeros((len(groups), N_CELLS), dtype=np.int64)
+        if len(groups) == 0:
+            return out
+        for r0, r1, local, count in self.iter_chunks():
+            g0, g1 = r0 * self.n_iterations, r1 * self.n_iterations
+            lo, hi = np.searchsorted(groups, [g0, g1])
+            if lo == hi:
+                continue
+            wanted = np.zeros(g1 - g0, dtype=bool)
+            wanted[groups[lo:hi] - g0] = True
+            g = local // N_CELLS
+            m = wanted[g]
+            pos = (np.searchsorted(groups, g[m] + g0) - lo) * N_CELLS + local[m] % N_CELLS
+            out[lo:hi] += np.bincount(pos, weights=count[m], minlength=(hi - lo) * N_CELLS).astype(
+                np.int64).reshape(hi - lo, N_CELLS)
+        return out
+
+
+def _region_chunks(region: np.ndarray, n_regions: int, chunk_rows: int, contiguous: bool
+                   ) -> list[tuple[int, int, np.ndarray | slice]]:
+    """Region ranges [r0, r1) holding at most about `chunk_rows` rows each (a region is
+    never split), with the rows of each range as a slice (rows sorted by region) or an
+    index array."""
+    per_region = np.bincount(region[region >= 0], minlength=n_regions)
+    bounds = [0]
+    cum = np.cumsum(per_region)
+    while bounds[-1] < n_regions:
+        start_rows = cum[bounds[-1] - 1] if bounds[-1] else 0
+        r1 = int(np.searchsorted(cum, start_rows + chunk_rows, side="right"))
+        bounds.append(min(n_regions, max(r1, bounds[-1] + 1)))
+    out = []
+    if contiguous:
+        first = int(np.flatnonzero(region >= 0)[0]) if (region >= 0).any() else 0
+        for r0, r1 in zip(bounds, bounds[1:]):
+            a = first + (int(cum[r0 - 1]) if r0 else 0)
+            out.append((r0, r1, slice(a, first + int(cum[r1 - 1]))))
+    else:
+        for r0, r1 in zip(bounds, bounds[1:]):
+            out.append((r0, r1, np.flatnonzero((region >= r0) & (region < r1))))
     return out
 
 
-def piece_in_run(inputs: Inputs, piece: np.ndarray) -> np.ndarray:
-    """Pieces that belong to a run that is on (US states in the filter, or PR)."""
-    geo = inputs.geography
-    top = [g for g in ("USA", "PR-STATE") if g in geo.piece_region]
-    inside = np.zeros(geo.n_pieces, dtype=bool)
-    for g in top:
-        inside |= geo.piece_region[g] >= 0
-    return inside[piece]
+#: The next finer level whose regions nest in each coarse level's regions.
+_FINER = {"USA": "STATE", "STATE": "COUNTY", "PR-STATE": "PR-COUNTY"}
 
 
-def group_counts(
+def _coarse(inputs: Inputs, geo: str) -> bool:
+    """Many pieces per region: summing rows per region first pays off."""
+    return 2 * inputs.geography.n_regions(geo) <= inputs.geography.n_pieces
+
+
+def _merged_rows(table: CountTable, inputs: Inputs, geo: str, cache: dict) -> tuple[np.ndarray, ...]:
+    """(region, characteristic key, cell, count) of a coarse level, one row per distinct triple.
+
+    Built from the next finer coarse level when there is one (states from counties, the
+    USA from states), so the full count table is sorted only once.
+    """
+    if geo in cache:
+        return cache[geo]
+    geog = inputs.geography
+    finer = _FINER.get(geo)
+    if finer in geog.regions and _coarse(inputs, finer):
+        region_f, ck, cell, count = _merged_rows(table, inputs, finer, cache)
+        parent = np.full(geog.n_regions(finer), -1, dtype=np.int64)
+        inside = geog.piece_region[finer] >= 0
+        parent[geog.piece_region[finer][inside]] = geog.piece_region[geo][inside]
+        region = parent[region_f]
+    else:
+        region = geog.piece_region[geo][table.pieces()]
+        keep = region >= 0
+        _p, ck, cell = table.decompose(keep)
+        region, count = region[keep], table.count[keep]
+    k, count = _merge([(region * _CK_CAP + ck) * N_CELLS + cell], [count])
+    cache[geo] = (k // (_CK_CAP * N_CELLS), (k // N_CELLS) % _CK_CAP, k % N_CELLS, count)
+    return cache[geo]
+
+
+def level_counts(
     table: CountTable, inputs: Inputs, catalog: IterationCatalog, level: PopulationGroupLevel,
-    stability: int, csr_cache: dict | None = None,
-) -> GroupCounts:
-    """Counts of every population group of `level` and cell, from the count table.
+    stability: int, memberships: dict | None = None, chunk_rows: int = _CHUNK_ROWS,
+    merged: dict | None = None,
+) -> LevelCounts:
+    """The counts of every population group of `level`, ready to be read chunk by chunk.
 
-    Each (piece, key, cell) row is summed into its region, then flat-mapped to the
-    iterations of its characteristic key (SPEC §1), then summed per (group, cell).
+    `memberships` and `merged` are caches shared by the levels of one run.
     """
     geo, lvl = level.geo, level.iteration_level
-    regions = inputs.geography.piece_region[geo]
     n_regions = inputs.geography.n_regions(geo)
     n_it = len(catalog.iterations(geo, lvl))
     cls = geo_class(geo)
-    cache_key = (cls, lvl)
-    if csr_cache is not None and cache_key in csr_cache:
-        members: Membership = csr_cache[cache_key]
+    if memberships is not None and (cls, lvl) in memberships:
+        members: Membership = memberships[(cls, lvl)]
     else:
         members = membership(inputs.specs, catalog, table.charkeys, inputs.code_names, cls, lvl, stability)
-        if csr_cache is not None:
-            csr_cache[cache_key] = members
-    if len(table.count) == 0 or n_it == 0:
-        return GroupCounts(level, n_regions, n_it, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    region = regions[table.piece]
-    keep = region >= 0
-    if 2 * n_regions <= inputs.geography.n_pieces:
-        # Many pieces per region (USA, states, counties): sum them first, fewer rows to flat-map.
-        k2 = (region[keep] * _CK_CAP + table.charkey[keep]) * N_CELLS + table.cell[keep]
-        k2, count = _merge([k2], [table.count[keep]])
-        region, charkey, cell = k2 // (_CK_CAP * N_CELLS), (k2 // N_CELLS) % _CK_CAP, k2 % N_CELLS
+        if memberships is not None:
+            memberships[(cls, lvl)] = members
+    out = LevelCounts(level, n_regions, n_it, members, table.charkeys.combo_of, table.charkeys.eth_of)
+    if len(table.count) == 0 or n_it == 0 or n_regions == 0:
+        out.rows = (np.zeros(0, np.int64),) * 3 + (np.zeros(0, np.int32),)
+        return out
+    if _coarse(inputs, geo):
+        out.rows = _merged_rows(table, inputs, geo, merged if merged is not None else {})
+        out.chunks = _region_chunks(out.rows[0], n_regions, chunk_rows, contiguous=True)
     else:
-        region, charkey, cell, count = region[keep], table.charkey[keep], table.cell[keep], table.count[keep]
-    combo_of = np.asarray(table.charkeys.combo_of, np.int64)
-    eth_of = np.asarray(table.charkeys.eth_of, np.int64)
-    rows, it = members.expand(combo_of[charkey], eth_of[charkey])
-    return GroupCounts(level, n_regions, n_it, (region[rows] * n_it + it) * N_CELLS + cell[rows], count[rows])
+        region = inputs.geography.piece_region[geo][table.pieces()]
+        out.table, out.row_region = table, region
+        inside = np.flatnonzero(region >= 0)
+        # The table is sorted by piece; for STATE, COUNTY and TRACT that is region order too.
+        contiguous = len(inside) > 0 and inside[-1] - inside[0] + 1 == len(inside) and bool(
+            np.all(np.diff(region[inside]) >= 0))
+        out.chunks = _region_chunks(region, n_regions, chunk_rows, contiguous)
+    return out

@@ -24,7 +24,7 @@ import numpy as np
 from calculators import budget
 from calculators.config import SafeTabConfig
 from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, STAT_LEVEL_CELLS, PopulationGroupLevel
-from engine.aggregate import GroupCounts
+from engine.aggregate import LevelCounts
 
 #: Stat level code of TotalOnly (DETAILED_ONLY) groups in results.
 TOTAL_ONLY = -1
@@ -121,7 +121,7 @@ class ChunkResult:
 
 def tabulate_level(
     plan: LevelPlan,
-    counts: GroupCounts,
+    counts: LevelCounts,
     detailed_only: np.ndarray,
     noise: Noise,
     truth: bool = False,

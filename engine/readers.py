@@ -107,8 +107,7 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterator
 
     reader = pacsv.open_csv(
         df.path,
-        # Single-threaded reading keeps the line numbers of bad rows known.
-        read_options=pacsv.ReadOptions(block_size=_BLOCK_SIZE, use_threads=False),
+        read_options=pacsv.ReadOptions(block_size=_BLOCK_SIZE, use_threads=True),
         parse_options=pacsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=_on_invalid),
         convert_options=pacsv.ConvertOptions(
             column_types={c: pa.string() for c in expected}, strings_can_be_null=False,
@@ -119,16 +118,73 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterator
     # skipped before it (the normal case) the line is header + rows so far.
     line = 2
     for rb in reader:
-        for bad in bad_rows:
-            log.add(df.name, bad.number, None, bad.text,
-                    f"{len(expected)} fields separated by '|' (found {bad.actual_columns})")
         first = None if bad_rows else line
-        bad_rows.clear()
         yield Batch(pa.Table.from_batches([rb]), first)
         line += rb.num_rows
-    for bad in bad_rows:
-        log.add(df.name, bad.number, None, bad.text,
-                f"{len(expected)} fields separated by '|' (found {bad.actual_columns})")
+    if bad_rows:
+        # Multi-threaded parsing loses the line numbers of bad rows: find them again.
+        lines = _locate_lines(df.path, [b.text for b in bad_rows])
+        for bad, ln in zip(bad_rows, lines):
+            log.add(df.name, ln, None, bad.text,
+                    f"{len(expected)} fields separated by '|' (found {bad.actual_columns})")
+
+
+def _locate_lines(path: Path, texts: list[str]) -> list[int | None]:
+    """File line numbers of the given row texts, in order (only used on the error path)."""
+    wanted: dict[str, list[int]] = {}
+    for i, t in enumerate(texts):
+        wanted.setdefault(t, []).append(i)
+    out: list[int | None] = [None] * len(texts)
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, raw in enumerate(fh, start=1):
+            text = raw.rstrip("\r\n")
+            if text in wanted and wanted[text]:
+                out[wanted[text].pop(0)] = n
+                if not any(wanted.values()):
+                    break
+    return out
+
+
+def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
+    """Iterate `it` in a background thread, `depth` items ahead.
+
+    Parsing text (pyarrow, which releases the GIL) then overlaps with the checking and
+    counting of the previous batch on the other core.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def _work() -> None:
+        try:
+            for item in it:
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(done)
+        except BaseException as exc:  # noqa: BLE001 - handed over to the consumer
+            q.put(exc)
+
+    t = threading.Thread(target=_work, daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
 
 
 def read_all(df: DataFile, expected: list[str], log: ProblemLog) -> Batch | None:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVELS, PopulationGroupLevel
-from engine.aggregate import Aggregator, CountTable, GroupCounts, LocalAggregator, group_counts
+from engine.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregator, level_counts
 from engine.flatmap import IterationCatalog
 from engine.mechanism import LevelPlan, Noise, level_plan, tabulate_level
 from engine.mechanism import TOTAL_ONLY
@@ -41,14 +41,15 @@ class Prepared:
     plans: dict[PopulationGroupLevel, LevelPlan]
     timings: dict[str, float] = field(default_factory=dict)
     _memberships: dict = field(default_factory=dict, repr=False)
+    _merged: dict = field(default_factory=dict, repr=False)
 
     @property
     def levels(self) -> list[PopulationGroupLevel]:
         return list(self.plans)
 
-    def counts(self, level: PopulationGroupLevel) -> GroupCounts:
-        return group_counts(self.table, self.inputs, self.catalog, level, self.stability[level.iteration_level],
-                            self._memberships)
+    def counts(self, level: PopulationGroupLevel) -> LevelCounts:
+        return level_counts(self.table, self.inputs, self.catalog, level, self.stability[level.iteration_level],
+                            self._memberships, merged=self._merged)
 
     def universe_size(self, level: PopulationGroupLevel) -> int:
         return self.inputs.geography.n_regions(level.geo) * len(self.catalog.iterations(level.geo, level.iteration_level))
@@ -84,7 +85,7 @@ def iter_published(
     truth: bool = False,
     progress: Progress | None = None,
     chunk_groups: int = CHUNK_GROUPS,
-) -> Iterator[tuple[GroupCounts, Published]]:
+) -> Iterator[tuple[LevelCounts, Published]]:
     """Tabulate every level, chunk by chunk, yielding post-processed results."""
     allow_negative = prepared.inputs.config.allow_negative_counts
     total_groups = sum(prepared.universe_size(lvl) for lvl in prepared.levels)

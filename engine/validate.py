@@ -180,16 +180,19 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
         race[take, j] = np.nan_to_num(idx[take]).astype(np.int32)
         ended |= is_null
 
-    # Distinct codes, ascending, padded with -1 (a repeated code counts once).
-    big = np.iinfo(np.int32).max
-    r = np.where(race < 0, big, race)
-    r.sort(axis=1)
-    dup = np.zeros_like(r, dtype=bool)
-    dup[:, 1:] = r[:, 1:] == r[:, :-1]
-    r[dup] = big
-    r.sort(axis=1)
-    n_codes = (r != big).sum(axis=1)
-    race = np.where(r == big, -1, r).astype(np.int32)
+    # Distinct codes, ascending, padded with -1 (a repeated code counts once). Most
+    # persons have one code: only rows with two or more need sorting.
+    multi = race[:, 1] >= 0
+    if multi.any():
+        big = np.iinfo(np.int32).max
+        r = np.where(race[multi] < 0, big, race[multi])
+        r.sort(axis=1)
+        dup = np.zeros_like(r, dtype=bool)
+        dup[:, 1:] = r[:, 1:] == r[:, :-1]
+        r[dup] = big
+        r.sort(axis=1)
+        race[multi] = np.where(r == big, -1, r)
+    n_codes = (race >= 0).sum(axis=1)
     limit = inputs.config.max_race_codes
     bad = ok & (n_codes > limit)
     _add_rows(log, file, batch, "QRACE1..QRACE8", n_codes, bad,

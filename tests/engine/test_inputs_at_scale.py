@@ -59,3 +59,23 @@ def test_aggregation_does_not_depend_on_merge_size(tmp_path):
         a, b = one.counts(lvl), many.counts(lvl)
         assert np.array_equal(a.totals(), b.totals())
     assert one.table.persons == many.table.persons == 8_000
+
+
+def test_level_counts_do_not_depend_on_chunking(tmp_path):
+    from engine.aggregate import level_counts
+
+    s = generate(tmp_path / "n", 6_000, seed=8)
+    p = prepare(s.params_dir, s.data_dir)
+    for lvl in p.levels:
+        whole = p.counts(lvl)
+        small = level_counts(p.table, p.inputs, p.catalog, lvl, p.stability[lvl.iteration_level], chunk_rows=37)
+        assert len(small.chunks) > 1 or whole.n_regions == 1
+        totals = whole.totals()
+        assert np.array_equal(totals, small.totals())
+        groups = np.flatnonzero(totals >= 3)[::7]
+        cells = whole.cells_of(groups)
+        assert np.array_equal(cells, small.cells_of(groups))
+        assert np.array_equal(cells.sum(axis=1), totals[groups])
+    # Every counted person is in exactly one USA... group per iteration they belong to:
+    usa = p.counts(p.levels[0])
+    assert usa.totals().max() <= p.table.persons_us
