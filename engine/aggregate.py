@@ -93,7 +93,7 @@ class LocalAggregator:
         charkeys = CharKeys(len(inputs.code_names))
         keys: list[np.ndarray] = []
         counts: list[np.ndarray] = []
-        buffered = 0
+        buffered = merged_rows = 0
         persons = persons_pr = 0
         geo = inputs.geography
         in_run = _pieces_in_run(inputs)
@@ -117,9 +117,11 @@ class LocalAggregator:
             keys.append(u)
             counts.append(c.astype(np.int32))
             buffered += len(u)
-            if buffered > self.merge_rows and len(keys) > 1:
+            # Merge when the new rows outgrow both the limit and the merged table, so the
+            # total merging work stays proportional to the final table (not quadratic).
+            if buffered > max(self.merge_rows, merged_rows) and len(keys) > 1:
                 mk, mc = _merge(keys, counts)
-                keys, counts, buffered = [mk], [mc], len(mk)
+                keys, counts, merged_rows, buffered = [mk], [mc], len(mk), 0
         log.raise_if_any()
         if keys:
             k, c = _merge(keys, counts)

@@ -106,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", choices=["txt", "parquet"], default="txt", help="data file format (default txt)")
     sp.add_argument("--overwrite", action="store_true", help="replace OUT if it already holds files")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter
+    sp.epilog = ("The nation grows with N like the real one (about 4,000 persons per tract, 100,000 per\n"
+                 "county, 10,000 per place); data are written in chunks, so memory stays flat up to\n"
+                 "300 million persons.\n\nexit codes:\n  0  success\n  2  usage error (bad arguments, "
+                 "OUT not empty without --overwrite)")
     return p
 
 
