@@ -74,8 +74,35 @@ def _merge(keys: list[np.ndarray], counts: list[np.ndarray]) -> tuple[np.ndarray
         return k, c
     order = np.argsort(k)
     k, c = k[order], c[order]
+    del order
     start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     return k[start], np.add.reduceat(c, start)
+
+
+def _merge_sorted(keys: list[np.ndarray], counts: list[np.ndarray], parts: int = 16,
+                  min_rows: int = _MERGE_ROWS // 4) -> tuple[np.ndarray, np.ndarray]:
+    """`_merge` of already sorted parts, one key range at a time.
+
+    Each part is cut at the same key boundaries (a binary search per part), so the
+    sorting temporaries hold about 1/`parts` of the rows at once instead of all of them.
+    """
+    total = sum(len(k) for k in keys)
+    if total < min_rows or len(keys) == 1:
+        return _merge(keys, counts)
+    lo = min(int(k[0]) for k in keys if len(k))
+    hi = max(int(k[-1]) for k in keys if len(k))
+    bounds = np.unique(np.linspace(lo, hi + 1, parts + 1).astype(np.int64))
+    out_k, out_c = [], []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        sk, sc = [], []
+        for k, c in zip(keys, counts):
+            i, j = np.searchsorted(k, [a, b])
+            sk.append(k[i:j])
+            sc.append(c[i:j])
+        mk, mc = _merge(sk, sc)
+        out_k.append(mk)
+        out_c.append(mc)
+    return np.concatenate(out_k), np.concatenate(out_c)
 
 
 @dataclass
@@ -120,11 +147,11 @@ class LocalAggregator:
             # Merge when the new rows outgrow both the limit and the merged table, so the
             # total merging work stays proportional to the final table (not quadratic).
             if buffered > max(self.merge_rows, merged_rows) and len(keys) > 1:
-                mk, mc = _merge(keys, counts)
+                mk, mc = _merge_sorted(keys, counts)
                 keys, counts, merged_rows, buffered = [mk], [mc], len(mk), 0
         log.raise_if_any()
         if keys:
-            k, c = _merge(keys, counts)
+            k, c = _merge_sorted(keys, counts)
         else:
             k, c = np.zeros(0, np.int64), np.zeros(0, np.int32)
         return CountTable(k, c, charkeys, persons=persons, persons_us=persons - persons_pr, persons_pr=persons_pr)
@@ -251,7 +278,7 @@ def _region_chunks(region: np.ndarray, n_regions: int, chunk_rows: int, contiguo
 _FINER = {"USA": "STATE", "STATE": "COUNTY", "PR-STATE": "PR-COUNTY"}
 
 
-def _coarse(inputs: Inputs, geo: str) -> bool:
+def is_coarse(inputs: Inputs, geo: str) -> bool:
     """Many pieces per region: summing rows per region first pays off."""
     return 2 * inputs.geography.n_regions(geo) <= inputs.geography.n_pieces
 
@@ -266,7 +293,7 @@ def _merged_rows(table: CountTable, inputs: Inputs, geo: str, cache: dict) -> tu
         return cache[geo]
     geog = inputs.geography
     finer = _FINER.get(geo)
-    if finer in geog.regions and _coarse(inputs, finer):
+    if finer in geog.regions and is_coarse(inputs, finer):
         region_f, ck, cell, count = _merged_rows(table, inputs, finer, cache)
         parent = np.full(geog.n_regions(finer), -1, dtype=np.int64)
         inside = geog.piece_region[finer] >= 0
@@ -305,11 +332,11 @@ def level_counts(
     if len(table.count) == 0 or n_it == 0 or n_regions == 0:
         out.rows = (np.zeros(0, np.int64),) * 3 + (np.zeros(0, np.int32),)
         return out
-    if _coarse(inputs, geo):
+    if is_coarse(inputs, geo):
         out.rows = _merged_rows(table, inputs, geo, merged if merged is not None else {})
         out.chunks = _region_chunks(out.rows[0], n_regions, chunk_rows, contiguous=True)
     else:
-        region = inputs.geography.piece_region[geo][table.pieces()]
+        region = inputs.geography.piece_region[geo].astype(np.int32)[table.pieces()]
         out.table, out.row_region = table, region
         inside = np.flatnonzero(region >= 0)
         # The table is sorted by piece; for STATE, COUNTY and TRACT that is region order too.

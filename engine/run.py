@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVELS, PopulationGroupLevel
-from engine.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregator, level_counts
+from engine.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregator, is_coarse, level_counts
 from engine.flatmap import IterationCatalog
 from engine.mechanism import LevelPlan, Noise, level_plan, tabulate_level
 from engine.mechanism import TOTAL_ONLY
@@ -90,7 +90,10 @@ def iter_published(
     allow_negative = prepared.inputs.config.allow_negative_counts
     total_groups = sum(prepared.universe_size(lvl) for lvl in prepared.levels)
     done = 0
-    for lvl, plan in prepared.plans.items():
+    levels = list(prepared.plans.items())
+    for i, (lvl, plan) in enumerate(levels):
+        if not any(is_coarse(prepared.inputs, later.geo) for later, _p in levels[i:]):
+            prepared._merged.clear()  # per-region sums of coarse levels are no longer needed
         if truth:
             # The ground truth publishes every group: nothing is suppressed.
             plan = replace(plan, suppression_threshold=None)
