@@ -192,11 +192,11 @@ class LevelCounts:
     members: Membership
     combo_of: np.ndarray
     eth_of: np.ndarray
-    #: Row source: (region, characteristic key, cell, count) arrays, or a CountTable
-    #: with `row_region` (its rows' regions, -1 outside the level).
-    rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-    table: CountTable | None = None
-    row_region: np.ndarray | None = None
+    #: Rows: packed keys (top * _CK_CAP + characteristic key) * 46 + cell and counts, where
+    #: `top` is a region index, or a piece index mapped to regions by `top_region`.
+    key: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    count: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    top_region: np.ndarray | None = None
     chunks: list[tuple[int, int, np.ndarray | slice]] = field(default_factory=list)
 
     @property
@@ -204,11 +204,10 @@ class LevelCounts:
         return self.n_regions * self.n_iterations
 
     def _chunk_rows(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        if self.rows is not None:
-            region, ck, cell, count = self.rows
-            return region[sel], ck[sel], cell[sel], count[sel]
-        _piece, ck, cell = self.table.decompose(sel)
-        return self.row_region[sel], ck, cell, self.table.count[sel]
+        k = self.key[sel]
+        top, ck, cell = k // (_CK_CAP * N_CELLS), (k // N_CELLS) % _CK_CAP, k % N_CELLS
+        region = top if self.top_region is None else self.top_region[top]
+        return region, ck, cell, self.count[sel]
 
     def iter_chunks(self) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
         """(first region, end region, local keys, counts) per chunk.
@@ -283,8 +282,9 @@ def is_coarse(inputs: Inputs, geo: str) -> bool:
     return 2 * inputs.geography.n_regions(geo) <= inputs.geography.n_pieces
 
 
-def _merged_rows(table: CountTable, inputs: Inputs, geo: str, cache: dict) -> tuple[np.ndarray, ...]:
-    """(region, characteristic key, cell, count) of a coarse level, one row per distinct triple.
+def _merged_rows(table: CountTable, inputs: Inputs, geo: str, cache: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys (region * _CK_CAP + characteristic key) * 46 + cell and counts of a
+    coarse level: one row per distinct triple.
 
     Built from the next finer coarse level when there is one (states from counties, the
     USA from states), so the full count table is sorted only once.
@@ -294,18 +294,28 @@ def _merged_rows(table: CountTable, inputs: Inputs, geo: str, cache: dict) -> tu
     geog = inputs.geography
     finer = _FINER.get(geo)
     if finer in geog.regions and is_coarse(inputs, finer):
-        region_f, ck, cell, count = _merged_rows(table, inputs, finer, cache)
+        key_f, count = _merged_rows(table, inputs, finer, cache)
+        region_f, ck, cell = key_f // (_CK_CAP * N_CELLS), (key_f // N_CELLS) % _CK_CAP, key_f % N_CELLS
         parent = np.full(geog.n_regions(finer), -1, dtype=np.int64)
         inside = geog.piece_region[finer] >= 0
         parent[geog.piece_region[finer][inside]] = geog.piece_region[geo][inside]
         region = parent[region_f]
+        k, count = _merge([(region * _CK_CAP + ck) * N_CELLS + cell], [count])
     else:
-        region = geog.piece_region[geo][table.pieces()]
-        keep = region >= 0
-        _p, ck, cell = table.decompose(keep)
-        region, count = region[keep], table.count[keep]
-    k, count = _merge([(region * _CK_CAP + ck) * N_CELLS + cell], [count])
-    cache[geo] = (k // (_CK_CAP * N_CELLS), (k // N_CELLS) % _CK_CAP, k % N_CELLS, count)
+        # From the count table, a slice of rows at a time, so temporaries stay small.
+        keys, counts = [], []
+        step = 4 * _CHUNK_ROWS
+        for a in range(0, len(table.count), step):
+            sl = slice(a, a + step)
+            piece, ck, cell = table.decompose(sl)
+            region = geog.piece_region[geo][piece]
+            keep = region >= 0
+            part_k, part_c = _merge([(region[keep] * _CK_CAP + ck[keep]) * N_CELLS + cell[keep]],
+                                    [table.count[sl][keep]])
+            keys.append(part_k)
+            counts.append(part_c)
+        k, count = _merge_sorted(keys, counts)
+    cache[geo] = (k, count)
     return cache[geo]
 
 
@@ -330,14 +340,14 @@ def level_counts(
             memberships[(cls, lvl)] = members
     out = LevelCounts(level, n_regions, n_it, members, table.charkeys.combo_of, table.charkeys.eth_of)
     if len(table.count) == 0 or n_it == 0 or n_regions == 0:
-        out.rows = (np.zeros(0, np.int64),) * 3 + (np.zeros(0, np.int32),)
         return out
     if is_coarse(inputs, geo):
-        out.rows = _merged_rows(table, inputs, geo, merged if merged is not None else {})
-        out.chunks = _region_chunks(out.rows[0], n_regions, chunk_rows, contiguous=True)
+        out.key, out.count = _merged_rows(table, inputs, geo, merged if merged is not None else {})
+        out.chunks = _region_chunks(out.key // (_CK_CAP * N_CELLS), n_regions, chunk_rows, contiguous=True)
     else:
-        region = inputs.geography.piece_region[geo].astype(np.int32)[table.pieces()]
-        out.table, out.row_region = table, region
+        out.key, out.count = table.key, table.count
+        out.top_region = inputs.geography.piece_region[geo]
+        region = out.top_region.astype(np.int32)[table.pieces()]
         inside = np.flatnonzero(region >= 0)
         # The table is sorted by piece; for STATE, COUNTY and TRACT that is region order too.
         contiguous = len(inside) > 0 and inside[-1] - inside[0] + 1 == len(inside) and bool(
