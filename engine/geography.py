@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from calculators.config import SafeTabConfig
 from calculators.levels import GEO_LEVELS_PR, GEO_LEVELS_US, PR_STATE_CODE, US_STATE_CODES
 from engine.errors import ProblemLog
-from engine.readers import GRF_COLUMNS, Batch
+from engine.readers import Batch
 
 NO_PLACE = "99999"
 NO_AIANNH = "9999"

@@ -23,7 +23,7 @@ import numpy as np
 
 from calculators import budget
 from calculators.config import SafeTabConfig
-from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, STAT_LEVEL_CELLS, PopulationGroupLevel
+from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, PopulationGroupLevel
 from engine.aggregate import LevelCounts
 
 #: Stat level code of TotalOnly (DETAILED_ONLY) groups in results.

@@ -56,7 +56,7 @@ def find_data_file(data_dir: Path, stem: str, log: ProblemLog) -> DataFile | Non
     return found[0]
 
 
-def _check_header(df: DataFile, expected: list[str], log: ProblemLog) -> bool:
+def check_header(df: DataFile, expected: list[str], log: ProblemLog) -> bool:
     if df.kind == "parquet":
         try:
             names = pq.ParquetFile(df.path).schema_arrow.names
@@ -88,7 +88,7 @@ class Batch:
 
 def iter_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterator[Batch]:
     """Stream a data file in batches; rows with the wrong number of fields go to `log`."""
-    if not _check_header(df, expected, log):
+    if not check_header(df, expected, log):
         return
     if df.kind == "parquet":
         pf = pq.ParquetFile(df.path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -243,10 +242,3 @@ def _write_coterminous(writer, geo, rows, tables) -> None:
         # Codes are per row here, so index them by position.
         _write_groups(writer, f"coterminous-{g}-{lvl}", g, regions, codes_arr, part["region"].to_numpy(), pos,
                       rows["t1"].to_numpy()[s], rows["released"].to_numpy()[s], t_out)
-
-
-def sigma2_table(prepared: Prepared) -> dict[str, dict[str, Fraction]]:
-    return {
-        lvl.key: {"stage1": p.stage1, "stage2": p.stage2, "total_only": p.total_only}
-        for lvl, p in prepared.plans.items()
-    }

@@ -17,12 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from calculators.config import ConfigError, SafeTabConfig
-from calculators.levels import AGE23_EDGES, MAX_AGE, PR_STATE_CODE
-from engine.errors import InputError, ProblemLog
+from calculators.levels import AGE23_EDGES, MAX_AGE
+from engine.errors import ProblemLog
 from engine.geography import Geography, build_geography, check_grf
 from engine.readers import (
     GRF_COLUMNS, GRF_STEM, PERSON_COLUMNS, PERSONS_STEM, RACE_COLUMNS, Batch, DataFile,
-    find_data_file, iter_batches, read_all,
+    find_data_file, read_all,
 )
 from engine.specs import Specs, load_specs
 
@@ -101,9 +101,9 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
                 geography = build_geography(grf.table, config)
     if persons_file is not None:
         # Header problems are found now so that `validate` reports them with the rest.
-        from engine.readers import _check_header
+        from engine.readers import check_header
 
-        _check_header(persons_file, PERSON_COLUMNS, log)
+        check_header(persons_file, PERSON_COLUMNS, log)
     if log:
         if own:
             log.raise_if_any()
@@ -221,8 +221,3 @@ def validate(params_dir: str | Path, data_dir: str | Path, progress: Callable[[s
     inputs = load_inputs(params_dir, data_dir)
     LocalAggregator().count(inputs, progress=progress)
     return inputs
-
-
-def is_pr_block(inputs: Inputs, block: np.ndarray) -> np.ndarray:
-    st = pc.utf8_slice_codeunits(inputs.geography.block_keys, 0, 2)
-    return pc.equal(st, PR_STATE_CODE).to_numpy(zero_copy_only=False)[block]
