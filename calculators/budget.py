@@ -20,7 +20,6 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from calculators import discrete_gaussian
 from calculators.levels import PopulationGroupLevel
@@ -370,6 +369,10 @@ def _minimise_over_t(f: Any, center: float, half_width: float) -> float:
     vals = np.array([f(t) for t in grid])
     i = int(np.nanargmin(vals))
     step = grid[1] - grid[0]
+    # Imported here: scipy.optimize costs most of a second to import, and the engine
+    # needs it only for the manifest's epsilon.
+    from scipy.optimize import minimize_scalar
+
     res = minimize_scalar(
         f, bounds=(grid[i] - step, grid[i] + step), method="bounded", options={"xatol": 1e-12}
     )
