@@ -95,9 +95,13 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
         "engine": {"name": "SafeTab-P studio engine", "version": ENGINE_VERSION, "python": platform.python_version()},
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "mode": mode,
-        "inputs": {"params_dir": str(inputs.params_dir), "data_dir": str(inputs.data_dir), "files": files,
-                   "persons": {"counted": prepared.table.persons, "us": prepared.table.persons_us,
-                               "pr": prepared.table.persons_pr}},
+        "inputs": {"params_dir": str(inputs.params_dir), "data_dir": str(inputs.data_dir), "files": files},
+        # Exact figures of the confidential data: for the operator's checks, never to publish.
+        "confidential": {
+            "note": "NOT FOR PUBLICATION: exact counts from the confidential input, without noise",
+            "persons": {"counted": prepared.table.persons, "us": prepared.table.persons_us,
+                        "pr": prepared.table.persons_pr},
+        },
         "config": config.to_dict(),
         "stability": {
             str(lvl): {"S": prepared.stability[lvl], "h_r": inputs.specs.h_r(lvl), "h_e": inputs.specs.h_e(lvl),

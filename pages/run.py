@@ -197,9 +197,10 @@ if out.config.to_dict() != state.config().to_dict():
             icon=":material/update:")
 
 man = out.manifest
-persons = man.get("inputs", {}).get("persons", {})
+persons = man.get("confidential", {}).get("persons", {})
 m = st.columns(6)
-m[0].metric("Persons counted", f"{persons.get('counted', 0):,}")
+m[0].metric("Persons counted", f"{persons.get('counted', 0):,}",
+            help="Exact count from the confidential input, for checking the run; it is not part of the release.")
 released = out.t1[~out.t1["SUPPRESSED"]]
 m[1].metric("Population groups", f"{len(out.t1):,}")
 m[2].metric("T1 rows (totals)", f"{len(released):,}")

@@ -251,7 +251,7 @@ def test_run_on_the_sample_data_and_download(server, page, tmp_path):
         assert all(r.rsplit("|", 1)[1].lstrip("-").isdigit() for r in rows[1:])
     manifest = json.loads(_download(page, "manifest.json"))
     assert manifest["mode"]["for_release"] is False
-    assert manifest["inputs"]["persons"]["counted"] == 50_000
+    assert manifest["confidential"]["persons"]["counted"] == 50_000
 
 
 def test_configuration_export(server, page):

@@ -53,7 +53,7 @@ def test_toy_reference_runs_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr
     m = json.loads((out / "manifest.json").read_text())
     # The toy config runs the US only (states 01, 02, 11): 8 persons, the 2 in Puerto Rico are not counted.
-    assert m["inputs"]["persons"] == {"counted": 8, "us": 8, "pr": 0}
+    assert m["confidential"]["persons"] == {"counted": 8, "us": 8, "pr": 0}
     assert not any(k.startswith("(PR-") for k in m["levels"])
     assert m["stability"]["2"]["S"] == 18  # h_r = 2 in the toy level-2 slice
     t1 = read_part_files(out / "t1")

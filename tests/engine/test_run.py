@@ -289,7 +289,7 @@ def test_pr_runs_separately_with_its_own_levels(dataset, tmp_path):
     assert t1[("PR-STATE", "72", "3001")] == 4
     assert t1[("PR-COUNTY", "72001", "3001")] == 4
     assert t1[("USA", "1", "3001")] == 1  # Puerto Rico is not in the USA total
-    assert out.manifest["inputs"]["persons"] == {"counted": 5, "us": 1, "pr": 4}
+    assert out.manifest["confidential"]["persons"] == {"counted": 5, "us": 1, "pr": 4}
     dataset.config = _huge_config(run_pr=False)
     dataset.write()
     t1 = _t1(run(dataset.params, dataset.data, tmp_path / "nopr", seed=1).out_dir)

@@ -108,7 +108,7 @@ def test_runner_on_the_sample_data(tmp_path):
                                 report=lambda text, f: seen.append(f))
     assert out.seeded and out.manifest["mode"]["for_release"] is False
     assert seen[-1] == 1.0 and seen == sorted(seen)
-    assert out.manifest["inputs"]["persons"]["counted"] == 50_000
+    assert out.manifest["confidential"]["persons"]["counted"] == 50_000
     rel = out.t1[~out.t1["SUPPRESSED"]]
     assert rel["RELEASED"].notna().all() and rel["TRUE"].notna().all()
     assert (rel["ERROR"] == rel["RELEASED"] - rel["TRUE"]).all()
