@@ -525,10 +525,11 @@ def test_blocks_and_threads_do_not_change_the_output():
 @pytest.mark.slow
 @pytest.mark.parametrize("sigma2", [Fraction(1), Fraction(10), Fraction(100), Fraction(1000),
                                     Fraction(10000)])
-def test_discrete_gaussian_fits_pmf_ten_million_secure(sigma2):
-    x = sample_discrete_gaussian(sigma2, 10_000_000)
+def test_discrete_gaussian_fits_pmf_ten_million(sigma2):
+    # A fixed seed keeps the test deterministic; the seeded stream is the same AES-CTR
+    # construction as the secure one, only keyed from the seed.
+    x = sample_discrete_gaussian(sigma2, 10_000_000, RandomSource.seeded(7000 + int(sigma2)))
     ks, probs = gaussian_pmf(sigma2)
-    # Secure source: not deterministic, so a looser bar for the p-value.
     for width in (1, gaussian_width(sigma2)):
         stat, p, bins = chi_square(x, ks, probs, width=width)
-        assert p > 1e-6, (stat, bins, p)
+        assert p > 1e-4, (stat, bins, p)
