@@ -21,7 +21,7 @@ from engine.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregato
 from engine.flatmap import IterationCatalog
 from engine.mechanism import LevelPlan, Noise, level_plan, tabulate_level
 from engine.mechanism import TOTAL_ONLY
-from engine.postprocess import CoterminousStash, Published, postprocess_chunk
+from engine.postprocess import CoterminousStash, Published, StashedRows, postprocess_chunk
 from engine.validate import Inputs, load_inputs
 
 Progress = Callable[[str, float, float], None]
@@ -173,6 +173,8 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
     sets = geo.coterminous_sets() if coterminous else []
     stash = CoterminousStash(sets)
     region_arrays = {g: pa.array(geo.regions[g].astype(str)) for g in geo.regions}
+    all_codes = list(prepared.inputs.specs.iterations)
+    code_id = {c: i for i, c in enumerate(all_codes)}
     stats: dict[str, dict] = {}
     for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress):
         lvl = pub.plan.level
@@ -195,7 +197,7 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
         mask = stash.region_mask(lvl.geo, counts.n_regions)
         if mask is not None:
             stashed = mask[groups // n_it]
-            stash.add(pub, lvl.geo, groups[stashed], n_it, codes)
+            stash.add(pub, lvl.geo, groups[stashed], n_it, np.array([code_id[c] for c in codes], np.int32))
         keep = ~stashed
         tables = {}
         for k, (tg, cells, marg) in pub.tables.items():
@@ -204,10 +206,12 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
         _write_groups(writer, f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, region_arrays[lvl.geo],
                       pa.array(codes.astype(str)), groups[keep] // n_it, groups[keep] % n_it,
                       pub.t1[keep], pub.released[keep], tables)
+    rows = stash.resolve()
     if sets:
-        rows, tables, changed = stash.resolve()
-        _write_coterminous(writer, geo, rows, tables)
-        stats["coterminous"] = {"sets": len(sets), "groups": len(rows), "groups_copied": changed}
+        if rows is not None:
+            _write_coterminous(writer, geo, rows, pa.array(all_codes))
+        stats["coterminous"] = {"sets": len(sets), "groups": len(rows) if rows else 0,
+                                "groups_copied": rows.copied if rows else 0}
     return stats
 
 
@@ -223,22 +227,21 @@ def _write_groups(writer, part: str, geo_name: str, regions: pa.Array, codes: pa
         writer.write_t2(part, regions.take(pa.array(r)), geo_name, codes.take(pa.array(i)), k, cells, marg)
 
 
-def _write_coterminous(writer, geo, rows, tables) -> None:
+def _write_coterminous(writer, geo, rows: StashedRows, codes: pa.Array) -> None:
     """Write the coterminous members' groups, each with the outputs of its source row."""
-    src = rows["src"].to_numpy()
-    for (g, lvl), part in rows.groupby(["geo", "lvl"], sort=True):
-        idx = part.index.to_numpy()
-        s = src[idx]
-        regions = pa.array(geo.regions[g].astype(str))
-        codes_arr = pa.array(part["code"].to_numpy().astype(str))
-        pos = np.arange(len(idx))
-        stat = rows["stat"].to_numpy()[s]
-        t_out = {}
-        for k, (trow, cells, marg) in tables.items():
-            sel = stat == k
-            if sel.any():
-                j = np.searchsorted(trow, s[sel])
-                t_out[k] = (part["region"].to_numpy()[sel], pos[sel], cells[j], marg[j])
-        # Codes are per row here, so index them by position.
-        _write_groups(writer, f"coterminous-{g}-{lvl}", g, regions, codes_arr, part["region"].to_numpy(), pos,
-                      rows["t1"].to_numpy()[s], rows["released"].to_numpy()[s], t_out)
+    s_all = rows.src
+    for gi, g in enumerate(rows.geos):
+        for lvl in (1, 2):
+            idx = np.flatnonzero((rows.geo == gi) & (rows.lvl == lvl))
+            if not len(idx):
+                continue
+            s = s_all[idx]
+            stat = rows.stat[s]
+            t_out = {}
+            for k, (trow, cells, marg) in rows.tables.items():
+                sel = stat == k
+                if sel.any():
+                    j = np.searchsorted(trow, s[sel])
+                    t_out[k] = (rows.region[idx][sel], rows.code[idx][sel], cells[j], marg[j])
+            _write_groups(writer, f"coterminous-{g}-{lvl}", g, pa.array(geo.regions[g].astype(str)), codes,
+                          rows.region[idx], rows.code[idx], rows.t1[s], rows.released[s], t_out)
