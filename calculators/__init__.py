@@ -8,6 +8,7 @@ from calculators import (
     discrete_gaussian,
     geometric,
     levels,
+    noise_family,
     presets,
     suppression,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "discrete_gaussian",
     "geometric",
     "levels",
+    "noise_family",
     "presets",
     "suppression",
 ]

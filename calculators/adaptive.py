@@ -16,6 +16,9 @@ Definitions used throughout (all functions accept numpy arrays for n):
   post-processing), computed with `calculators.budget.moe_of_sum`.
 * MOEs are exact discrete-Gaussian figures with exact=True (the default) and the
   design paper's floor(1.96 sigma) bound with exact=False (SPEC §2).
+* noise="geometric" (``privacy_defn: "puredp"``): every "sigma2" argument is then the
+  two-sided geometric scale b = S / (share epsilon) and the same formulas use the
+  geometric law (`calculators.noise_family`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from calculators import budget, discrete_gaussian
+from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS
 
 __all__ = [
@@ -54,18 +57,19 @@ def _check_thresholds(thresholds: Sequence[float]) -> tuple[float, float, float]
     return t  # type: ignore[return-value]
 
 
-def _interval_prob(a: np.ndarray, b: np.ndarray, s2: float) -> np.ndarray:
+def _interval_prob(a: np.ndarray, b: np.ndarray, s2: float, noise: str = "gaussian") -> np.ndarray:
     """P(a <= X <= b) for integer arrays a <= b, from whichever side avoids cancellation."""
+    law = noise_family.law(noise)
     # both ends on the upper side: sf(a-1) - sf(b); on the lower side: cdf(b) - cdf(a-1)
-    upper = discrete_gaussian.sf(a - 1, s2) - discrete_gaussian.sf(b, s2)
-    lower = discrete_gaussian.cdf(b, s2) - discrete_gaussian.cdf(a - 1, s2)
-    middle = 1 - discrete_gaussian.cdf(a - 1, s2) - discrete_gaussian.sf(b, s2)
+    upper = law.sf(a - 1, s2) - law.sf(b, s2)
+    lower = law.cdf(b, s2) - law.cdf(a - 1, s2)
+    middle = 1 - law.cdf(a - 1, s2) - law.sf(b, s2)
     out = np.where(a >= 1, upper, np.where(b <= -1, lower, middle))
     return np.clip(out, 0.0, 1.0)
 
 
 def stat_level_probabilities(
-    n: Any, thresholds: Sequence[float], sigma2_stage1: float
+    n: Any, thresholds: Sequence[float], sigma2_stage1: float, noise: str = "gaussian"
 ) -> np.ndarray:
     """P(stat level = j), j = 0..3, for a group of true size n (SPEC §1 stage 1).
 
@@ -77,6 +81,7 @@ def stat_level_probabilities(
     """
     th = np.array(_check_thresholds(thresholds))
     s2 = float(sigma2_stage1)
+    law = noise_family.law(noise)
     na = np.asarray(n, dtype=float)
     lows = np.concatenate([[-np.inf], th])  # level j needs lows[j] <= n + X < lows[j+1]
     highs = np.concatenate([th, [np.inf]])
@@ -86,25 +91,28 @@ def stat_level_probabilities(
             a = np.ceil(lows[j] - na)  # X >= a
             b = np.ceil(highs[j] - na) - 1  # X <= b
         if j == 0:
-            out[..., j] = discrete_gaussian.cdf(b, s2)
+            out[..., j] = law.cdf(b, s2)
         elif j == 3:
-            out[..., j] = discrete_gaussian.sf(a - 1, s2)
+            out[..., j] = law.sf(a - 1, s2)
         else:
-            out[..., j] = np.where(a <= b, _interval_prob(a, np.maximum(a, b), s2), 0.0)
+            out[..., j] = np.where(a <= b, _interval_prob(a, np.maximum(a, b), s2, noise), 0.0)
     return out
 
 
-def cell_moe(sigma2_stage2: Any, exact: bool = True) -> Any:
+def cell_moe(sigma2_stage2: Any, exact: bool = True, noise: str = "gaussian") -> Any:
     """MOE of one stage-2 cell (SPEC §2): `budget.moe_exact` (exact=True) or
-    `budget.moe_bound` = floor(1.96 sqrt(sigma2_stage2)) (exact=False)."""
-    return budget.moe_exact(sigma2_stage2) if exact else budget.moe_bound(sigma2_stage2)
+    `budget.moe_bound` = floor(1.96 sqrt(sigma2_stage2)) (exact=False); for the
+    geometric, `geometric.moe(b)` or floor(1.96 sd)."""
+    if exact:
+        return noise_family.law(noise).moe(sigma2_stage2)
+    return budget.moe_bound(noise_family.variance_parameter(sigma2_stage2, noise))
 
 
-def t1_moe_by_level(sigma2_stage2: float, exact: bool = True) -> np.ndarray:
+def t1_moe_by_level(sigma2_stage2: float, exact: bool = True, noise: str = "gaussian") -> np.ndarray:
     """MOE of the published total T1 at stat levels 0..3 (SPEC §1, §2): the MOE of
     a sum of c_j = 1, 8, 18, 46 stage-2 cells (`budget.moe_of_sum`)."""
     return np.array(
-        [budget.moe_of_sum(sigma2_stage2, int(c), exact=exact) for c in _CELLS], dtype=float
+        [budget.moe_of_sum(sigma2_stage2, int(c), exact=exact, noise=noise) for c in _CELLS], dtype=float
     )
 
 
@@ -114,6 +122,7 @@ def expected_t1_moe(
     sigma2_stage1: float,
     sigma2_stage2: float,
     exact: bool = True,
+    noise: str = "gaussian",
 ) -> Any:
     """Expected MOE of the published total T1 of a group of true size n (SPEC §1, §2):
 
@@ -121,8 +130,8 @@ def expected_t1_moe(
 
     MOE(T1 at level j) = MOE of the sum of c_j stage-2 cells (c = 1, 8, 18, 46).
     """
-    p = stat_level_probabilities(n, thresholds, sigma2_stage1)
-    res = p @ t1_moe_by_level(sigma2_stage2, exact)
+    p = stat_level_probabilities(n, thresholds, sigma2_stage1, noise)
+    res = p @ t1_moe_by_level(sigma2_stage2, exact, noise)
     return res[()] if np.ndim(res) == 0 else res
 
 
@@ -132,6 +141,7 @@ def expected_cell_moe(
     sigma2_stage1: float,
     sigma2_stage2: float,
     exact: bool = True,
+    noise: str = "gaussian",
 ) -> Any:
     """Expected MOE of one published stage-2 cell of a group of size n (SPEC §1, §2):
 
@@ -142,8 +152,8 @@ def expected_cell_moe(
     to `cell_moe`; it is offered with the same signature as the other expectations
     (for charts), and the level mix shows up in `expected_relative_cell_moe`.
     """
-    p = stat_level_probabilities(n, thresholds, sigma2_stage1)
-    res = p.sum(axis=-1) * float(cell_moe(sigma2_stage2, exact))
+    p = stat_level_probabilities(n, thresholds, sigma2_stage1, noise)
+    res = p.sum(axis=-1) * float(cell_moe(sigma2_stage2, exact, noise))
     return res[()] if np.ndim(res) == 0 else res
 
 
@@ -153,6 +163,7 @@ def expected_relative_cell_moe(
     sigma2_stage1: float,
     sigma2_stage2: float,
     exact: bool = True,
+    noise: str = "gaussian",
 ) -> Any:
     """Expected relative MOE of a published cell of a group of true size n (SPEC §2):
 
@@ -163,8 +174,8 @@ def expected_relative_cell_moe(
     averaged over the stat-level probabilities. +inf for n <= 0.
     """
     na = np.asarray(n, dtype=float)
-    p = stat_level_probabilities(na, thresholds, sigma2_stage1)
-    m = float(cell_moe(sigma2_stage2, exact))
+    p = stat_level_probabilities(na, thresholds, sigma2_stage1, noise)
+    m = float(cell_moe(sigma2_stage2, exact, noise))
     with np.errstate(divide="ignore", invalid="ignore"):
         res = (p @ _CELLS) * m / na
     res = np.where(na > 0, res, np.inf)
@@ -181,6 +192,7 @@ def derive_thresholds(
     sigma2_stage2: float,
     rule: Literal["average_cell", "total"] = "average_cell",
     exact: bool = True,
+    noise: str = "gaussian",
 ) -> tuple[int, int, int]:
     """Thresholds (Theta_1, Theta_2, Theta_3) from a target relative error (SPEC §2).
 
@@ -203,10 +215,11 @@ def derive_thresholds(
         )
     cells = [STAT_LEVEL_CELLS[j] for j in (1, 2, 3)]
     if rule == "average_cell":
-        m = int(cell_moe(sigma2_stage2, exact))
+        m = int(cell_moe(sigma2_stage2, exact, noise))
         out = [_ceil_ratio(c * m, t) for c in cells]
     elif rule == "total":
-        out = [_ceil_ratio(int(budget.moe_of_sum(sigma2_stage2, c, exact=exact)), t) for c in cells]
+        out = [_ceil_ratio(int(budget.moe_of_sum(sigma2_stage2, c, exact=exact, noise=noise)), t)
+               for c in cells]
     else:
         raise ValueError(f"rule must be 'average_cell' or 'total' (got {rule!r})")
     return (out[0], out[1], out[2])

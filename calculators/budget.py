@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from calculators import discrete_gaussian
+from calculators import discrete_gaussian, geometric, noise_family
 from calculators.levels import PopulationGroupLevel
 
 if TYPE_CHECKING:  # config imports pydantic; keep this module light to import
@@ -175,10 +175,24 @@ def rho_stage_for_moe(moe: Any, S: Any) -> Any:
     return _ret(np.asarray(Z95**2 * s / (2 * m**2)))
 
 
-def rho_level_for_moe(moe: Any, S: Any, gamma: Any) -> Any:
+def rho_level_for_moe(moe: Any, S: Any, gamma: Any, noise: str = "gaussian") -> Any:
     """Level budget whose stage-2 cells have MOE bound `moe` (SPEC §2):
-    rho = 1.96^2 * S / (2 * moe^2) / (1 - gamma)."""
-    return _ret(np.asarray(rho_stage_for_moe(moe, S) / (1 - _check_gamma(gamma))))
+    rho = 1.96^2 * S / (2 * moe^2) / (1 - gamma).
+
+    noise="geometric" (pure DP): the level epsilon whose stage-2 geometric cells have
+    floor(1.96 sd) = moe: sd^2 = 2a / (1 - a)^2 = V = (moe / 1.96)^2 gives
+    a = (V + 1 - sqrt(2V + 1)) / V, b = -1 / ln a, epsilon = S / ((1 - gamma) b).
+    """
+    if noise == noise_family.GAUSSIAN:
+        return _ret(np.asarray(rho_stage_for_moe(moe, S) / (1 - _check_gamma(gamma))))
+    noise_family.law(noise)
+    m = _check_positive("moe", moe, "the target margin of error")
+    s = _check_positive("S", S, "the stability")
+    g = _check_gamma(gamma)
+    v = (m / Z95) ** 2
+    a = (v + 1 - np.sqrt(2 * v + 1)) / v
+    b = -1 / np.log(a)
+    return _ret(np.asarray(s / ((1 - g) * b)))
 
 
 def moe_for_rho(
@@ -187,13 +201,31 @@ def moe_for_rho(
     gamma: Any = None,
     stage: Literal["stage2", "stage1", "total_only"] = "stage2",
     exact: bool = False,
+    noise: str = "gaussian",
 ) -> Any:
     """MOE of one cell of a stage for a level budget rho (SPEC §2).
 
     sigma2 = S / (2 share rho) with share = 1 - gamma (stage2), gamma (stage1) or 1
     (total_only); the MOE is `moe_bound` (floor(1.96 sigma)) or, with exact=True,
     `moe_exact` (the discrete Gaussian's own 95% half-width).
+
+    noise="geometric" (pure DP): `rho` is the level's epsilon, the scale is
+    b = S / (share epsilon), the exact MOE is `geometric.moe(b)` and the bound is
+    floor(1.96 sd) with the geometric's variance 2a / (1 - a)^2.
     """
+    if noise != noise_family.GAUSSIAN:
+        share = {"stage2": None, "stage1": None, "total_only": 1.0}.get(stage, 0)
+        if share == 0:
+            raise ValueError(f"stage must be 'stage2', 'stage1' or 'total_only' (got {stage!r})")
+        if share is None:
+            if gamma is None:
+                raise ValueError(f"gamma is needed for {stage}")
+            g = _check_gamma(gamma)
+            share = g if stage == "stage1" else 1 - g
+        b = noise_family.scale(rho, S, share, noise)
+        if exact:
+            return noise_family.law(noise).moe(b)
+        return moe_bound(noise_family.variance_parameter(b, noise))
     if stage == "total_only":
         s2 = sigma2_total_only(rho, S)
     elif stage in ("stage1", "stage2"):
@@ -205,7 +237,12 @@ def moe_for_rho(
     return moe_exact(s2) if exact else moe_bound(s2)
 
 
-def _rho_level_for_exact_moe_scalar(moe: int, S: float, gamma: float, confidence: float) -> float:
+def _rho_level_for_exact_moe_scalar(
+    moe: int, S: float, gamma: float, confidence: float, noise: str = "gaussian"
+) -> float:
+    if noise != noise_family.GAUSSIAN:
+        return _epsilon_level_for_exact_moe_scalar(moe, S, gamma, confidence)
+
     def ok(s2: float) -> bool:
         return discrete_gaussian.moe(s2, confidence) <= moe
 
@@ -230,7 +267,35 @@ def _rho_level_for_exact_moe_scalar(moe: int, S: float, gamma: float, confidence
     return rho
 
 
-def rho_level_for_exact_moe(moe: Any, S: Any, gamma: Any, confidence: float = 0.95) -> Any:
+def _epsilon_level_for_exact_moe_scalar(moe: int, S: float, gamma: float, confidence: float) -> float:
+    """Pure DP: smallest level epsilon whose stage-2 geometric MOE is <= moe.
+
+    P(|X| > m) = 2 a^(m+1) / (1 + a) grows with a = exp(-1/b), so the scales that
+    pass form an interval (0, b*]; b* is bisected like sigma2 above."""
+    def ok(b: float) -> bool:
+        return geometric.moe(b, confidence) <= moe
+
+    lo = 1e-3
+    while not ok(lo):
+        lo /= 10
+    hi = 2 * lo
+    while ok(hi):
+        lo, hi = hi, 4 * hi
+    while hi - lo > 1e-14 * hi:
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    eps = S / ((1 - gamma) * lo)
+    while geometric.moe(S / ((1 - gamma) * eps), confidence) > moe:
+        eps = math.nextafter(eps, math.inf)
+    return eps
+
+
+def rho_level_for_exact_moe(
+    moe: Any, S: Any, gamma: Any, confidence: float = 0.95, noise: str = "gaussian"
+) -> Any:
     """Smallest level rho whose *exact* stage-2 MOE (`moe_exact`) is <= moe (SPEC §2).
 
     The exact MOE is a non-decreasing step function of sigma2 = S / (2 (1-gamma) rho),
@@ -238,29 +303,48 @@ def rho_level_for_exact_moe(moe: Any, S: Any, gamma: Any, confidence: float = 0.
     exact MOE is <= moe. s* is found by bisection on sigma2 to 1e-14 relative (each
     step an exact `discrete_gaussian.moe`), and the returned float is nudged up, one
     ulp at a time, until it passes the check itself.
+
+    noise="geometric" (pure DP): the smallest level epsilon whose stage-2 geometric
+    cells (scale b = S / ((1 - gamma) epsilon)) have exact MOE <= moe.
     """
     m = np.asarray(moe)
     if m.size and not np.all((m >= 0) & (np.floor(m) == m)):
         raise ValueError(f"moe must be a whole number >= 0 (got {moe!r})")
     _check_positive("S", S, "the stability")
     _check_gamma(gamma)
+    noise_family.law(noise)
     f = np.vectorize(
-        lambda a, b, c: _rho_level_for_exact_moe_scalar(int(a), float(b), float(c), confidence)
+        lambda a, b, c: _rho_level_for_exact_moe_scalar(int(a), float(b), float(c), confidence, noise)
     )
     return _ret(np.asarray(f(m, S, gamma), dtype=float))
 
 
-def _moe_of_sum_convolved(s2: float, cells: int, confidence: float) -> int:
-    """Exact MOE of a sum of `cells` N_Z(0, s2) by numerical convolution (small s2)."""
-    half = int(math.sqrt(80 * s2)) + 3  # mass beyond is below exp(-40)
-    p = np.asarray(discrete_gaussian.pmf(np.arange(-half, half + 1), s2), dtype=float)
+#: Largest support (points) of a convolved sum; beyond it the geometric falls back.
+_MAX_CONVOLVED = 4_000_000
+
+
+def _moe_of_sum_convolved(s2: float, cells: int, confidence: float, noise: str = "gaussian") -> int:
+    """Exact MOE of a sum of `cells` independent cells of a noise law with scale s2, by
+    numerical convolution (FFT; binary powering)."""
+    from scipy.signal import fftconvolve
+
+    if noise == noise_family.GAUSSIAN:
+        half = int(math.sqrt(80 * s2)) + 3  # mass beyond is below exp(-40)
+    else:
+        half = int(40 * s2) + 3  # 2 a^(h+1) / (1 + a) < exp(-40)
+    p = np.asarray(noise_family.law(noise).pmf(np.arange(-half, half + 1), s2), dtype=float)
+
+    def conv(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # FFT round-off can leave tiny negatives; probabilities are >= 0
+        return np.clip(fftconvolve(x, y), 0.0, None) if len(x) * len(y) > 1_000_000 else np.convolve(x, y)
+
     total, power, c = np.array([1.0]), p, cells
     while c:  # binary powering keeps the number of convolutions at O(log cells)
         if c & 1:
-            total = np.convolve(total, power)
+            total = conv(total, power)
         c >>= 1
         if c:
-            power = np.convolve(power, power)
+            power = conv(power, power)
     centre = len(total) // 2
     inside = total[centre] + np.concatenate(
         [[0.0], np.cumsum(total[centre + 1 :] + total[centre - 1 :: -1][: len(total) - centre - 1])]
@@ -268,7 +352,9 @@ def _moe_of_sum_convolved(s2: float, cells: int, confidence: float) -> int:
     return int(np.argmax(inside >= confidence))
 
 
-def moe_of_sum(sigma2: Any, cells: Any, exact: bool = False, confidence: float = 0.95) -> Any:
+def moe_of_sum(
+    sigma2: Any, cells: Any, exact: bool = False, confidence: float = 0.95, noise: str = "gaussian"
+) -> Any:
     """MOE of a total of `cells` independent noisy cells, each with parameter sigma2
     (SPEC §2: the variances add up, c * sigma2).
 
@@ -279,7 +365,16 @@ def moe_of_sum(sigma2: Any, cells: Any, exact: bool = False, confidence: float =
     (sigma2 from 0.5 to 60, c up to 46) but could differ by one right at a step. For
     sigma2 < 2, where the approximation does fail (e.g. sigma2 = 0.1, c = 8), the law
     of the sum is computed exactly by convolution instead.
+
+    noise="geometric" (pure DP; sigma2 is then the scale b): the bound uses the
+    geometric's variance, floor(1.96 sqrt(c * 2a / (1 - a)^2)); exact=True convolves
+    the c geometric laws numerically (support 2 * (40 b + 3) + 1 points per cell,
+    beyond exp(-40) of mass dropped), and for sums whose support would exceed 4 million
+    points (b above about 1,000) takes the discrete-Gaussian MOE of the same variance,
+    which the central limit theorem makes close for such wide sums.
     """
+    if noise != noise_family.GAUSSIAN:
+        return _moe_of_geometric_sum(sigma2, cells, exact, confidence)
     c = np.asarray(cells)
     if c.size and not np.all((c >= 1) & (np.floor(c) == c)):
         raise ValueError(f"cells must be a whole number >= 1 (got {cells!r})")
@@ -293,6 +388,27 @@ def moe_of_sum(sigma2: Any, cells: Any, exact: bool = False, confidence: float =
     for idx in np.ndindex(out.shape):
         if small[idx]:
             out[idx] = _moe_of_sum_convolved(float(s2b[idx]), int(cb[idx]), confidence)
+    return int(out) if out.ndim == 0 else out
+
+
+def _moe_of_geometric_sum(scale: Any, cells: Any, exact: bool, confidence: float) -> Any:
+    c = np.asarray(cells)
+    if c.size and not np.all((c >= 1) & (np.floor(c) == c)):
+        raise ValueError(f"cells must be a whole number >= 1 (got {cells!r})")
+    b = _check_positive("scale", scale, "the geometric scale b = S / epsilon")
+    var = np.asarray(geometric.variance(b), dtype=float) * c
+    if not exact:
+        return moe_bound(var)
+    bb, cb = np.broadcast_arrays(b, c)
+    out = np.zeros(bb.shape, dtype=np.int64)
+    for idx in np.ndindex(out.shape):
+        bi, ci = float(bb[idx]), int(cb[idx])
+        if ci == 1:
+            out[idx] = geometric.moe(bi, confidence)
+        elif (2 * (40 * bi + 3) + 1) * ci <= _MAX_CONVOLVED:
+            out[idx] = _moe_of_sum_convolved(bi, ci, confidence, noise_family.GEOMETRIC)
+        else:
+            out[idx] = discrete_gaussian.moe(float(geometric.variance(bi)) * ci, confidence)
     return int(out) if out.ndim == 0 else out
 
 

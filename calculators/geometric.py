@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cdf", "inverse_cdf", "logcdf", "logpmf", "logsf", "moe", "pmf", "sf", "variance"]
+__all__ = [
+    "cdf", "inverse_cdf", "logcdf", "logpmf", "logsf", "moe", "partial_mean", "pmf", "sf",
+    "truncated_mean", "variance",
+]
 
 
 def _as_scale(scale: Any) -> np.ndarray:
@@ -155,3 +158,41 @@ def moe(scale: Any, confidence: Any = 0.95) -> Any:
 
     res = _fix_up(guess, cond).astype(np.int64)
     return int(res[()]) if scalar else res
+
+
+def _log_partial_mean(k: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log E[X 1{X > floor(k)}]; see `partial_mean`."""
+    m = np.floor(k) + 1
+    j = np.maximum(m, 1 - m)
+    one_minus_a = -np.expm1(-1 / b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -j / b + np.log(j * one_minus_a + np.exp(-1 / b)) - _log1p_a(b) - np.log(one_minus_a)
+
+
+def partial_mean(k: Any, scale: Any) -> Any:
+    """E[X 1{X > floor(k)}] for the two-sided geometric (SPEC §1 suppression, pure DP).
+
+    With m = floor(k) + 1 the terms i and -i (1 <= i <= -m) cancel when m <= 0, so the
+    value is sum_{i >= j} i P(X = i), j = max(m, 1 - m), and the geometric series gives
+    the closed form
+
+        a^j (j (1 - a) + a) / ((1 + a) (1 - a)),   a = exp(-1/scale),
+
+    always > 0 and evaluated in log space (no cancelling subtraction).
+    """
+    ka, b, scalar = _broadcast(k, scale)
+    with np.errstate(under="ignore"):
+        val = np.exp(_log_partial_mean(ka, b))
+    return _out(val, scalar)
+
+
+def truncated_mean(k: Any, scale: Any) -> Any:
+    """E[X | X > floor(k)] = partial_mean(k) / sf(k) (SPEC §1, pure DP): the expected
+    noise of a count released because it exceeds a threshold. For floor(k) >= 0 the
+    geometric law is memoryless and this is floor(k) + 1 + a / (1 - a); the ratio is
+    taken in log space so far tails keep their accuracy."""
+    ka, b, scalar = _broadcast(k, scale)
+    with np.errstate(under="ignore", invalid="ignore"):
+        val = np.exp(_log_partial_mean(ka, b) - _log_sides(ka, b)[1])
+    val = np.where(np.isposinf(ka), np.nan, val)
+    return _out(val, scalar)

@@ -8,6 +8,9 @@ threshold is T = the smallest integer k with CDF_stage2(k) >= p, and a count is
 All expectations are exact discrete sums (`discrete_gaussian.partial_mean`,
 `discrete_gaussian.truncated_mean`), not the continuous inverse-Mills formula.
 Functions accept numpy arrays for n; ``threshold=None`` means suppression is off.
+With noise="geometric" (``privacy_defn: "puredp"``) "sigma2" is the two-sided
+geometric scale b and the same formulas use the geometric law (its closed-form tail
+sums, `geometric.partial_mean` / `geometric.truncated_mean`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from calculators import discrete_gaussian
+from calculators import noise_family
 
 __all__ = [
     "curves",
@@ -35,7 +38,7 @@ def _ret(a: Any) -> Any:
     return a[()] if a.ndim == 0 else a
 
 
-def threshold(sigma2: Any, p: float) -> Any:
+def threshold(sigma2: Any, p: float, noise: str = "gaussian") -> Any:
     """Suppression threshold T = smallest integer k with CDF(k) >= p (SPEC §1),
     CDF of the discrete Gaussian with the stage-2 sigma2; exact (the CDF is checked at
     60 digits near ties; a Fraction sigma2 is used exactly).
@@ -56,29 +59,29 @@ def threshold(sigma2: Any, p: float) -> Any:
         )
     if pf == 0:
         return None
-    return discrete_gaussian.inverse_cdf(pf, sigma2)
+    return noise_family.law(noise).inverse_cdf(pf, sigma2)
 
 
 def _shift(n: Any, threshold: Any) -> np.ndarray:
     return np.asarray(threshold, dtype=float) - np.asarray(n, dtype=float)
 
 
-def suppression_probability(n: Any, threshold: Any, sigma2: Any) -> Any:
+def suppression_probability(n: Any, threshold: Any, sigma2: Any, noise: str = "gaussian") -> Any:
     """P(count suppressed) = P(n + X <= T) = cdf(T - n) for true count n (SPEC §1);
     0 when threshold is None (suppression off)."""
     if threshold is None:
         return _ret(np.zeros(np.broadcast(np.asarray(n), np.asarray(sigma2)).shape))
-    return discrete_gaussian.cdf(_shift(n, threshold), sigma2)
+    return noise_family.law(noise).cdf(_shift(n, threshold), sigma2)
 
 
-def release_probability(n: Any, threshold: Any, sigma2: Any) -> Any:
+def release_probability(n: Any, threshold: Any, sigma2: Any, noise: str = "gaussian") -> Any:
     """P(count released) = P(n + X > T) = sf(T - n) (SPEC §1); 1 when threshold is None."""
     if threshold is None:
         return _ret(np.ones(np.broadcast(np.asarray(n), np.asarray(sigma2)).shape))
-    return discrete_gaussian.sf(_shift(n, threshold), sigma2)
+    return noise_family.law(noise).sf(_shift(n, threshold), sigma2)
 
 
-def release_bias(n: Any, threshold: Any, sigma2: Any) -> Any:
+def release_bias(n: Any, threshold: Any, sigma2: Any, noise: str = "gaussian") -> Any:
     """Expected noise of a released count, E[X | n + X > T] = E[X | X > T - n]
     (SPEC §1), as the exact discrete sum
 
@@ -90,27 +93,28 @@ def release_bias(n: Any, threshold: Any, sigma2: Any) -> Any:
     """
     if threshold is None:
         return _ret(np.zeros(np.broadcast(np.asarray(n), np.asarray(sigma2)).shape))
-    return discrete_gaussian.truncated_mean(_shift(n, threshold), sigma2)
+    return noise_family.law(noise).truncated_mean(_shift(n, threshold), sigma2)
 
 
-def expected_released_value(n: Any, threshold: Any, sigma2: Any) -> Any:
+def expected_released_value(n: Any, threshold: Any, sigma2: Any, noise: str = "gaussian") -> Any:
     """E[n + X | n + X > T] = n + release_bias (SPEC §1): the average of the counts
     that are released."""
-    return _ret(np.asarray(n, dtype=float) + release_bias(n, threshold, sigma2))
+    return _ret(np.asarray(n, dtype=float) + release_bias(n, threshold, sigma2, noise))
 
 
-def expected_published_value(n: Any, threshold: Any, sigma2: Any) -> Any:
+def expected_published_value(n: Any, threshold: Any, sigma2: Any, noise: str = "gaussian") -> Any:
     """E[(n + X) 1{n + X > T}] = n P(X > T - n) + E[X 1{X > T - n}] (SPEC §1): the
     average published figure when suppressed counts are read as 0."""
     if threshold is None:
         return _ret(np.asarray(n, dtype=float) + 0 * np.asarray(sigma2, dtype=float))
     d = _shift(n, threshold)
     na = np.asarray(n, dtype=float)
-    return _ret(na * discrete_gaussian.sf(d, sigma2) + discrete_gaussian.partial_mean(d, sigma2))
+    law = noise_family.law(noise)
+    return _ret(na * law.sf(d, sigma2) + law.partial_mean(d, sigma2))
 
 
 def curves(
-    threshold: int, sigma2: float, n_max: int | None = None, points: int = 201
+    threshold: int, sigma2: float, n_max: int | None = None, points: int = 201, noise: str = "gaussian"
 ) -> dict[str, np.ndarray]:
     """Chart data for a threshold T and stage-2 sigma2 (SPEC §1):
 
@@ -126,17 +130,18 @@ def curves(
     t = int(threshold)
     s2 = float(sigma2)
     if n_max is None:
-        n_max = max(2 * t, t + math.ceil(6 * math.sqrt(s2)), 1)
+        sd = math.sqrt(float(noise_family.variance_parameter(s2, noise)))
+        n_max = max(2 * t, t + math.ceil(6 * sd), 1)
     if n_max < 0 or points < 2:
         raise ValueError(f"need n_max >= 0 and points >= 2 (got n_max={n_max}, points={points})")
     n = np.unique(np.round(np.linspace(0, n_max, points))).astype(np.int64)
-    bias = release_bias(n, t, s2)
+    bias = release_bias(n, t, s2, noise)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = n / t if t > 0 else np.full(n.shape, np.nan)
     return {
         "n": n,
         "n_over_T": np.asarray(ratio, dtype=float),
-        "suppression_probability": np.asarray(suppression_probability(n, t, s2), dtype=float),
+        "suppression_probability": np.asarray(suppression_probability(n, t, s2, noise), dtype=float),
         "release_bias": np.asarray(bias, dtype=float),
         "expected_released_value": n + np.asarray(bias, dtype=float),
     }

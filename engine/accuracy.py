@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calculators import budget, discrete_gaussian, geometric
+from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
 from engine.mechanism import TOTAL_ONLY, collapse_cells
 
@@ -127,14 +127,15 @@ class AccuracyCollector:
 
 
 def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
-    """(exact discrete MOE, design-paper bound floor(1.96 sigma)) of a sum of `cells` cells."""
-    if plan.privacy_defn == "puredp":
-        # A sum of geometric cells is not geometric; its MOE comes from the normal approximation.
-        var = float(geometric.variance(float(scale))) * cells
-        return int(np.ceil(1.959963984540054 * np.sqrt(var))), None
+    """(exact MOE, design-paper bound floor(1.96 sd)) of a sum of `cells` noisy cells
+    (SPEC §2; `budget.moe_of_sum`, geometric cells under pure DP)."""
+    noise = noise_family.family_of(plan.privacy_defn)
+    s = float(scale)
     if cells == 1:
-        return int(discrete_gaussian.moe(float(scale))), int(budget.moe_bound(float(scale)))
-    return int(budget.moe_of_sum(float(scale), cells, exact=True)), int(budget.moe_bound(float(scale) * cells))
+        exact = int(noise_family.law(noise).moe(s))
+    else:
+        exact = int(budget.moe_of_sum(s, cells, exact=True, noise=noise))
+    return exact, int(budget.moe_of_sum(s, cells, exact=False, noise=noise))
 
 
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,

@@ -63,17 +63,18 @@ class LevelPlan:
 
 def level_plan(config: SafeTabConfig, level: PopulationGroupLevel, stability: int) -> LevelPlan:
     """Derive a level's plan; the suppression threshold uses the exact stage-2 CDF (SPEC §1)."""
-    from calculators import geometric, suppression
+    from calculators import noise_family, suppression
 
     rho = config.rho_exact(level)
     gamma = config.gamma_exact
     plan = LevelPlan(level, rho, gamma, stability, config.thresholds(level), config.privacy_defn, None)
     p = config.zero_suppression_chance
     if p > 0 and not level.is_state_or_above:
-        if config.privacy_defn == "puredp":
-            t = int(geometric.inverse_cdf(p, float(plan.stage2)))
-        else:
-            t = suppression.threshold(plan.stage2, p)  # the exact rational sigma^2
+        noise = noise_family.family_of(config.privacy_defn)
+        # the discrete Gaussian's CDF is checked with the exact rational sigma^2; the
+        # geometric's closed form takes a float scale
+        scale = plan.stage2 if noise == noise_family.GAUSSIAN else float(plan.stage2)
+        t = suppression.threshold(scale, p, noise=noise)
         plan = LevelPlan(level, rho, gamma, stability, plan.thresholds, config.privacy_defn, int(t))
     return plan
 

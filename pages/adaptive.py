@@ -36,11 +36,12 @@ mode = top[1].radio("Thresholds", ["typed", "derived"], horizontal=True, key="ad
                     format_func=lambda m: {"typed": "Type Θ₁, Θ₂, Θ₃",
                                            "derived": "Derive from a target relative error"}[m])
 sig = analysis.sigmas(cfg, level)
+u = planner.units(cfg)
 top[2].markdown(
-    f"ρ = **{cfg.rho(level):.5g}**, S = {planner.stability_of(cfg)}, γ = {cfg.gamma:g}  \n"
-    f"σ² stage 1 = {sig['stage1']:.4g} (MOE of the stage-1 total "
-    f"{planner.level_moe(cfg.rho(level), planner.stability_of(cfg), cfg.gamma, planner.EXACT, 'stage1')}), "
-    f"σ² stage 2 = {sig['stage2']:.4g}"
+    f"{u['budget']} = **{cfg.rho(level):.5g}**, S = {planner.stability_of(cfg)}, γ = {cfg.gamma:g}  \n"
+    f"{u['scale']} stage 1 = {sig['stage1']:.4g} (MOE of the stage-1 total "
+    f"{planner.level_moe(cfg.rho(level), planner.stability_of(cfg), cfg.gamma, planner.EXACT, 'stage1', sig['noise'])}), "
+    f"{u['scale']} stage 2 = {sig['stage2']:.4g} ({u['law']} noise)"
 )
 
 
@@ -93,12 +94,12 @@ else:
             _set_thresholds(level, derived)
             st.rerun()
         if st.button("Use this target for every level", key="ad_apply_all",
-                     help="Each tabulated level gets thresholds derived from its own σ²."):
+                     help="Each tabulated level gets thresholds derived from its own noise scale."):
             for lvl in state.config().tabulated_levels():
                 if not _set_thresholds(lvl, _derived(lvl)):
                     break
             st.rerun()
-    st.caption("Derived with `calculators.adaptive.derive_thresholds` (exact discrete-Gaussian MOEs): "
+    st.caption(f"Derived with `calculators.adaptive.derive_thresholds` (exact {u['law']} MOEs): "
                "average cell: Θⱼ = ⌈cⱼ · cell MOE / target⌉; total: Θⱼ = ⌈MOE(sum of cⱼ cells) / target⌉, "
                "with cⱼ = 8, 18, 46.")
 

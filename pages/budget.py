@@ -10,10 +10,11 @@ from ui import charts, planner, state, widgets
 state.page_setup()
 
 st.title("Budget and MOE planner")
+_b = planner.units(state.config())["budget"]
 st.caption(
     "Each population group level (a geography level × Regional or Detailed iterations) has its own "
-    "budget ρ. Type a **MOE target** and ρ follows, or type **ρ** and the MOE follows. The MOE is the 95% "
-    "margin of error of one published stage-2 count, in persons."
+    f"budget {_b}. Type a **MOE target** and {_b} follows, or type **{_b}** and the MOE follows. The MOE is the "
+    "95% margin of error of one published stage-2 count, in persons."
 )
 
 # ----------------------------------------------------------------- presets
@@ -66,8 +67,8 @@ with c[1]:
                     help="Share of each level's ρ spent on the (unpublished) stage-1 total that picks the table.")
 with c[2]:
     state.bind("w_method", state.method())
-    st.radio("ρ from a MOE target by", planner.METHODS, key="w_method", on_change=_on_method,
-             format_func=lambda m: planner.METHOD_LABELS[m])
+    st.radio(f"{planner.units(cfg)['budget']} from a MOE target by", planner.METHODS, key="w_method",
+             on_change=_on_method, format_func=lambda m: planner.method_labels(cfg)[m])
 with c[3]:
     state.bind("w_run_us", cfg.run_us)
     st.toggle("US run", key="w_run_us", on_change=_on_runs)
@@ -76,12 +77,22 @@ with c[3]:
 
 method = state.method()
 cfg = state.config()
-st.info(
-    f"Shown: MOE targets are met with the **{planner.METHOD_SHORT[method]}**; "
-    f"{'ρ = 1.96²·S / (2·MOE²) / (1−γ) (design paper)' if method == planner.BOUND else 'ρ = the smallest budget whose exact discrete-Gaussian 95% MOE is at most the target'}. "
-    "Both MOE columns are always shown.",
-    icon=":material/info:",
-)
+u = planner.units(cfg)
+if u["puredp"]:
+    st.info(
+        "This plan uses **pure DP** (privacy_defn = puredp): each level's budget is **ε**, its noise is "
+        "two-sided geometric with scale b = S / ((1−γ) ε) in stage 2, and the MOEs below are that law's. "
+        f"MOE targets are met with the **{planner.label(planner.METHOD_SHORT[method], cfg)}** "
+        "(⌊1.96σ⌋ uses the geometric's standard deviation σ). Both MOE columns are always shown.",
+        icon=":material/info:",
+    )
+else:
+    st.info(
+        f"Shown: MOE targets are met with the **{planner.METHOD_SHORT[method]}**; "
+        f"{'ρ = 1.96²·S / (2·MOE²) / (1−γ) (design paper)' if method == planner.BOUND else 'ρ = the smallest budget whose exact discrete-Gaussian 95% MOE is at most the target'}. "
+        "Both MOE columns are always shown.",
+        icon=":material/info:",
+    )
 
 # ----------------------------------------------------------------- the table
 ver = st.session_state.get("planner_version", 0)
@@ -99,12 +110,14 @@ st.data_editor(
             min_value=1, step=1, format="%d",
             help="MOE you want for one stage-2 cell (persons); ρ follows."),
         planner.RHO: st.column_config.NumberColumn(
-            min_value=0.0, format="%.5g", help="zCDP budget of the level; the MOE follows. 0 = off."),
-        planner.SHARE: st.column_config.NumberColumn(format="%.1f%%"),
-        planner.SIGMA2: st.column_config.NumberColumn(format="%.4g", help="S / (2 (1−γ) ρ)"),
+            u["budget"], min_value=0.0, format="%.5g",
+            help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level; the MOE follows. 0 = off."),
+        planner.SHARE: st.column_config.NumberColumn(planner.label(planner.SHARE, cfg), format="%.1f%%"),
+        planner.SIGMA2: st.column_config.NumberColumn(planner.label(planner.SIGMA2, cfg), format="%.4g",
+                                                      help=u["scale_formula"]),
         planner.MOE_BOUND: st.column_config.NumberColumn(format="%d", help="Design paper: ⌊1.96σ⌋"),
         planner.MOE_EXACT: st.column_config.NumberColumn(
-            format="%d", help="Smallest m with P(|noise| ≤ m) ≥ 95% for the discrete Gaussian"),
+            format="%d", help=f"Smallest m with P(|noise| ≤ m) ≥ 95% for the {u['law']}"),
     },
     height=35 * 21 + 3,
 )
@@ -116,7 +129,8 @@ if edits:
     state.set_config(new_cfg, targets=new_targets)
     st.session_state["planner_version"] = ver + 1
     st.rerun()
-widgets.download_csv(table, "budget_plan.csv", key="plan_csv", label="Download this table (CSV)")
+widgets.download_csv(planner.relabel(table, cfg), "budget_plan.csv", key="plan_csv",
+                     label="Download this table (CSV)")
 
 missed = planner.missed_targets(table)
 if missed:
@@ -124,7 +138,7 @@ if missed:
         f"{len(missed)} level(s) miss their MOE target with the current r and γ: " + ", ".join(missed) + ".",
         icon=":material/warning:",
     )
-    if st.button("Recompute ρ so every level meets its target", key="resolve"):
+    if st.button(f"Recompute {u['budget']} so every level meets its target", key="resolve"):
         try:
             state.set_config(planner.resolve_targets(cfg, state.targets(), method), targets=state.targets())
         except (ConfigError, ValueError) as exc:
@@ -133,23 +147,26 @@ if missed:
 
 s = planner.plan_summary(cfg, state.delta())
 m = st.columns(5)
-m[0].metric("ρ, US run", f"{s['rho_us']:.4g}")
-m[1].metric("ρ, Puerto Rico run", f"{s['rho_pr']:.4g}")
-m[2].metric("ρ, release (bounded)", f"{s['rho_release']:.4g} ({s['rho_release_bounded']:.4g})")
-m[3].metric(f"ε at δ = {s['delta']:.0e} (tight / classic)", f"{s['eps_tight']:.2f} / {s['eps_classic']:.2f}")
+m[0].metric(f"{u['budget']}, US run", f"{s['rho_us']:.4g}")
+m[1].metric(f"{u['budget']}, Puerto Rico run", f"{s['rho_pr']:.4g}")
+m[2].metric(f"{u['budget']}, release (bounded)", f"{s['rho_release']:.4g} ({s['rho_release_bounded']:.4g})")
+if u["puredp"]:
+    m[3].metric("ε, pure DP (δ = 0)", f"{s['eps_tight']:.2f}")
+else:
+    m[3].metric(f"ε at δ = {s['delta']:.0e} (tight / classic)", f"{s['eps_tight']:.2f} / {s['eps_classic']:.2f}")
 m[4].metric("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}")
 
 # ----------------------------------------------------------------- charts
 left, right = st.columns(2, gap="large")
 with left:
-    st.subheader("MOE against ρ")
+    st.subheader(f"MOE against {u['budget']}")
     rhos = [r for r, _ in planner.rho_groups(cfg)]
     lo = min([1e-3] + [r / 2 for r in rhos])
     hi = max([10.0] + [r * 2 for r in rhos])
-    curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi)
+    curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
     points = planner.level_points(cfg, method)
-    widgets.chart(charts.moe_vs_rho(curve, points, planner.METHOD_SHORT[method]), curve, "moe_vs_rho.csv",
-                  key="moe_rho_chart")
+    widgets.chart(charts.moe_vs_rho(curve, points, planner.label(planner.METHOD_SHORT[method], cfg), units=u),
+                  planner.relabel(curve, cfg), "moe_vs_rho.csv", key="moe_rho_chart")
     st.caption(f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels.")
 with right:
     st.subheader("Race multiplicity r")
@@ -158,13 +175,14 @@ with right:
     if long.empty:
         st.info("No level is tabulated.")
     else:
-        widgets.chart(charts.race_multiplicity(long), long, "race_multiplicity.csv", key="r_chart")
+        widgets.chart(charts.race_multiplicity(long, units=u), planner.relabel(long, cfg), "race_multiplicity.csv",
+                      key="r_chart")
         cur = cfg.max_race_codes
         widgets.table(
             wide, "race_multiplicity_table.csv", key="r_table",
             styler=wide.style.apply(
                 lambda row: ["background-color: #fff3cd" if row["r"] == cur else "" for _ in row], axis=1),
-            caption=f"Row r = {cur} is the current plan. Budgets ρ and γ stay as they are; MOE = "
+            caption=f"Row r = {cur} is the current plan. Budgets {u['budget']} and γ stay as they are; MOE = "
                     f"{planner.METHOD_SHORT[method]} of one stage-2 cell.",
         )
 

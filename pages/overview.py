@@ -14,11 +14,13 @@ st.markdown(
     "race and ethnicity groups in the nation, every state, county, tract, place and tribal area."
 )
 
+_u = planner.units(cfg)
+_b = _u["budget"]
 st.subheader("The two-stage flow")
 st.graphviz_chart(charts.flow_dot(cfg), width="stretch")
 st.caption(
     "Numbers in the boxes are those of the current plan. Each population group level (a geography "
-    "level × Regional or Detailed iterations) runs this flow with its own budget ρ."
+    f"level × Regional or Detailed iterations) runs this flow with its own budget {_b}."
 )
 
 left, right = st.columns([5, 6], gap="large")
@@ -31,18 +33,18 @@ with left:
    in any combination"). A person with several race codes joins several groups: at most **S** per
    level (S = {planner.stability_of(cfg)} here, from race multiplicity r = {cfg.max_race_codes}).
 2. **Stage 1.** Each group gets a noisy total that spends a small share γ = {cfg.gamma:g} of the level's
-   budget ρ. It is never published; it only decides how much detail the group gets.
+   budget {_b}. It is never published; it only decides how much detail the group gets.
 3. **Stage 2.** By comparing that noisy total with three thresholds Θ₁ ≤ Θ₂ ≤ Θ₃, a group
    gets a total only, or a sex × age table with 4, 9 or 23 age groups, all with fresh noise that
-   spends the rest of the budget (1−γ)ρ. Bigger groups get more detail.
+   spends the rest of the budget (1−γ){_b}. Bigger groups get more detail.
 4. **Post-processing** (free of privacy cost): totals are the sums of the table cells, small
    totals may be suppressed, coterminous areas share their numbers. The result is the T1 (totals)
    and T2 (sex × age) files.
 
 Every group of the public universe is processed, empty or not, so the output never reveals
-which groups have nobody in them. The noise is the exact **discrete Gaussian**, and the privacy
-loss is measured in **zCDP ρ**: each population group level spends its own ρ and the levels
-add up.
+which groups have nobody in them. The noise is the exact **{_u["law"]}**, and the privacy
+loss is measured in **{"pure-DP ε" if _u["puredp"] else "zCDP ρ"}**: each population group level spends
+its own {_b} and the levels add up.
 """
     )
 
@@ -53,30 +55,38 @@ def _on_delta():
 
 with right:
     st.subheader(f"The current plan: {state.source_label()}")
-    state.bind("w_delta", state.delta())
-    st.select_slider(
-        "δ for the (ε, δ) conversion", options=list(planner.DELTAS), key="w_delta", on_change=_on_delta,
-        format_func=lambda d: f"{d:.0e}",
-        help="zCDP ρ converts to (ε, δ)-differential privacy for any δ; smaller δ gives a larger ε.",
-    )
+    u = planner.units(cfg)
+    if u["puredp"]:
+        st.info("This plan uses **pure DP** (privacy_defn = puredp): level budgets are ε, noise is two-sided "
+                "geometric, and the release is ε-DP with δ = 0 (no conversion needed).", icon=":material/info:")
+    else:
+        state.bind("w_delta", state.delta())
+        st.select_slider(
+            "δ for the (ε, δ) conversion", options=list(planner.DELTAS), key="w_delta", on_change=_on_delta,
+            format_func=lambda d: f"{d:.0e}",
+            help="zCDP ρ converts to (ε, δ)-differential privacy for any δ; smaller δ gives a larger ε.",
+        )
     s = planner.plan_summary(cfg, state.delta())
+    b = u["budget"]
     c = st.columns(2)
-    c[0].metric("ρ, US run (sum of its levels)", f"{s['rho_us']:.4g}", help="Sequential composition: the US "
-                "run spends the sum of the ρ of its population group levels.")
-    c[1].metric("ρ, Puerto Rico run", f"{s['rho_pr']:.4g}")
+    c[0].metric(f"{b}, US run (sum of its levels)", f"{s['rho_us']:.4g}", help="Sequential composition: the US "
+                f"run spends the sum of the {b} of its population group levels.")
+    c[1].metric(f"{b}, Puerto Rico run", f"{s['rho_pr']:.4g}")
     c = st.columns(2)
-    c[0].metric("ρ, whole release = max(US, PR)", f"{s['rho_release']:.4g}",
+    c[0].metric(f"{b}, whole release = max(US, PR)", f"{s['rho_release']:.4g}",
                 help="US and Puerto Rico persons are disjoint, so the release costs the larger of the two.")
-    c[1].metric("ρ, bounded neighbours (×2)", f"{s['rho_release_bounded']:.4g}",
+    c[1].metric(f"{b}, bounded neighbours (×2)", f"{s['rho_release_bounded']:.4g}",
                 help="If a neighbouring data set changes one person instead of adding or removing one, "
                      "the cost doubles.")
     c = st.columns(2)
-    c[0].metric(f"ε at δ = {s['delta']:.0e}, classic", f"{s['eps_classic']:.2f}",
-                help="ε = ρ + 2√(ρ ln(1/δ)) (Bun and Steinke 2016).")
-    c[1].metric(f"ε at δ = {s['delta']:.0e}, tight", f"{s['eps_tight']:.2f}",
-                help="The tighter numeric conversion of Canonne, Kamath and Steinke (2020).")
-    c = st.columns(2)
-    c[0].metric("ε, bounded (classic / tight)", f"{s['eps_classic_bounded']:.2f} / {s['eps_tight_bounded']:.2f}")
+    if not u["puredp"]:
+        c[0].metric(f"ε at δ = {s['delta']:.0e}, classic", f"{s['eps_classic']:.2f}",
+                    help="ε = ρ + 2√(ρ ln(1/δ)) (Bun and Steinke 2016).")
+        c[1].metric(f"ε at δ = {s['delta']:.0e}, tight", f"{s['eps_tight']:.2f}",
+                    help="The tighter numeric conversion of Canonne, Kamath and Steinke (2020).")
+        c = st.columns(2)
+        c[0].metric("ε, bounded (classic / tight)",
+                    f"{s['eps_classic_bounded']:.2f} / {s['eps_tight_bounded']:.2f}")
     c[1].metric("Population group levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}",
                 help=f"US {s['levels_us']}, Puerto Rico {s['levels_pr']}. A level with ρ = 0 (or whose run is "
                      "off) is not tabulated.")
@@ -85,19 +95,19 @@ with right:
 
 
 st.markdown("**MOE per level** — the 95% margin of error of one published count, in persons")
-moe = planner.moe_table(cfg, state.targets())
+moe = planner.relabel(planner.moe_table(cfg, state.targets()), cfg)
 widgets.table(
     moe, "moe_per_level.csv", key="moe_table", height=35 * (len(moe) + 1) + 3,
     column_config={
-        planner.RHO: st.column_config.NumberColumn(format="%.5g"),
-        "σ² stage 1": st.column_config.NumberColumn(format="%.4g"),
-        planner.SIGMA2: st.column_config.NumberColumn(format="%.4g"),
+        planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g"),
+        planner.label("σ² stage 1", cfg): st.column_config.NumberColumn(format="%.4g"),
+        planner.label(planner.SIGMA2, cfg): st.column_config.NumberColumn(format="%.4g"),
     },
     caption=(
         "MOE target: what the planner was asked for (the 2020 targets are 3, 11 and 50; the published "
         "budgets, rounded to 3 decimals, give 3, 11 and 49). "
         "A stage-2 cell is one published count (a total at stat level 0, or one sex × age cell). "
-        "'⌊1.96σ⌋' is the design paper's bound; 'exact' is the discrete Gaussian's own 95% half-width. "
+        f"'⌊1.96σ⌋' is the design paper's bound; 'exact' is the {planner.units(cfg)['law']}'s own 95% half-width. "
         "TotalOnly groups (USA / STATE only) get one total with the whole budget."
     ),
 )

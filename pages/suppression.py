@@ -34,20 +34,21 @@ cfg = state.config()
 p = cfg.zero_suppression_chance
 sub_state = [lvl for lvl in cfg.tabulated_levels() if not lvl.is_state_or_above]
 
+u = planner.units(cfg)
 st.subheader("Threshold T per level")
 tbl = analysis.suppression_table(cfg, p)
 widgets.table(
     tbl, "suppression_thresholds.csv", key="sup_table", height=35 * (len(tbl) + 1) + 3,
     column_config={
-        planner.RHO: st.column_config.NumberColumn(format="%.5g"),
-        "σ² stage 2": st.column_config.NumberColumn(format="%.4g"),
+        planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g"),
+        planner.label("σ² stage 2", cfg): st.column_config.NumberColumn(format="%.4g"),
         "P(true 0 suppressed)": st.column_config.NumberColumn(format="%.6f"),
         "P(suppressed) at n = T": st.column_config.NumberColumn(format="%.4f"),
         "Bias of a released count at n = 0": st.column_config.NumberColumn(format="%.2f"),
         "Bias of a released count at n = T": st.column_config.NumberColumn(format="%.2f"),
     },
-    caption="T uses the exact stage-2 σ² = S / (2 (1−γ) ρ), as the engine does. USA, STATE and PR-STATE "
-            "totals are never suppressed.",
+    caption=f"T uses the exact stage-2 {u['scale']} = {u['scale_formula']} of the {u['law']} noise, as the "
+            "engine does. USA, STATE and PR-STATE totals are never suppressed.",
 )
 
 if p == 0:
@@ -64,16 +65,17 @@ with c[1]:
     key = st.selectbox("Level for the curves", keys, key="sup_level",
                        format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
 level = PopulationGroupLevel.parse(key)
-s2 = analysis.sigmas(cfg, level)["stage2"]
+sig = analysis.sigmas(cfg, level)
+s2, nz = sig["stage2"], sig["noise"]
 t = analysis.threshold_for(cfg, level, p)
 with c[2]:
-    st.markdown(f"**{planner.level_label(level)}**: σ² stage 2 = {s2:.4g}, threshold **T = {t}**  \n"
+    st.markdown(f"**{planner.level_label(level)}**: {u['scale']} stage 2 = {s2:.4g}, threshold **T = {t}**  \n"
                 f"a count is released if its noisy value is above {t}.")
     st.session_state.setdefault("sup_frac", False)
     as_fraction = st.toggle("x axis as a fraction of T (n / T)", key="sup_frac",
                             disabled=t <= 0)
 
-curves = analysis.suppression_curves(t, s2)
+curves = analysis.suppression_curves(t, s2, noise=nz)
 left, right = st.columns([1, 1.6], gap="large")
 with left:
     widgets.chart(charts.suppression_probability(curves, t, as_fraction and t > 0), curves,
@@ -86,7 +88,7 @@ st.subheader("One true count")
 vc = st.columns([1, 4])
 st.session_state.setdefault("sup_n", max(t, 0))
 n = vc[0].number_input("True count n (persons)", min_value=0, step=1, key="sup_n")
-v = analysis.value_at(int(n), t, s2)
+v = analysis.value_at(int(n), t, s2, nz)
 m = st.columns(5)
 m[0].metric("P(suppressed)", f"{v['P(suppressed)']:.4f}")
 m[1].metric("P(released)", f"{v['P(released)']:.4f}")
@@ -97,6 +99,6 @@ m[3].metric("Bias when released", f"{v['Bias of a released count']:+.2f}",
 m[4].metric("Expected published value", f"{v['Expected published value']:.2f}",
             help="Average published figure if suppressed counts are read as 0.")
 widgets.download_csv(
-    pd.DataFrame([{"Level": planner.level_label(level), "p": p, "σ² stage 2": s2, "Threshold T": t,
+    pd.DataFrame([{"Level": planner.level_label(level), "p": p, planner.label("σ² stage 2", cfg): s2, "Threshold T": t,
                    "True count n": int(n), **v}]),
     "one_true_count.csv", key="sup_one_csv", label="Download these numbers (CSV)")

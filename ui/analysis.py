@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calculators import adaptive, budget, discrete_gaussian, suppression
+from calculators import adaptive, noise_family, suppression
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, STAT_LEVEL_CELLS, PopulationGroupLevel
-from ui.planner import GEO, ITER, RHO, stability_of
+from ui.planner import GEO, ITER, RHO, noise_of, relabel, stability_of
 
 #: Names of the stage-2 tables by stat level (SPEC §1).
 TABLE_NAMES = {
@@ -33,14 +33,17 @@ RULES = {
 
 # ------------------------------------------------------------------- sigma^2
 def sigmas(config: SafeTabConfig, level: PopulationGroupLevel) -> dict[str, Any]:
-    """sigma^2 of stage 1, stage 2 and TotalOnly groups (SPEC §1), as floats, plus the
-    exact rational stage-2 sigma^2 the engine uses (for suppression thresholds)."""
-    rho, g, S = config.rho(level), config.gamma, stability_of(config)
+    """Noise scale of stage 1, stage 2 and TotalOnly groups (SPEC §1) as floats: sigma^2
+    = S / (2 share rho) under zCDP, the geometric scale b = S / (share epsilon) under pure
+    DP; the exact rational stage-2 scale the engine uses (for suppression thresholds);
+    and "noise", the law ("gaussian" or "geometric") every calculator call needs."""
+    rho, g, S, nz = config.rho(level), config.gamma, stability_of(config), noise_of(config)
     return {
-        "stage1": float(budget.sigma2_stage1(rho, g, S)),
-        "stage2": float(budget.sigma2_stage2(rho, g, S)),
-        "total_only": float(budget.sigma2_total_only(rho, S)),
-        "stage2_exact": budget.sigma2_exact(config.rho_exact(level), S, Fraction(1) - config.gamma_exact),
+        "noise": nz,
+        "stage1": float(noise_family.scale(rho, S, g, nz)),
+        "stage2": float(noise_family.scale(rho, S, 1 - g, nz)),
+        "total_only": float(noise_family.scale(rho, S, 1.0, nz)),
+        "stage2_exact": noise_family.scale_exact(config.rho_exact(level), S, Fraction(1) - config.gamma_exact, nz),
     }
 
 
@@ -61,7 +64,8 @@ def stat_level_curves(
     `adaptive.stat_level_probabilities` with the level's stage-1 sigma^2."""
     th = thresholds or config.thresholds(level)
     n = size_grid(th) if n is None else np.asarray(n)
-    p = adaptive.stat_level_probabilities(n, th, sigmas(config, level)["stage1"])
+    s = sigmas(config, level)
+    p = adaptive.stat_level_probabilities(n, th, s["stage1"], s["noise"])
     df = pd.DataFrame({"True group size": n})
     for j in range(4):
         df[f"P({TABLE_NAMES[j]})"] = p[:, j]
@@ -81,21 +85,24 @@ def moe_curves(
     s = sigmas(config, level)
     return pd.DataFrame({
         "True group size": n,
-        "Expected MOE of one published cell": adaptive.expected_cell_moe(n, th, s["stage1"], s["stage2"], exact),
-        "Expected MOE of the group total T1": adaptive.expected_t1_moe(n, th, s["stage1"], s["stage2"], exact),
+        "Expected MOE of one published cell":
+            adaptive.expected_cell_moe(n, th, s["stage1"], s["stage2"], exact, s["noise"]),
+        "Expected MOE of the group total T1":
+            adaptive.expected_t1_moe(n, th, s["stage1"], s["stage2"], exact, s["noise"]),
         "Expected relative MOE of a published cell (%)":
-            100 * adaptive.expected_relative_cell_moe(n, th, s["stage1"], s["stage2"], exact),
+            100 * adaptive.expected_relative_cell_moe(n, th, s["stage1"], s["stage2"], exact, s["noise"]),
     })
 
 
 def level_tables(config: SafeTabConfig, level: PopulationGroupLevel) -> pd.DataFrame:
     """For each stat level: the table published, its cells, the MOE of one cell and of
     the total T1 built from it (exact and design bound; SPEC §2, sums of c cells)."""
-    s2 = sigmas(config, level)["stage2"]
-    t1_exact = adaptive.t1_moe_by_level(s2, exact=True)
-    t1_bound = adaptive.t1_moe_by_level(s2, exact=False)
-    cell_exact = int(adaptive.cell_moe(s2, exact=True))
-    cell_bound = int(adaptive.cell_moe(s2, exact=False))
+    s = sigmas(config, level)
+    s2, nz = s["stage2"], s["noise"]
+    t1_exact = adaptive.t1_moe_by_level(s2, exact=True, noise=nz)
+    t1_bound = adaptive.t1_moe_by_level(s2, exact=False, noise=nz)
+    cell_exact = int(adaptive.cell_moe(s2, exact=True, noise=nz))
+    cell_bound = int(adaptive.cell_moe(s2, exact=False, noise=nz))
     th = config.thresholds(level)
     when = ["noisy total < Θ₁", "Θ₁ ≤ noisy total < Θ₂", "Θ₂ ≤ noisy total < Θ₃", "noisy total ≥ Θ₃"]
     rows = []
@@ -117,7 +124,8 @@ def level_tables(config: SafeTabConfig, level: PopulationGroupLevel) -> pd.DataF
 def derive(config: SafeTabConfig, level: PopulationGroupLevel, target: float, rule: str,
            exact: bool = True) -> tuple[int, int, int]:
     """Thresholds from a target relative error (`adaptive.derive_thresholds`)."""
-    return adaptive.derive_thresholds(target, sigmas(config, level)["stage2"], rule=rule, exact=exact)
+    s = sigmas(config, level)
+    return adaptive.derive_thresholds(target, s["stage2"], rule=rule, exact=exact, noise=s["noise"])
 
 
 def thresholds_table(config: SafeTabConfig) -> pd.DataFrame:
@@ -126,7 +134,8 @@ def thresholds_table(config: SafeTabConfig) -> pd.DataFrame:
     rows = []
     for lvl in config.tabulated_levels():
         th = config.thresholds(lvl)
-        m = int(adaptive.cell_moe(sigmas(config, lvl)["stage2"], exact=True))
+        s = sigmas(config, lvl)
+        m = int(adaptive.cell_moe(s["stage2"], exact=True, noise=s["noise"]))
         row: dict[str, Any] = {GEO: lvl.geo, ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
                                "Θ₁": th[0], "Θ₂": th[1], "Θ₃": th[2], "Cell MOE (exact)": m}
         for j, name in ((1, "age4"), (2, "age9"), (3, "age23")):
@@ -139,17 +148,20 @@ def thresholds_table(config: SafeTabConfig) -> pd.DataFrame:
 # -------------------------------------------------------------- suppression
 def threshold_for(config: SafeTabConfig, level: PopulationGroupLevel, p: float | None = None) -> int | None:
     """The level's suppression threshold T (SPEC §1): `suppression.threshold` with the
-    exact stage-2 sigma^2, as the engine computes it; None if p = 0 (off)."""
+    exact stage-2 sigma^2 (the geometric scale under pure DP), as the engine computes
+    it; None if p = 0 (off)."""
     p = config.zero_suppression_chance if p is None else p
-    t = suppression.threshold(sigmas(config, level)["stage2_exact"], p)
+    s = sigmas(config, level)
+    exact = s["stage2_exact"] if s["noise"] == noise_family.GAUSSIAN else float(s["stage2_exact"])
+    t = suppression.threshold(exact, p, noise=s["noise"])
     return None if t is None else int(t)
 
 
-def _n_released_95(t: int, s2: float) -> int:
+def _n_released_95(t: int, s2: float, noise: str = "gaussian") -> int:
     """Smallest true count released with probability >= 95%."""
-    half = int(np.ceil(6 * np.sqrt(s2))) + 2
+    half = int(np.ceil(6 * np.sqrt(float(noise_family.variance_parameter(s2, noise))))) + 2
     n = np.arange(max(0, t - half), t + 2 * half + 1)
-    ok = np.asarray(suppression.release_probability(n, t, s2)) >= 0.95
+    ok = np.asarray(suppression.release_probability(n, t, s2, noise)) >= 0.95
     return int(n[np.argmax(ok)]) if ok.any() else int(n[-1])
 
 
@@ -162,7 +174,7 @@ def suppression_table(config: SafeTabConfig, p: float | None = None) -> pd.DataF
     rows = []
     for lvl in config.tabulated_levels():
         s = sigmas(config, lvl)
-        s2 = s["stage2"]
+        s2, nz = s["stage2"], s["noise"]
         row: dict[str, Any] = {
             GEO: lvl.geo,
             ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
@@ -178,24 +190,25 @@ def suppression_table(config: SafeTabConfig, p: float | None = None) -> pd.DataF
             row.update({
                 "Suppression": "stat-level-0 totals",
                 "Threshold T": t,
-                "P(true 0 suppressed)": float(suppression.suppression_probability(0, t, s2)),
-                "P(suppressed) at n = T": float(suppression.suppression_probability(t, t, s2)),
-                "n released with 95% chance": _n_released_95(t, s2),
-                "Bias of a released count at n = 0": float(suppression.release_bias(0, t, s2)),
-                "Bias of a released count at n = T": float(suppression.release_bias(t, t, s2)),
+                "P(true 0 suppressed)": float(suppression.suppression_probability(0, t, s2, nz)),
+                "P(suppressed) at n = T": float(suppression.suppression_probability(t, t, s2, nz)),
+                "n released with 95% chance": _n_released_95(t, s2, nz),
+                "Bias of a released count at n = 0": float(suppression.release_bias(0, t, s2, nz)),
+                "Bias of a released count at n = T": float(suppression.release_bias(t, t, s2, nz)),
             })
         rows.append(row)
     df = pd.DataFrame(rows)
     for col in ("Threshold T", "n released with 95% chance"):
         if col in df:
             df[col] = df[col].astype("Int64")
-    return df
+    return relabel(df, config)
 
 
-def suppression_curves(t: int, s2: float, n_max: int | None = None, points: int = 201) -> pd.DataFrame:
+def suppression_curves(t: int, s2: float, n_max: int | None = None, points: int = 201,
+                       noise: str = "gaussian") -> pd.DataFrame:
     """Suppression probability, bias and expected released / published value against
     the true count n (counts and n / T), from `suppression.curves` (SPEC §1)."""
-    c = suppression.curves(t, s2, n_max=n_max, points=points)
+    c = suppression.curves(t, s2, n_max=n_max, points=points, noise=noise)
     n = c["n"]
     return pd.DataFrame({
         "True count n": n,
@@ -204,24 +217,25 @@ def suppression_curves(t: int, s2: float, n_max: int | None = None, points: int 
         "Bias of a released count": c["release_bias"],
         "Expected released value": c["expected_released_value"],
         "Expected published value (suppressed = 0)":
-            np.asarray(suppression.expected_published_value(n, t, s2), dtype=float),
+            np.asarray(suppression.expected_published_value(n, t, s2, noise), dtype=float),
     })
 
 
-def value_at(n: int, t: int | None, s2: float) -> dict[str, float]:
+def value_at(n: int, t: int | None, s2: float, noise: str = "gaussian") -> dict[str, float]:
     """What happens to one true count n: P(suppressed), P(released), the bias and the
     expected value of a released count, the expected published value (SPEC §1)."""
     return {
-        "P(suppressed)": float(suppression.suppression_probability(n, t, s2)),
-        "P(released)": float(suppression.release_probability(n, t, s2)),
-        "Bias of a released count": float(suppression.release_bias(n, t, s2)),
-        "Expected released value": float(suppression.expected_released_value(n, t, s2)),
-        "Expected published value": float(suppression.expected_published_value(n, t, s2)),
+        "P(suppressed)": float(suppression.suppression_probability(n, t, s2, noise)),
+        "P(released)": float(suppression.release_probability(n, t, s2, noise)),
+        "Bias of a released count": float(suppression.release_bias(n, t, s2, noise)),
+        "Expected released value": float(suppression.expected_released_value(n, t, s2, noise)),
+        "Expected published value": float(suppression.expected_published_value(n, t, s2, noise)),
     }
 
 
-def noise_pmf(s2: float, half_width: int | None = None) -> pd.DataFrame:
-    """pmf of the stage-2 noise (for a small picture of what sigma^2 means)."""
-    h = half_width or int(np.ceil(4 * np.sqrt(s2))) + 1
+def noise_pmf(s2: float, half_width: int | None = None, noise: str = "gaussian") -> pd.DataFrame:
+    """pmf of the stage-2 noise (for a small picture of what its scale means)."""
+    sd = float(np.sqrt(float(noise_family.variance_parameter(s2, noise))))
+    h = half_width or int(np.ceil(4 * sd)) + 1
     k = np.arange(-h, h + 1)
-    return pd.DataFrame({"Noise": k, "Probability": discrete_gaussian.pmf(k, s2)})
+    return pd.DataFrame({"Noise": k, "Probability": noise_family.law(noise).pmf(k, s2)})

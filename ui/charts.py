@@ -44,6 +44,7 @@ def flow_dot(config: SafeTabConfig) -> str:
     p = config.zero_suppression_chance
     supp = f"suppress small totals (p = {p:g})" if p > 0 else "no suppression (p = 0)"
     clamp = "clamp at 0" if not config.allow_negative_counts else "negatives allowed"
+    b = "ε" if config.privacy_defn == "puredp" else "ρ"
     return f"""digraph safetab {{
   rankdir=LR; bgcolor="transparent"; nodesep=0.12; ranksep=0.3;
   node [shape=box, style="rounded,filled", fillcolor="#eef3fb", color="#1f5aa6",
@@ -51,7 +52,7 @@ def flow_dot(config: SafeTabConfig) -> str:
   edge [color="#555555", fontname="Helvetica", fontsize=13];
   persons [label="Persons\\nblock, race,\\nethnicity,\\nsex, age", fillcolor="#fdf1e2", color="#e07b00"];
   groups [label="Population\\ngroups\\nS = {S} per person\\n{n_levels} levels"];
-  stage1 [label="Stage 1\\nnoisy total\\nγρ, γ = {g:g}"];
+  stage1 [label="Stage 1\\nnoisy total\\nγ{b}, γ = {g:g}"];
   level [label="Stat level\\nΘ₁ ≤ Θ₂ ≤ Θ₃", shape=diamond, fillcolor="#fff8d6", color="#b08d00", margin="0.02,0.02"];
   t0 [label="total", fillcolor="#f2f2f2", color="#7f7f7f"];
   t1 [label="sex × age4 (8)"];
@@ -62,7 +63,7 @@ def flow_dot(config: SafeTabConfig) -> str:
   persons -> groups; groups -> stage1;
   stage1 -> level [label="not\\npublished"];
   level -> t0 [label="0"]; level -> t1 [label="1"]; level -> t2 [label="2"]; level -> t3 [label="3"];
-  subgraph cluster_stage2 {{ label="Stage 2: (1−γ)ρ"; fontname="Helvetica"; fontsize=13;
+  subgraph cluster_stage2 {{ label="Stage 2: (1−γ){b}"; fontname="Helvetica"; fontsize=13;
     color="#bbbbbb"; style=dashed; t0; t1; t2; t3; }}
   t0 -> post; t1 -> post; t2 -> post; t3 -> post;
   post -> out;
@@ -70,38 +71,47 @@ def flow_dot(config: SafeTabConfig) -> str:
 
 
 # --------------------------------------------------------------- planner
-def moe_vs_rho(curve: pd.DataFrame, points: pd.DataFrame, method_label: str) -> go.Figure:
-    """Stage-2 cell MOE against the level rho, with the configuration's levels."""
+_ZCDP_UNITS = {"budget": "ρ", "law": "discrete Gaussian", "puredp": False}
+
+
+def moe_vs_rho(curve: pd.DataFrame, points: pd.DataFrame, method_label: str,
+               units: dict | None = None) -> go.Figure:
+    """Stage-2 cell MOE against the level rho (epsilon under pure DP: `units` from
+    `planner.units`), with the configuration's levels."""
+    u = units or _ZCDP_UNITS
+    b = u["budget"]
     fig = go.Figure()
     fig.add_trace(go.Scatter(
-        x=curve[RHO], y=curve[MOE_EXACT], mode="lines", name="exact discrete-Gaussian MOE",
+        x=curve[RHO], y=curve[MOE_EXACT], mode="lines", name=f"exact {u['law']} MOE",
         line=dict(color=COLORS[0], shape="hv"),
-        hovertemplate="ρ = %{x:.4g}<br>exact MOE = %{y} persons<extra></extra>"))
+        hovertemplate=f"{b} = %{{x:.4g}}<br>exact MOE = %{{y}} persons<extra></extra>"))
     fig.add_trace(go.Scatter(
         x=curve[RHO], y=curve[MOE_BOUND], mode="lines", name="design bound ⌊1.96σ⌋",
         line=dict(color=COLORS[1], dash="dot", shape="hv"),
-        hovertemplate="ρ = %{x:.4g}<br>⌊1.96σ⌋ = %{y} persons<extra></extra>"))
+        hovertemplate=f"{b} = %{{x:.4g}}<br>⌊1.96σ⌋ = %{{y}} persons<extra></extra>"))
     if len(points):
         fig.add_trace(go.Scatter(
             x=points[RHO], y=points["MOE"], mode="markers", name=f"levels of this plan ({method_label})",
             marker=dict(size=11, color=COLORS[3], symbol="diamond", line=dict(width=1, color="white")),
             customdata=points[["Levels"]],
-            hovertemplate="%{customdata[0]}<br>ρ = %{x:.4g}<br>MOE = %{y} persons<extra></extra>"))
-    _layout(fig, "MOE of one stage-2 cell against the level budget ρ", "level budget ρ (zCDP, log scale)",
+            hovertemplate=f"%{{customdata[0]}}<br>{b} = %{{x:.4g}}<br>MOE = %{{y}} persons<extra></extra>"))
+    kind = "pure DP" if u["puredp"] else "zCDP"
+    _layout(fig, f"MOE of one stage-2 cell against the level budget {b}", f"level budget {b} ({kind}, log scale)",
             "95% margin of error (persons, log scale)")
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
     return fig
 
 
-def race_multiplicity(long: pd.DataFrame) -> go.Figure:
+def race_multiplicity(long: pd.DataFrame, units: dict | None = None) -> go.Figure:
     """Stage-2 cell MOE against race multiplicity r, one line per rho group."""
+    b = (units or _ZCDP_UNITS)["budget"]
     fig = go.Figure()
     for i, (name, sub) in enumerate(long.groupby("Levels", sort=False)):
         rho = sub[RHO].iloc[0]
         fig.add_trace(go.Scatter(
             x=sub["r"], y=sub["MOE"], mode="lines+markers",
-            name=f"ρ = {rho:.4g} ({_count_levels(name)})",
+            name=f"{b} = {rho:.4g} ({_count_levels(name)})",
             line=dict(color=COLORS[i % len(COLORS)]), customdata=sub[["S", "Levels"]],
             hovertemplate="r = %{x}, S = %{customdata[0]}<br>MOE = %{y} persons<br>%{customdata[1]}"
                           "<extra></extra>"))
@@ -111,7 +121,7 @@ def race_multiplicity(long: pd.DataFrame) -> go.Figure:
                 x=cur["r"], y=cur["MOE"], mode="markers", showlegend=False,
                 marker=dict(size=14, color="rgba(0,0,0,0)", line=dict(width=2, color="black")),
                 hoverinfo="skip"))
-    _layout(fig, "What race multiplicity r does to every MOE (ρ and γ fixed)", "race multiplicity r (max race codes)",
+    _layout(fig, f"What race multiplicity r does to every MOE ({b} and γ fixed)", "race multiplicity r (max race codes)",
             "MOE of one stage-2 cell (persons)", height=380)
     fig.update_xaxes(dtick=1)
     return fig

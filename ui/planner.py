@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calculators import budget
+from calculators import budget, noise_family
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import (
     ITERATION_LEVEL_NAMES,
@@ -42,6 +42,10 @@ METHOD_LABELS = {
     EXACT: "Exact discrete Gaussian: smallest ρ whose exact 95% MOE ≤ target",
 }
 METHOD_SHORT = {BOUND: "design-paper bound ⌊1.96σ⌋", EXACT: "exact discrete-Gaussian MOE"}
+METHOD_LABELS_PUREDP = {
+    BOUND: "Bound: smallest ε with ⌊1.96σ⌋ ≤ target (σ = the geometric's standard deviation)",
+    EXACT: "Exact geometric: smallest ε whose exact 95% MOE ≤ target",
+}
 
 # Column names of the planner table (the editable ones are ON, TARGET and RHO).
 GEO = "Geography"
@@ -70,26 +74,67 @@ def stability_of(config: SafeTabConfig) -> int:
     return int(budget.stability(config.max_race_codes))
 
 
+def noise_of(config: SafeTabConfig) -> str:
+    """The noise law of the configuration: "gaussian" (zCDP) or "geometric" (pure DP)."""
+    return noise_family.family_of(config.privacy_defn)
+
+
+def units(config: SafeTabConfig) -> dict[str, Any]:
+    """What the pages call the budget and the noise scale under the configuration's
+    privacy definition (SPEC §1): rho and sigma2 (zCDP), epsilon and b (pure DP)."""
+    puredp = config.privacy_defn == "puredp"
+    return {
+        "puredp": puredp,
+        "budget": "ε" if puredp else "ρ",
+        "scale": "b" if puredp else "σ²",
+        "law": "two-sided geometric" if puredp else "discrete Gaussian",
+        "budget_long": "pure-DP budget ε" if puredp else "zCDP budget ρ",
+        "scale_formula": "S / ((1−γ) ε)" if puredp else "S / (2 (1−γ) ρ)",
+    }
+
+
+def method_labels(config: SafeTabConfig) -> dict[str, str]:
+    """How the planner names its two ways from a MOE target to a budget."""
+    return METHOD_LABELS_PUREDP if config.privacy_defn == "puredp" else METHOD_LABELS
+
+
+def label(name: str, config: SafeTabConfig) -> str:
+    """A column or axis name with ρ / σ² read as ε / b under pure DP."""
+    if config.privacy_defn != "puredp":
+        return name
+    return name.replace("ρ", "ε").replace("σ²", "b").replace("discrete-Gaussian", "geometric")
+
+
+def relabel(df: pd.DataFrame, config: SafeTabConfig) -> pd.DataFrame:
+    """`label` applied to every column (what downloads and read-only tables show)."""
+    if config.privacy_defn != "puredp":
+        return df
+    return df.rename(columns=lambda c: label(str(c), config))
+
+
 def level_label(level: PopulationGroupLevel) -> str:
     return f"{level.geo} {ITERATION_LEVEL_NAMES[level.iteration_level]}"
 
 
-def level_moe(rho: float, S: int, gamma: float, method: str, stage: str = "stage2") -> int | None:
-    """MOE of one cell of a stage at level budget rho (None if rho = 0: not tabulated)."""
+def level_moe(rho: float, S: int, gamma: float, method: str, stage: str = "stage2",
+              noise: str = "gaussian") -> int | None:
+    """MOE of one cell of a stage at level budget rho (epsilon under pure DP; None if
+    it is 0: not tabulated)."""
     if not rho or rho <= 0:
         return None
-    return int(budget.moe_for_rho(rho, S, gamma, stage=stage, exact=(method == EXACT)))
+    return int(budget.moe_for_rho(rho, S, gamma, stage=stage, exact=(method == EXACT), noise=noise))
 
 
 def achieved_moe(config: SafeTabConfig, level: PopulationGroupLevel, method: str) -> int | None:
-    return level_moe(config.rho(level), stability_of(config), config.gamma, method)
+    return level_moe(config.rho(level), stability_of(config), config.gamma, method, noise=noise_of(config))
 
 
-def rho_for_target(moe: int, S: int, gamma: float, method: str) -> float:
-    """Level rho whose stage-2 cells have MOE `moe` (design-paper or exact inversion)."""
+def rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str = "gaussian") -> float:
+    """Level rho (epsilon under pure DP) whose stage-2 cells have MOE `moe`
+    (design-paper or exact inversion)."""
     if method == EXACT:
-        return float(budget.rho_level_for_exact_moe(int(moe), S, gamma))
-    return float(budget.rho_level_for_moe(moe, S, gamma))
+        return float(budget.rho_level_for_exact_moe(int(moe), S, gamma, noise=noise))
+    return float(budget.rho_level_for_moe(moe, S, gamma, noise=noise))
 
 
 def production_targets() -> dict[str, int]:
@@ -138,6 +183,17 @@ def plan_summary(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> dict[st
     tight conversions), the number of population group levels tabulated, S, gamma."""
     t = budget.plan_totals(config)
     tab = config.tabulated_levels()
+    if config.privacy_defn == "puredp":
+        # pure DP composes by adding epsilons and has delta = 0: the totals are the epsilons
+        eps = {"eps_classic": t.release, "eps_tight": t.release,
+               "eps_classic_bounded": t.release_bounded, "eps_tight_bounded": t.release_bounded}
+    else:
+        eps = {
+            "eps_classic": float(budget.epsilon_classic(t.release, delta)),
+            "eps_tight": float(budget.epsilon_tight(t.release, delta)),
+            "eps_classic_bounded": float(budget.epsilon_classic(t.release_bounded, delta)),
+            "eps_tight_bounded": float(budget.epsilon_tight(t.release_bounded, delta)),
+        }
     return {
         "rho_us": t.us,
         "rho_pr": t.pr,
@@ -145,11 +201,8 @@ def plan_summary(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> dict[st
         "rho_us_bounded": t.us_bounded,
         "rho_pr_bounded": t.pr_bounded,
         "rho_release_bounded": t.release_bounded,
-        "delta": delta,
-        "eps_classic": float(budget.epsilon_classic(t.release, delta)),
-        "eps_tight": float(budget.epsilon_tight(t.release, delta)),
-        "eps_classic_bounded": float(budget.epsilon_classic(t.release_bounded, delta)),
-        "eps_tight_bounded": float(budget.epsilon_tight(t.release_bounded, delta)),
+        "delta": 0.0 if config.privacy_defn == "puredp" else delta,
+        **eps,
         "levels_tabulated": len(tab),
         "levels_total": len(POPULATION_GROUP_LEVELS),
         "levels_us": sum(1 for lvl in tab if not lvl.is_pr),
@@ -163,6 +216,17 @@ def plan_summary(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> dict[st
 def summary_table(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> pd.DataFrame:
     """The summary as a two-column table (for download)."""
     s = plan_summary(config, delta)
+    if config.privacy_defn == "puredp":
+        rows = [
+            ("ε of the US run (sum over its levels)", s["rho_us"]),
+            ("ε of the Puerto Rico run", s["rho_pr"]),
+            ("ε of the release = max(US, PR), pure DP (δ = 0)", s["rho_release"]),
+            ("ε of the release, bounded neighbours (×2)", s["rho_release_bounded"]),
+            ("Population group levels tabulated (of 20)", s["levels_tabulated"]),
+            ("Stability S", s["S"]),
+            ("Stage-1 fraction γ", s["gamma"]),
+        ]
+        return pd.DataFrame(rows, columns=["Quantity", "Value"])
     rows = [
         ("ρ of the US run (sum over its levels)", s["rho_us"]),
         ("ρ of the Puerto Rico run", s["rho_pr"]),
@@ -183,7 +247,7 @@ def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None) -
     """MOE per tabulated level (SPEC §1-§2): the planner's MOE target (if given), sigma2
     of each stage and the 95% MOE of one stage-2 cell (design bound and exact), of the
     (unpublished) stage-1 total and of a TotalOnly total (USA / STATE / PR-STATE only)."""
-    S, g = stability_of(config), config.gamma
+    S, g, nz = stability_of(config), config.gamma, noise_of(config)
     rows = []
     for lvl in config.tabulated_levels():
         rho = config.rho(lvl)
@@ -192,13 +256,13 @@ def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None) -
             ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
             TARGET: (targets or {}).get(lvl.key),
             RHO: rho,
-            "σ² stage 1": float(budget.sigma2_stage1(rho, g, S)),
-            SIGMA2: float(budget.sigma2_stage2(rho, g, S)),
-            MOE_BOUND: level_moe(rho, S, g, BOUND),
-            MOE_EXACT: level_moe(rho, S, g, EXACT),
-            "Stage-1 total MOE (exact, not published)": level_moe(rho, S, g, EXACT, "stage1"),
+            "σ² stage 1": float(noise_family.scale(rho, S, g, nz)),
+            SIGMA2: float(noise_family.scale(rho, S, 1 - g, nz)),
+            MOE_BOUND: level_moe(rho, S, g, BOUND, noise=nz),
+            MOE_EXACT: level_moe(rho, S, g, EXACT, noise=nz),
+            "Stage-1 total MOE (exact, not published)": level_moe(rho, S, g, EXACT, "stage1", nz),
             "TotalOnly total MOE (exact)": (
-                level_moe(rho, S, g, EXACT, "total_only") if lvl.is_state_or_above else None
+                level_moe(rho, S, g, EXACT, "total_only", nz) if lvl.is_state_or_above else None
             ),
             "Θ₁, Θ₂, Θ₃": ", ".join(str(x) for x in config.thresholds(lvl)),
         })
@@ -216,15 +280,15 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str) -
     index into `POPULATION_GROUP_LEVELS`): on/off, MOE target, rho, share of the run's
     rho, stage-2 sigma2, MOE (design bound and exact) and whether the target is met
     with the chosen method."""
-    S, g = stability_of(config), config.gamma
+    S, g, nz = stability_of(config), config.gamma, noise_of(config)
     totals = budget.plan_totals_from_budgets(config.budgets())  # both runs, for the shares
     rows = []
     for lvl in POPULATION_GROUP_LEVELS:
         rho = config.rho(lvl)
         on = rho > 0
         run_total = totals.pr if lvl.is_pr else totals.us
-        m_bound = level_moe(rho, S, g, BOUND) if on else None
-        m_exact = level_moe(rho, S, g, EXACT) if on else None
+        m_bound = level_moe(rho, S, g, BOUND, noise=nz) if on else None
+        m_exact = level_moe(rho, S, g, EXACT, noise=nz) if on else None
         target = targets.get(lvl.key)
         achieved = m_exact if method == EXACT else m_bound
         if not on or target is None:
@@ -244,7 +308,7 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str) -
             TARGET: target,
             RHO: rho,
             SHARE: 100 * rho / run_total if run_total > 0 else 0.0,
-            SIGMA2: float(budget.sigma2_stage2(rho, g, S)) if on else None,
+            SIGMA2: float(noise_family.scale(rho, S, 1 - g, nz)) if on else None,
             MOE_BOUND: m_bound,
             MOE_EXACT: m_exact,
             STATUS: status,
@@ -293,7 +357,8 @@ def apply_edits(
     """
     new_targets = dict(targets)
     problems: list[str] = []
-    S, g = stability_of(config), config.gamma
+    S, g, nz = stability_of(config), config.gamma, noise_of(config)
+    unit = units(config)["budget"]
     for pos, changes in sorted(edited_rows.items(), key=lambda kv: int(kv[0])):
         try:
             lvl = POPULATION_GROUP_LEVELS[int(pos)]
@@ -306,7 +371,7 @@ def apply_edits(
                 if rho is None:
                     rho = 0.0
                 if rho < 0:
-                    problems.append(f"{name}: ρ must be 0 (off) or more (got {rho:g})")
+                    problems.append(f"{name}: {unit} must be 0 (off) or more (got {rho:g})")
                     continue
                 config = _with_level(config, lvl, rho)
                 m = achieved_moe(config, lvl, method)
@@ -320,14 +385,14 @@ def apply_edits(
                         f"(got {changes[TARGET]!r})"
                     )
                     continue
-                config = _with_level(config, lvl, rho_for_target(int(m), S, g, method))
+                config = _with_level(config, lvl, rho_for_target(int(m), S, g, method, nz))
                 new_targets[lvl.key] = int(m)
             elif ON in changes:
                 if bool(changes[ON]):
                     if config.rho(lvl) <= 0:
                         m = new_targets.get(lvl.key) or PRODUCTION_MOE_TARGETS.get(lvl) or \
                             FALLBACK_TARGET[lvl.iteration_level]
-                        config = _with_level(config, lvl, rho_for_target(int(m), S, g, method))
+                        config = _with_level(config, lvl, rho_for_target(int(m), S, g, method, nz))
                         new_targets[lvl.key] = int(m)
                 else:
                     config = _with_level(config, lvl, 0.0)
@@ -340,12 +405,12 @@ def apply_edits(
 
 def resolve_targets(config: SafeTabConfig, targets: Mapping[str, int], method: str) -> SafeTabConfig:
     """Recompute rho of every tabulated level from its target (after r or gamma changed)."""
-    S, g = stability_of(config), config.gamma
+    S, g, nz = stability_of(config), config.gamma, noise_of(config)
     changes: dict[str, float] = {}
     for lvl in POPULATION_GROUP_LEVELS:
         m = targets.get(lvl.key)
         if config.rho(lvl) > 0 and m is not None:
-            changes[lvl.budget_key] = rho_for_target(int(m), S, g, method)
+            changes[lvl.budget_key] = rho_for_target(int(m), S, g, method, nz)
     return config.updated(**changes) if changes else config
 
 
@@ -379,7 +444,7 @@ def group_name(levels: list[PopulationGroupLevel]) -> str:
 def race_multiplicity_long(config: SafeTabConfig, method: str) -> pd.DataFrame:
     """For r = 1..8: S and the stage-2 cell MOE of every group of levels sharing a rho,
     at the current rho and gamma (long format: one row per r and group)."""
-    g = config.gamma
+    g, nz = config.gamma, noise_of(config)
     rows = []
     for rho, lvls in rho_groups(config):
         for r in range(1, 9):
@@ -389,7 +454,7 @@ def race_multiplicity_long(config: SafeTabConfig, method: str) -> pd.DataFrame:
                 "S": S,
                 RHO: rho,
                 "Levels": group_name(lvls),
-                "MOE": level_moe(rho, S, g, method),
+                "MOE": level_moe(rho, S, g, method, noise=nz),
                 "current": r == config.max_race_codes,
             })
     return pd.DataFrame(rows)
@@ -403,21 +468,23 @@ def race_multiplicity_table(config: SafeTabConfig, method: str) -> pd.DataFrame:
         return base
     for rho, _lvls in rho_groups(config):
         sub = long[long[RHO] == rho].set_index("r")["MOE"]
-        base[f"MOE at ρ = {rho:.6g}"] = base["r"].map(sub).astype("Int64")
+        base[label(f"MOE at ρ = {rho:.6g}", config)] = base["r"].map(sub).astype("Int64")
     return base
 
 
 # --------------------------------------------------------------- MOE vs rho
 def moe_rho_curve(S: int, gamma: float, rho_min: float = 1e-3, rho_max: float = 10.0,
-                  points: int = 161) -> pd.DataFrame:
-    """Stage-2 cell MOE against the level rho (log-spaced), both figures and 1.96 sigma."""
+                  points: int = 161, noise: str = "gaussian") -> pd.DataFrame:
+    """Stage-2 cell MOE against the level rho (epsilon under pure DP; log-spaced), both
+    figures and 1.96 sd (sd = sigma, or the geometric's standard deviation)."""
     rho = np.geomspace(rho_min, rho_max, points)
-    s2 = np.asarray(budget.sigma2_stage2(rho, gamma, S), dtype=float)
+    scale = np.asarray(noise_family.scale(rho, S, 1 - gamma, noise), dtype=float)
+    var = np.asarray(noise_family.variance_parameter(scale, noise), dtype=float)
     return pd.DataFrame({
         RHO: rho,
-        "1.96σ": 1.96 * np.sqrt(s2),
-        MOE_BOUND: np.asarray(budget.moe_bound(s2)),
-        MOE_EXACT: np.asarray(budget.moe_exact(s2)),
+        "1.96σ": 1.96 * np.sqrt(var),
+        MOE_BOUND: np.asarray(budget.moe_bound(var)),
+        MOE_EXACT: np.asarray(noise_family.law(noise).moe(scale)),
     })
 
 
@@ -427,7 +494,7 @@ def level_points(config: SafeTabConfig, method: str) -> pd.DataFrame:
     for rho, lvls in rho_groups(config):
         rows.append({
             RHO: rho,
-            "MOE": level_moe(rho, stability_of(config), config.gamma, method),
+            "MOE": level_moe(rho, stability_of(config), config.gamma, method, noise=noise_of(config)),
             "Levels": group_name(lvls),
         })
     return pd.DataFrame(rows, columns=[RHO, "MOE", "Levels"])

@@ -65,6 +65,14 @@ def sidebar_summary() -> None:
     s = planner.plan_summary(cfg, state.delta())
     with st.sidebar:
         st.markdown(f"**Current plan:** {state.source_label()}")
+        if cfg.privacy_defn == "puredp":
+            st.markdown(
+                f"**Pure DP** (geometric noise): ε release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, "
+                f"PR {s['rho_pr']:.4g}; bounded {s['rho_release_bounded']:.4g}), δ = 0  \n"
+                f"r = {cfg.max_race_codes} (S = {s['S']}), γ = {s['gamma']:g}, "
+                f"{s['levels_tabulated']} of {s['levels_total']} levels on"
+            )
+            return
         st.markdown(
             f"ρ release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, PR {s['rho_pr']:.4g}; "
             f"bounded {s['rho_release_bounded']:.4g})  \n"
@@ -72,5 +80,3 @@ def sidebar_summary() -> None:
             f"r = {cfg.max_race_codes} (S = {s['S']}), γ = {s['gamma']:g}, "
             f"{s['levels_tabulated']} of {s['levels_total']} levels on"
         )
-        if cfg.privacy_defn == "puredp":
-            st.warning("privacy_defn is puredp: budgets are ε; the analytic pages assume zCDP.")

@@ -1,0 +1,40 @@
+"""The app under a pure-DP plan: every page shows epsilons and geometric figures."""
+
+from __future__ import annotations
+
+from calculators import budget, geometric, suppression
+from tests.app.conftest import config, frame, metric, open_app, texts
+
+
+def _pure(page: str):
+    at = open_app("configuration")
+    at.selectbox(key="w_privacy_defn").set_value("puredp").run()
+    assert config(at).privacy_defn == "puredp"
+    at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_overview_reports_pure_epsilon():
+    at = _pure("overview")
+    assert metric(at, "ε, whole release") == f"{budget.plan_totals(config(at)).release:.4g}"
+    assert "δ = 0" in texts(at) and not any(m.label.startswith("ρ") for m in at.metric)
+    t = frame(at, "ε", "b stage 2")
+    county = t[(t["Geography"] == "COUNTY") & (t["Iterations"] == "Detailed")].iloc[0]
+    assert county["MOE exact"] == geometric.moe(county["b stage 2"])
+
+
+def test_suppression_page_threshold_is_the_geometric_one():
+    at = _pure("suppression")
+    b = 9 / (0.9 * 0.159)
+    want = suppression.threshold(b, 0.9999, noise="geometric")
+    assert f"threshold **T = {want}**" in texts(at)
+    n = at.number_input(key="sup_n").value
+    assert metric(at, "P(suppressed)") == f"{float(suppression.suppression_probability(n, want, b, noise='geometric')):.4f}"
+
+
+def test_planner_and_adaptive_pages_run_under_pure_dp():
+    at = _pure("budget")
+    assert "pure DP" in texts(at) and metric(at, "ε, pure DP")
+    at.switch_page("pages/adaptive.py").run()
+    assert not at.exception and "two-sided geometric noise" in texts(at)
