@@ -11,7 +11,7 @@ import streamlit as st
 
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
-from ui import charts, files, runner, state, widgets
+from ui import charts, files, planner, runner, state, widgets
 
 state.page_setup()
 
@@ -216,6 +216,14 @@ if len(levels):
     if adaptive_groups and stat0 / adaptive_groups > 0.95:
         st.info(f"{stat0 / adaptive_groups:.1%} of the groups got a total only: the thresholds are large for this "
                 "data. Lower them on the Adaptive tables page, or use the data's own config.json.")
+    diff_s = files.stability_differences(man, planner.stability_of(out.config))
+    if diff_s:
+        st.info(
+            f"The spec files of this run map one race or ethnicity code to several iterations of a level, so the "
+            f"engine used a larger stability S than the planner's S = {planner.stability_of(out.config)} "
+            f"(which assumes one, as in the 2020 files): "
+            + ", ".join(f"{k}: S = {v}" for k, v in diff_s.items())
+            + ". Those levels get more noise than the planner pages show.", icon=":material/info:")
     with st.expander("Tables published per level (stat levels, suppression)", expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 

@@ -266,6 +266,17 @@ def stat_level_counts(manifest: dict) -> pd.DataFrame:
     return df
 
 
+def stability_differences(manifest: dict, planned_s: int) -> dict[str, int]:
+    """Levels whose stability S in a run's manifest (computed by the engine from the spec
+    files: S = h_r max(2, r) + h_e, SPEC §1) differs from the planner's S, which takes
+    h_r = h_e = 1 as in the 2020 spec files. {level key: S of the run}."""
+    out = {}
+    for key, st in _find_stats(manifest).items():
+        if isinstance(st, dict) and st.get("stability_S") is not None and int(st["stability_S"]) != planned_s:
+            out[key] = int(st["stability_S"])
+    return out
+
+
 def _find_stats(manifest: dict) -> dict:
     """The per-level statistics block of a manifest, wherever the engine put it."""
     for key in ("levels", "stats", "population_group_levels", "results"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import zipfile
 
+import pytest
+
 from calculators.config import SafeTabConfig
 from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, texts
 
@@ -97,3 +99,20 @@ def test_generated_data_of_a_chosen_size_runs():
     assert not at.exception and not at.error
     assert metric(at, "Persons counted") == "2,000"
     assert "Generated data of a chosen size" in texts(at)
+
+
+_TOY = SAMPLE.parents[1] / "shared" / "reference" / "safetab-p-toy"
+
+
+@pytest.mark.skipif(not _TOY.is_dir(), reason="../shared/reference is not there")
+def test_uploaded_toy_run_says_where_the_engine_s_exceeds_the_planners():
+    at = open_app("run", timeout=120)
+    at.radio(key="run_source").set_value("upload").run()
+    ups = [(p.name, p.read_bytes(), "text/plain") for d in ("params", "data") for p in (_TOY / d).iterdir()]
+    at.file_uploader(key="run_upload").set_value(ups).run()
+    at.button(key="use_data_cfg").click().run()  # the toy's own plan
+    at.radio(key="run_noise").set_value("seeded").run()
+    at.button(key="run_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    note = [i.value for i in at.info if "larger stability S" in i.value]
+    assert note and "(COUNTY, 2): S = 18" in note[0]

@@ -116,3 +116,26 @@ def test_runner_on_the_sample_data(tmp_path):
     assert usa_total["ITERATION_NAME"].notna().all()
     assert len(out.t2) > 0
     assert json.loads(json.dumps(out.manifest, default=str))["mode"]["kind"] == "seeded release"
+
+
+def test_stability_differences_name_the_levels_whose_S_is_not_the_planners():
+    man = {"levels": {"(COUNTY, 2)": {"groups": 5, "stability_S": 9},
+                      "(TRACT, 2)": {"groups": 3, "stability_S": 11}}}
+    assert files.stability_differences(man, 9) == {"(TRACT, 2)": 11}
+    assert files.stability_differences(man, 11) == {"(COUNTY, 2)": 9}
+
+
+TOY = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "safetab-p-toy"
+
+
+@pytest.mark.skipif(not TOY.is_dir(), reason="../shared/reference is not there")
+def test_the_toy_spec_maps_codes_to_two_detailed_iterations(tmp_path):
+    # the toy's Detailed iterations take a race code twice (h_r = 2): S = 2 max(2, r) + h_e
+    from engine.run import run
+
+    run(TOY / "params", TOY / "data", tmp_path / "out", seed=1)
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    cfg = SafeTabConfig.read(TOY / "params" / "config.json")
+    diff = files.stability_differences(man, planner.stability_of(cfg))
+    assert diff and all(k.endswith("2)") for k in diff)
+    assert all(v > planner.stability_of(cfg) for v in diff.values())
