@@ -237,60 +237,50 @@ def moe_for_rho(
     return moe_exact(s2) if exact else moe_bound(s2)
 
 
+def _largest_passing_scale(ok: Any, first_hi: float) -> float:
+    """The largest scale s with ok(s), for a condition that holds on an interval (0, s*]
+    (the MOE grows with the scale): bracket s* from 1e-3 and `first_hi`, then bisect to
+    1e-14 relative."""
+    lo = 1e-3
+    while not ok(lo):
+        lo /= 10
+    hi = max(2 * lo, first_hi)
+    while ok(hi):
+        lo, hi = hi, 4 * hi
+    while hi - lo > 1e-14 * hi:
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _rho_level_for_exact_moe_scalar(
     moe: int, S: float, gamma: float, confidence: float, noise: str = "gaussian"
 ) -> float:
     if noise != noise_family.GAUSSIAN:
-        return _epsilon_level_for_exact_moe_scalar(moe, S, gamma, confidence)
+        # pure DP: P(|X| > m) = 2 a^(m+1) / (1 + a) grows with a = exp(-1/b), so the
+        # passing geometric scales form an interval too; epsilon = S / ((1 - gamma) b*)
+        def ok_b(b: float) -> bool:
+            return geometric.moe(b, confidence) <= moe
+
+        eps = S / ((1 - gamma) * _largest_passing_scale(ok_b, 2e-3))
+        while geometric.moe(S / ((1 - gamma) * eps), confidence) > moe:
+            eps = math.nextafter(eps, math.inf)
+        return eps
 
     def ok(s2: float) -> bool:
         return discrete_gaussian.moe(s2, confidence) <= moe
 
     # P(|X| <= m) falls as sigma2 grows (|X| is stochastically increasing in sigma2),
-    # so {sigma2 : moe(sigma2) <= m} is an interval (0, s*]; bracket s* and bisect.
-    lo = 1e-3
-    while not ok(lo):
-        lo /= 10
-    hi = max(2 * lo, ((moe + 2) / Z95) ** 2)
-    while ok(hi):
-        lo, hi = hi, 4 * hi
-    while hi - lo > 1e-14 * hi:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
+    # so {sigma2 : moe(sigma2) <= m} is an interval (0, s*]
+    lo = _largest_passing_scale(ok, ((moe + 2) / Z95) ** 2)
     rho = S / (2 * (1 - gamma) * lo)
     # the float rho must itself pass after the division round trip
     while discrete_gaussian.moe(float(sigma2_stage2(rho, gamma, S)), confidence) > moe:
         rho = math.nextafter(rho, math.inf)
     return rho
-
-
-def _epsilon_level_for_exact_moe_scalar(moe: int, S: float, gamma: float, confidence: float) -> float:
-    """Pure DP: smallest level epsilon whose stage-2 geometric MOE is <= moe.
-
-    P(|X| > m) = 2 a^(m+1) / (1 + a) grows with a = exp(-1/b), so the scales that
-    pass form an interval (0, b*]; b* is bisected like sigma2 above."""
-    def ok(b: float) -> bool:
-        return geometric.moe(b, confidence) <= moe
-
-    lo = 1e-3
-    while not ok(lo):
-        lo /= 10
-    hi = 2 * lo
-    while ok(hi):
-        lo, hi = hi, 4 * hi
-    while hi - lo > 1e-14 * hi:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    eps = S / ((1 - gamma) * lo)
-    while geometric.moe(S / ((1 - gamma) * eps), confidence) > moe:
-        eps = math.nextafter(eps, math.inf)
-    return eps
 
 
 def rho_level_for_exact_moe(
