@@ -221,10 +221,16 @@ else:
     sa, sb = planner.plan_summary(a_cfg, state.delta()), planner.plan_summary(b_cfg, state.delta())
     mc = st.columns(3)
 
-    def _delta(d: float, fmt: str) -> str | None:
-        return None if abs(d) < 1e-12 else f"{d:{fmt}} vs A"
+    same_units = a_cfg.privacy_defn == b_cfg.privacy_defn
 
-    mc[0].metric("ρ release, A → B", f"{sb['rho_release']:.4g}",
+    def _delta(d: float, fmt: str) -> str | None:
+        # a zCDP rho and a pure-DP epsilon are not comparable numbers
+        return None if abs(d) < 1e-12 or not same_units else f"{d:{fmt}} vs A"
+
+    if not same_units:
+        st.info(f"Plan A uses {a_cfg.privacy_defn} and plan B {b_cfg.privacy_defn}: their budgets are in different "
+                "units (ρ and ε), so no differences of budgets are shown.", icon=":material/info:")
+    mc[0].metric(f"{planner.units(b_cfg)['budget']} release, A → B", f"{sb['rho_release']:.4g}",
                  delta=_delta(sb["rho_release"] - sa["rho_release"], "+.4g"), delta_color="off")
     mc[1].metric(f"ε tight at δ = {state.delta():.0e}, A → B", f"{sb['eps_tight']:.2f}",
                  delta=_delta(sb["eps_tight"] - sa["eps_tight"], "+.2f"), delta_color="off")
@@ -238,7 +244,7 @@ else:
         st.success("The two plans are identical.")
     shown_lv = lv[lv["Differs"]] if only_diff else lv
     widgets.table(shown_lv, "compare_levels.csv", key="cmp_levels", height=35 * (len(shown_lv) + 1) + 3, styler=shown_lv.style.apply(_hl, axis=1).format(
-        {"ρ A": "{:.5g}", "ρ B": "{:.5g}"}))
+        {c: "{:.5g}" for c in shown_lv.columns[2:4]}))
     shown_keys = keys[keys["Differs"]] if only_diff else keys
     with st.expander(f"config.json keys ({int(keys['Differs'].sum())} differ)", expanded=False):
         widgets.table(shown_keys, "compare_keys.csv", key="cmp_keys", styler=shown_keys.style.apply(_hl, axis=1))

@@ -102,7 +102,10 @@ with o[0]:
 with o[1]:
     state.bind("w_privacy_defn", cfg.privacy_defn)
     st.selectbox("Privacy definition", ["zcdp", "puredp"], key="w_privacy_defn", on_change=_on("privacy_defn"),
-                 format_func=lambda v: {"zcdp": "zCDP (discrete Gaussian)", "puredp": "pure DP (geometric)"}[v])
+                 format_func=lambda v: {"zcdp": "zCDP (discrete Gaussian)", "puredp": "pure DP (geometric)"}[v],
+                 help="privacy_defn. With pure DP the level budgets are read as ε, the noise is the two-sided "
+                      "geometric with scale S / (share · ε), and every page shows that law's MOEs, thresholds "
+                      "and bias; the budgets' numbers are not converted.")
     state.bind("w_reader", cfg.reader)
     st.selectbox("Reader", ["csv", "cef"], key="w_reader", on_change=_on("reader"),
                  help="Kept in config.json for SafeTab-P; this app's engine reads pipe-delimited text or Parquet.")

@@ -524,7 +524,8 @@ def compare_keys(a: SafeTabConfig, b: SafeTabConfig) -> pd.DataFrame:
 
 
 def compare_levels(a: SafeTabConfig, b: SafeTabConfig, method: str) -> pd.DataFrame:
-    """Per level: rho, stage-2 cell MOE (chosen method) and thresholds of A and B."""
+    """Per level: rho (epsilon for a pure-DP plan), stage-2 cell MOE (chosen method, each
+    plan's own noise law) and thresholds of A and B."""
     rows = []
     for lvl in POPULATION_GROUP_LEVELS:
         ra, rb = a.rho(lvl), b.rho(lvl)
@@ -534,8 +535,8 @@ def compare_levels(a: SafeTabConfig, b: SafeTabConfig, method: str) -> pd.DataFr
         rows.append({
             GEO: lvl.geo,
             ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
-            "ρ A": ra,
-            "ρ B": rb,
+            f"{units(a)['budget']} A": ra,
+            f"{units(b)['budget']} B": rb,
             "MOE A": ma,
             "MOE B": mb,
             "Θ A": ta,
