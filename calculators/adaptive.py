@@ -105,7 +105,7 @@ def cell_moe(sigma2_stage2: Any, exact: bool = True, noise: str = "gaussian") ->
     geometric, `geometric.moe(b)` or floor(1.96 sd)."""
     if exact:
         return noise_family.law(noise).moe(sigma2_stage2)
-    return budget.moe_bound(noise_family.variance_parameter(sigma2_stage2, noise))
+    return budget.moe_of_sum(sigma2_stage2, 1, exact=False, noise=noise)
 
 
 def t1_moe_by_level(sigma2_stage2: float, exact: bool = True, noise: str = "gaussian") -> np.ndarray:

@@ -225,7 +225,7 @@ def moe_for_rho(
         b = noise_family.scale(rho, S, share, noise)
         if exact:
             return noise_family.law(noise).moe(b)
-        return moe_bound(noise_family.variance_parameter(b, noise))
+        return _geometric_bound(b)
     if stage == "total_only":
         s2 = sigma2_total_only(rho, S)
     elif stage in ("stage1", "stage2"):
@@ -381,14 +381,22 @@ def moe_of_sum(
     return int(out) if out.ndim == 0 else out
 
 
+def _geometric_bound(scale: Any, cells: Any = 1) -> Any:
+    """floor(1.96 sqrt(c Var)) for geometric cells; 0 where the scale is so small that the
+    variance 2a / (1 - a)^2 underflows to 0 (the noise is then 0 with certainty)."""
+    var = np.asarray(geometric.variance(scale), dtype=float) * np.asarray(cells)
+    out = np.asarray(moe_bound(np.where(var > 0, var, 1.0)))
+    out = np.where(var > 0, out, 0).astype(np.int64)
+    return int(out) if out.ndim == 0 else out
+
+
 def _moe_of_geometric_sum(scale: Any, cells: Any, exact: bool, confidence: float) -> Any:
     c = np.asarray(cells)
     if c.size and not np.all((c >= 1) & (np.floor(c) == c)):
         raise ValueError(f"cells must be a whole number >= 1 (got {cells!r})")
     b = _check_positive("scale", scale, "the geometric scale b = S / epsilon")
-    var = np.asarray(geometric.variance(b), dtype=float) * c
     if not exact:
-        return moe_bound(var)
+        return _geometric_bound(b, c)
     bb, cb = np.broadcast_arrays(b, c)
     out = np.zeros(bb.shape, dtype=np.int64)
     for idx in np.ndindex(out.shape):
@@ -397,7 +405,7 @@ def _moe_of_geometric_sum(scale: Any, cells: Any, exact: bool, confidence: float
             out[idx] = geometric.moe(bi, confidence)
         elif (2 * (40 * bi + 3) + 1) * ci <= _MAX_CONVOLVED:
             out[idx] = _moe_of_sum_convolved(bi, ci, confidence, noise_family.GEOMETRIC)
-        else:
+        else:  # wide cells: their variance is far from underflow
             out[idx] = discrete_gaussian.moe(float(geometric.variance(bi)) * ci, confidence)
     return int(out) if out.ndim == 0 else out
 

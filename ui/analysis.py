@@ -158,11 +158,24 @@ def threshold_for(config: SafeTabConfig, level: PopulationGroupLevel, p: float |
 
 
 def _n_released_95(t: int, s2: float, noise: str = "gaussian") -> int:
-    """Smallest true count released with probability >= 95%."""
-    half = int(np.ceil(6 * np.sqrt(float(noise_family.variance_parameter(s2, noise))))) + 2
-    n = np.arange(max(0, t - half), t + 2 * half + 1)
-    ok = np.asarray(suppression.release_probability(n, t, s2, noise)) >= 0.95
-    return int(n[np.argmax(ok)]) if ok.any() else int(n[-1])
+    """Smallest true count n >= 0 released with probability >= 95%: P(released) = sf(T - n)
+    grows with n, so an integer bisection finds it in O(log) calls at any noise scale."""
+    def ok(n: int) -> bool:
+        return float(suppression.release_probability(n, t, s2, noise)) >= 0.95
+
+    if ok(0):
+        return 0
+    lo, step = 0, max(1, int(np.sqrt(float(noise_family.variance_parameter(s2, noise)))))
+    hi = max(t, 0) + step
+    while not ok(hi):  # lo fails, hi passes
+        lo, hi, step = hi, hi + 2 * step, 2 * step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def suppression_table(config: SafeTabConfig, p: float | None = None) -> pd.DataFrame:

@@ -483,7 +483,7 @@ def moe_rho_curve(S: int, gamma: float, rho_min: float = 1e-3, rho_max: float = 
     return pd.DataFrame({
         RHO: rho,
         "1.96σ": 1.96 * np.sqrt(var),
-        MOE_BOUND: np.asarray(budget.moe_bound(var)),
+        MOE_BOUND: np.asarray(budget.moe_of_sum(scale, 1, exact=False, noise=noise)),
         MOE_EXACT: np.asarray(noise_family.law(noise).moe(scale)),
     })
 

@@ -79,3 +79,21 @@ def test_comparing_a_pure_dp_plan_names_its_budget_epsilon(pure):
     assert row["ρ A"] == row["ε B"] == 0.159
     assert row["MOE A"] == budget.moe_for_rho(0.159, 9, 0.1, exact=True)
     assert row["MOE B"] == geometric.moe(9 / (0.9 * 0.159)) and row["Differs"]
+
+
+@pytest.mark.parametrize("defn", ["zcdp", "puredp"])
+@pytest.mark.parametrize("eps", [1e-9, 1e6])
+def test_extreme_budgets_give_numbers_not_errors(defn, eps):
+    # a budget typed by mistake must not exhaust memory or divide by an underflowed variance
+    cfg = production_2020().updated(privacy_defn=defn).with_rho(COUNTY2, eps)
+    s = analysis.sigmas(cfg, COUNTY2)
+    t = analysis.threshold_for(cfg, COUNTY2)
+    sup = analysis.suppression_table(cfg)
+    n95 = int(sup[(sup["Geography"] == "COUNTY") & (sup["Iterations"] == "Detailed")].iloc[0]["n released with 95% chance"])
+    rel = lambda n: float(suppression.release_probability(n, t, s["stage2"], s["noise"]))  # noqa: E731
+    assert rel(n95) >= 0.95 and (n95 == 0 or rel(n95 - 1) < 0.95)
+    row = planner.plan_table(cfg, {}, planner.BOUND).iloc[POPULATION_GROUP_LEVELS.index(COUNTY2)]
+    if eps > 1:
+        assert row[planner.MOE_BOUND] == 0 and row[planner.MOE_EXACT] == 0 and t == 0
+    else:
+        assert row[planner.MOE_EXACT] > 1e5  # sigma = 70,711 (zCDP), b = 1e10 (pure DP)
