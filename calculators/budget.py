@@ -41,6 +41,8 @@ __all__ = [
     "moe_exact",
     "moe_for_rho",
     "moe_of_sum",
+    "noise_scale",
+    "noise_scale_exact",
     "plan_totals",
     "plan_totals_from_budgets",
     "rho_level_for_exact_moe",
@@ -146,7 +148,37 @@ def geometric_scale(epsilon: Any, S: Any, share: Any = 1.0) -> Any:
     """Pure-DP variant: two-sided geometric scale b = S / (share * epsilon) (SPEC §1)."""
     e = _check_positive("epsilon", epsilon, "the level's pure-DP budget")
     s = _check_positive("S", S, "the stability")
-    return _ret(np.asarray(s / (np.asarray(share, dtype=float) * e)))
+    sh = np.asarray(share, dtype=float)
+    if sh.size and not np.all((sh > 0) & (sh <= 1)):
+        raise ValueError(f"share must be in (0, 1] (got {share!r})")
+    return _ret(np.asarray(s / (sh * e)))
+
+
+def noise_scale(level_budget: Any, S: Any, share: Any = 1.0, noise: str = "gaussian") -> Any:
+    """The noise scale of a stage spending `share` of a level budget (SPEC §1):
+    `sigma2` (zCDP, budget rho) or `geometric_scale` (pure DP, budget epsilon)."""
+    if noise_family.law(noise) is discrete_gaussian:
+        return sigma2(level_budget, S, share)
+    return geometric_scale(level_budget, S, share)
+
+
+def noise_scale_exact(level_budget: Any, S: Any, share: Any = 1, noise: str = "gaussian") -> Fraction:
+    """`noise_scale` as an exact rational, as the engine samples with it:
+    `sigma2_exact` = S / (2 share rho), or b = S / (share epsilon) = twice that."""
+    s2 = sigma2_exact(level_budget, S, share)
+    return s2 if noise_family.law(noise) is discrete_gaussian else 2 * s2
+
+
+def _stage_share(stage: str, gamma: Any) -> Any:
+    """The share of the level budget a stage spends: gamma, 1 - gamma or 1 (SPEC §1)."""
+    if stage == "total_only":
+        return 1.0
+    if stage not in ("stage1", "stage2"):
+        raise ValueError(f"stage must be 'stage2', 'stage1' or 'total_only' (got {stage!r})")
+    if gamma is None:
+        raise ValueError(f"gamma is needed for {stage}")
+    g = _check_gamma(gamma)
+    return g if stage == "stage1" else 1 - g
 
 
 # -------------------------------------------------------------------------- MOE
@@ -213,28 +245,10 @@ def moe_for_rho(
     b = S / (share epsilon), the exact MOE is `geometric.moe(b)` and the bound is
     floor(1.96 sd) with the geometric's variance 2a / (1 - a)^2.
     """
-    if noise != noise_family.GAUSSIAN:
-        share = {"stage2": None, "stage1": None, "total_only": 1.0}.get(stage, 0)
-        if share == 0:
-            raise ValueError(f"stage must be 'stage2', 'stage1' or 'total_only' (got {stage!r})")
-        if share is None:
-            if gamma is None:
-                raise ValueError(f"gamma is needed for {stage}")
-            g = _check_gamma(gamma)
-            share = g if stage == "stage1" else 1 - g
-        b = noise_family.scale(rho, S, share, noise)
-        if exact:
-            return noise_family.law(noise).moe(b)
-        return _geometric_bound(b)
-    if stage == "total_only":
-        s2 = sigma2_total_only(rho, S)
-    elif stage in ("stage1", "stage2"):
-        if gamma is None:
-            raise ValueError(f"gamma is needed for {stage}")
-        s2 = sigma2_stage1(rho, gamma, S) if stage == "stage1" else sigma2_stage2(rho, gamma, S)
-    else:
-        raise ValueError(f"stage must be 'stage2', 'stage1' or 'total_only' (got {stage!r})")
-    return moe_exact(s2) if exact else moe_bound(s2)
+    scale = noise_scale(rho, S, _stage_share(stage, gamma), noise)
+    if exact:
+        return noise_family.law(noise).moe(scale)
+    return moe_of_sum(scale, 1, exact=False, noise=noise)
 
 
 def _largest_passing_scale(ok: Any, first_hi: float) -> float:
@@ -363,11 +377,11 @@ def moe_of_sum(
     points (b above about 1,000) takes the discrete-Gaussian MOE of the same variance,
     which the central limit theorem makes close for such wide sums.
     """
-    if noise != noise_family.GAUSSIAN:
-        return _moe_of_geometric_sum(sigma2, cells, exact, confidence)
     c = np.asarray(cells)
     if c.size and not np.all((c >= 1) & (np.floor(c) == c)):
         raise ValueError(f"cells must be a whole number >= 1 (got {cells!r})")
+    if noise != noise_family.GAUSSIAN:
+        return _moe_of_geometric_sum(sigma2, c, exact, confidence)
     s2 = _check_positive("sigma2", sigma2, "the noise variance parameter")
     total = s2 * c
     if not exact:
@@ -390,10 +404,7 @@ def _geometric_bound(scale: Any, cells: Any = 1) -> Any:
     return int(out) if out.ndim == 0 else out
 
 
-def _moe_of_geometric_sum(scale: Any, cells: Any, exact: bool, confidence: float) -> Any:
-    c = np.asarray(cells)
-    if c.size and not np.all((c >= 1) & (np.floor(c) == c)):
-        raise ValueError(f"cells must be a whole number >= 1 (got {cells!r})")
+def _moe_of_geometric_sum(scale: Any, c: np.ndarray, exact: bool, confidence: float) -> Any:
     b = _check_positive("scale", scale, "the geometric scale b = S / epsilon")
     if not exact:
         return _geometric_bound(b, c)

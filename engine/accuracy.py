@@ -131,11 +131,8 @@ def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
     (SPEC §2; `budget.moe_of_sum`, geometric cells under pure DP)."""
     noise = noise_family.family_of(plan.privacy_defn)
     s = float(scale)
-    if cells == 1:
-        exact = int(noise_family.law(noise).moe(s))
-    else:
-        exact = int(budget.moe_of_sum(s, cells, exact=True, noise=noise))
-    return exact, int(budget.moe_of_sum(s, cells, exact=False, noise=noise))
+    return (int(budget.moe_of_sum(s, cells, exact=True, noise=noise)),
+            int(budget.moe_of_sum(s, cells, exact=False, noise=noise)))
 
 
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,

@@ -21,7 +21,7 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
-from calculators import budget
+from calculators import budget, noise_family
 from calculators.config import SafeTabConfig
 from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, PopulationGroupLevel
 from engine.aggregate import LevelCounts
@@ -44,9 +44,7 @@ class LevelPlan:
 
     def _scale(self, share: Fraction) -> Fraction:
         """sigma^2 = S / (2 share rho) (zCDP) or geometric scale S / (share eps) (pure DP)."""
-        if self.privacy_defn == "puredp":
-            return Fraction(self.stability) / (share * self.rho)
-        return budget.sigma2_exact(self.rho, self.stability, share)
+        return budget.noise_scale_exact(self.rho, self.stability, share, noise_family.family_of(self.privacy_defn))
 
     @property
     def stage1(self) -> Fraction:
@@ -63,18 +61,15 @@ class LevelPlan:
 
 def level_plan(config: SafeTabConfig, level: PopulationGroupLevel, stability: int) -> LevelPlan:
     """Derive a level's plan; the suppression threshold uses the exact stage-2 CDF (SPEC §1)."""
-    from calculators import noise_family, suppression
+    from calculators import suppression
 
     rho = config.rho_exact(level)
     gamma = config.gamma_exact
     plan = LevelPlan(level, rho, gamma, stability, config.thresholds(level), config.privacy_defn, None)
     p = config.zero_suppression_chance
     if p > 0 and not level.is_state_or_above:
-        noise = noise_family.family_of(config.privacy_defn)
-        # the discrete Gaussian's CDF is checked with the exact rational sigma^2; the
-        # geometric's closed form takes a float scale
-        scale = plan.stage2 if noise == noise_family.GAUSSIAN else float(plan.stage2)
-        t = suppression.threshold(scale, p, noise=noise)
+        # the exact rational stage-2 scale (the discrete Gaussian's CDF is checked with it)
+        t = suppression.threshold(plan.stage2, p, noise=noise_family.family_of(config.privacy_defn))
         plan = LevelPlan(level, rho, gamma, stability, plan.thresholds, config.privacy_defn, int(t))
     return plan
 

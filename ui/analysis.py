@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calculators import adaptive, noise_family, suppression
+from calculators import adaptive, budget, noise_family, suppression
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, STAT_LEVEL_CELLS, PopulationGroupLevel
 from ui.planner import GEO, ITER, RHO, noise_of, relabel, stability_of
@@ -40,10 +40,10 @@ def sigmas(config: SafeTabConfig, level: PopulationGroupLevel) -> dict[str, Any]
     rho, g, S, nz = config.rho(level), config.gamma, stability_of(config), noise_of(config)
     return {
         "noise": nz,
-        "stage1": float(noise_family.scale(rho, S, g, nz)),
-        "stage2": float(noise_family.scale(rho, S, 1 - g, nz)),
-        "total_only": float(noise_family.scale(rho, S, 1.0, nz)),
-        "stage2_exact": noise_family.scale_exact(config.rho_exact(level), S, Fraction(1) - config.gamma_exact, nz),
+        "stage1": float(budget.noise_scale(rho, S, g, nz)),
+        "stage2": float(budget.noise_scale(rho, S, 1 - g, nz)),
+        "total_only": float(budget.noise_scale(rho, S, 1.0, nz)),
+        "stage2_exact": budget.noise_scale_exact(config.rho_exact(level), S, Fraction(1) - config.gamma_exact, nz),
     }
 
 
@@ -152,8 +152,7 @@ def threshold_for(config: SafeTabConfig, level: PopulationGroupLevel, p: float |
     it; None if p = 0 (off)."""
     p = config.zero_suppression_chance if p is None else p
     s = sigmas(config, level)
-    exact = s["stage2_exact"] if s["noise"] == noise_family.GAUSSIAN else float(s["stage2_exact"])
-    t = suppression.threshold(exact, p, noise=s["noise"])
+    t = suppression.threshold(s["stage2_exact"], p, noise=s["noise"])
     return None if t is None else int(t)
 
 

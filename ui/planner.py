@@ -256,8 +256,8 @@ def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None) -
             ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
             TARGET: (targets or {}).get(lvl.key),
             RHO: rho,
-            "σ² stage 1": float(noise_family.scale(rho, S, g, nz)),
-            SIGMA2: float(noise_family.scale(rho, S, 1 - g, nz)),
+            "σ² stage 1": float(budget.noise_scale(rho, S, g, nz)),
+            SIGMA2: float(budget.noise_scale(rho, S, 1 - g, nz)),
             MOE_BOUND: level_moe(rho, S, g, BOUND, noise=nz),
             MOE_EXACT: level_moe(rho, S, g, EXACT, noise=nz),
             "Stage-1 total MOE (exact, not published)": level_moe(rho, S, g, EXACT, "stage1", nz),
@@ -308,7 +308,7 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str) -
             TARGET: target,
             RHO: rho,
             SHARE: 100 * rho / run_total if run_total > 0 else 0.0,
-            SIGMA2: float(noise_family.scale(rho, S, 1 - g, nz)) if on else None,
+            SIGMA2: float(budget.noise_scale(rho, S, 1 - g, nz)) if on else None,
             MOE_BOUND: m_bound,
             MOE_EXACT: m_exact,
             STATUS: status,
@@ -478,7 +478,7 @@ def moe_rho_curve(S: int, gamma: float, rho_min: float = 1e-3, rho_max: float = 
     """Stage-2 cell MOE against the level rho (epsilon under pure DP; log-spaced), both
     figures and 1.96 sd (sd = sigma, or the geometric's standard deviation)."""
     rho = np.geomspace(rho_min, rho_max, points)
-    scale = np.asarray(noise_family.scale(rho, S, 1 - gamma, noise), dtype=float)
+    scale = np.asarray(budget.noise_scale(rho, S, 1 - gamma, noise), dtype=float)
     var = np.asarray(noise_family.variance_parameter(scale, noise), dtype=float)
     return pd.DataFrame({
         RHO: rho,

@@ -29,12 +29,12 @@ def test_family_dispatch_and_scales():
     with pytest.raises(ValueError, match="noise must be"):
         noise_family.law("laplace")
     # sigma2 = S / (2 share rho); b = S / (share eps)
-    assert noise_family.scale(0.5, 9, 0.9) == pytest.approx(9 / (2 * 0.9 * 0.5))
-    assert noise_family.scale(0.5, 9, 0.9, "geometric") == pytest.approx(9 / (0.9 * 0.5))
-    assert noise_family.scale_exact("0.159", 9, Fraction(9, 10), "geometric") == Fraction(9) / (Fraction(9, 10) * Fraction("0.159"))
-    assert noise_family.scale_exact("0.159", 9, Fraction(9, 10)) == budget.sigma2_exact(Fraction("0.159"), 9, Fraction(9, 10))
+    assert budget.noise_scale(0.5, 9, 0.9) == pytest.approx(9 / (2 * 0.9 * 0.5))
+    assert budget.noise_scale(0.5, 9, 0.9, "geometric") == pytest.approx(9 / (0.9 * 0.5))
+    assert budget.noise_scale_exact("0.159", 9, Fraction(9, 10), "geometric") == Fraction(9) / (Fraction(9, 10) * Fraction("0.159"))
+    assert budget.noise_scale_exact("0.159", 9, Fraction(9, 10)) == budget.sigma2_exact(Fraction("0.159"), 9, Fraction(9, 10))
     with pytest.raises(ValueError, match="budget"):
-        noise_family.scale(0, 9, 0.9, "geometric")
+        budget.noise_scale(0, 9, 0.9, "geometric")
     # the bound's variance: sigma2 itself, or the geometric's 2a/(1-a)^2
     assert noise_family.variance_parameter(7.0) == 7.0
     assert noise_family.variance_parameter(3.0, "geometric") == pytest.approx(float((_pmf(3.0) * _K**2).sum()), rel=1e-12)
