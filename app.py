@@ -1,7 +1,9 @@
 """SafeTab-P Studio: tune, explain and run SafeTab-P (streamlit run app.py).
 
-Every page shares one configuration (`ui.state`); the address bar carries it as
-?config=... whenever it differs from the 2020 production plan.
+The navigation has two sections: "SafeTab-P" (tune, explain and run it) and "Compare
+methods" (the other disclosure-avoidance methods, one page each, listed in
+`ui.compare.METHODS`). Every page shares one configuration (`ui.state`); the address
+bar carries it as ?config=... whenever it differs from the 2020 production plan.
 """
 
 from __future__ import annotations
@@ -13,23 +15,29 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ui import state, widgets
+from ui import compare, state, widgets
 
 st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
 
 state.init()
 state.keep_widgets()
 
-PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/home:", default=True),
-    st.Page("pages/budget.py", title="Budget and MOE planner", icon=":material/tune:"),
-    st.Page("pages/adaptive.py", title="Adaptive tables", icon=":material/table_chart:"),
-    st.Page("pages/suppression.py", title="Suppression", icon=":material/visibility_off:"),
-    st.Page("pages/run.py", title="Run the mechanism", icon=":material/play_circle:"),
-    st.Page("pages/configuration.py", title="Configuration", icon=":material/settings:"),
-]
+SECTIONS = {
+    "SafeTab-P": [
+        st.Page("pages/overview.py", title="Overview", icon=":material/home:", default=True),
+        st.Page("pages/budget.py", title="Budget and MOE planner", icon=":material/tune:"),
+        st.Page("pages/adaptive.py", title="Adaptive tables", icon=":material/table_chart:"),
+        st.Page("pages/suppression.py", title="Suppression", icon=":material/visibility_off:"),
+        st.Page("pages/run.py", title="Run the mechanism", icon=":material/play_circle:"),
+        st.Page("pages/configuration.py", title="Configuration", icon=":material/settings:"),
+    ],
+    "Compare methods": [
+        st.Page("pages/compare_index.py", title="Methods at a glance", icon=":material/compare_arrows:"),
+        *(st.Page(m.path, title=m.title, icon=m.icon) for m in compare.METHODS),
+    ],
+}
 
-page = st.navigation(PAGES)
+page = st.navigation(SECTIONS)
 widgets.sidebar_summary()
 state.show_flashes()
 page.run()

@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import noise
+from engine.noise import samplers as noise
 
 SIGMA2 = (1, 10, 100, 1000, 10000)
 

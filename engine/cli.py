@@ -169,7 +169,7 @@ def _dispatch(args, progress: _Progress) -> int:
         return EXIT_OK
 
     if args.command == "accuracy":
-        from engine.accuracy import accuracy_report, format_report
+        from engine.reports.accuracy import accuracy_report, format_report
 
         if args.trials < 1:
             raise ValueError("--trials must be at least 1")
@@ -181,8 +181,8 @@ def _dispatch(args, progress: _Progress) -> int:
         return EXIT_OK
 
     if args.command == "sample":
-        from engine.outputs import check_out_dir
-        from engine.sample import generate
+        from engine.release.outputs import check_out_dir
+        from engine.synthetic.nation import generate
 
         check_out_dir(args.out_dir, args.overwrite)
 

@@ -17,12 +17,12 @@ import pyarrow as pa
 
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVELS, PopulationGroupLevel
-from engine.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregator, is_coarse, level_counts
-from engine.flatmap import IterationCatalog
-from engine.mechanism import LevelPlan, Noise, level_plan, tabulate_level
-from engine.mechanism import TOTAL_ONLY
-from engine.postprocess import CoterminousStash, Published, StashedRows, postprocess_chunk
-from engine.validate import Inputs, load_inputs
+from engine.tabulation.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregator, is_coarse, level_counts
+from engine.tabulation.flatmap import IterationCatalog
+from engine.tabulation.mechanism import LevelPlan, Noise, level_plan, tabulate_level
+from engine.tabulation.mechanism import TOTAL_ONLY
+from engine.tabulation.postprocess import CoterminousStash, Published, StashedRows, postprocess_chunk
+from engine.inputs.validate import Inputs, load_inputs
 
 Progress = Callable[[str, float, float], None]
 #: Groups tabulated at once; bounds memory independently of the universe size.
@@ -76,6 +76,17 @@ def prepare(params_dir: str | Path, data_dir: str | Path, progress: Progress | N
     prepared = Prepared(inputs, table, catalog, stability, plans)
     prepared.timings = {"load_inputs": t1 - t0, "read_and_count_persons": t2 - t1}
     return prepared
+
+
+def validate(params_dir: str | Path, data_dir: str | Path, progress: Progress | None = None) -> Inputs:
+    """Check every input file; raises InputError with all problems found (SPEC §4).
+
+    The persons are checked by the aggregation pass itself (they are read once), so
+    validation runs the counting and throws the counts away.
+    """
+    inputs = load_inputs(params_dir, data_dir)
+    LocalAggregator().count(inputs, progress=progress)
+    return inputs
 
 
 def iter_published(
@@ -139,8 +150,8 @@ def run(
     Nothing is written unless the whole run succeeds.
     """
     from engine import noise as _noise
-    from engine.manifest import build_manifest
-    from engine.outputs import ReleaseWriter, check_out_dir
+    from engine.release.manifest import build_manifest
+    from engine.release.outputs import ReleaseWriter, check_out_dir
 
     started = time.perf_counter()
     check_out_dir(Path(out_dir), overwrite)

@@ -73,7 +73,7 @@ elif source == "generated":
         st.write("")
         gen_go = st.button("Generate", key="gen_button", icon=":material/factory:")
     if gen_go:
-        from engine import sample
+        from engine.synthetic import nation as sample
 
         bar = _Bar("Generating persons")
         target = work / "generated"

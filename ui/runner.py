@@ -93,9 +93,9 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
 
 
 def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Report | None = None) -> pd.DataFrame:
-    """`engine.accuracy.accuracy_report` on the run's prepared inputs: `trials` fresh
+    """`engine.reports.accuracy.accuracy_report` on the run's prepared inputs: `trials` fresh
     releases (seeded from the run's seed + 1000 if the run was seeded) against the truth."""
-    from engine.accuracy import accuracy_report
+    from engine.reports.accuracy import accuracy_report
 
     seed = None if output.seed is None else output.seed + 1000
 

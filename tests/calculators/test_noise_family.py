@@ -128,7 +128,7 @@ def test_stat_level_probabilities_under_geometric_noise():
 
 
 def test_suppression_under_geometric_noise_matches_direct_sums_and_the_engine():
-    from engine.mechanism import level_plan
+    from engine.tabulation.mechanism import level_plan
 
     cfg = production_2020().updated(privacy_defn="puredp")
     county = PopulationGroupLevel("COUNTY", 2)

@@ -3,7 +3,9 @@
 Starts `streamlit run app.py` on a free loopback port, opens every page, changes a
 control and sees a number change, runs the mechanism on the sample data, downloads
 results and checks their content, and saves a screenshot of every page into
-tests/e2e/screenshots/<page>.png (the README shows budget.png).
+$SAFETAB_SCREENSHOTS/<page>.png (default: safetab-screenshots in the system temp
+folder), never into the repository. To refresh the pictures in docs/screenshots/
+(the README shows budget.png): SAFETAB_SCREENSHOTS=docs/screenshots python -m pytest tests/e2e
 
 Without /usr/bin/chromium the module is skipped, unless SAFETAB_REQUIRE_BROWSER=1
 (CI), where that is a failure. The server is always terminated.
@@ -17,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import zipfile
@@ -27,7 +30,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-SHOTS = Path(__file__).resolve().parent / "screenshots"
+SHOTS = Path(os.environ.get("SAFETAB_SCREENSHOTS") or Path(tempfile.gettempdir()) / "safetab-screenshots")
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run"]
@@ -158,6 +161,9 @@ def test_deep_link_on_a_fresh_server_restores_the_configuration(server, page):
     _open(page, f"{server}/budget?config={token}", "Stability S = 4")
     nav = page.locator("[data-testid='stSidebarNav']").inner_text()
     assert "Budget and MOE planner" in nav and "Run the mechanism" in nav
+    # two sections: SafeTab-P's own pages, then the other methods
+    assert nav.index("SafeTab-P") < nav.index("Budget and MOE planner") < nav.index("Compare methods")
+    assert nav.index("Compare methods") < nav.index("Methods at a glance")
     assert "Configuration restored from the link" in page.inner_text("body")
 
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.aggregate import LocalAggregator
+from engine.tabulation.aggregate import LocalAggregator
 from engine.cli import main
 from engine.run import prepare, run
-from engine.sample import generate
+from engine.synthetic.nation import generate
 from tests.engine.conftest import REFERENCE, read_part_files
 
 REF_2020 = REFERENCE / "safetab-p-2020"
@@ -62,7 +62,7 @@ def test_aggregation_does_not_depend_on_merge_size(tmp_path):
 
 
 def test_level_counts_do_not_depend_on_chunking(tmp_path):
-    from engine.aggregate import level_counts
+    from engine.tabulation.aggregate import level_counts
 
     s = generate(tmp_path / "n", 6_000, seed=8)
     p = prepare(s.params_dir, s.data_dir)

@@ -13,8 +13,8 @@ import pandas as pd
 
 from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, PopulationGroupLevel
 from engine.run import run
-from engine.sample import generate
-from engine.specs import load_specs
+from engine.synthetic.nation import generate
+from engine.inputs.specs import load_specs
 from tests.engine.conftest import read_part_files
 
 

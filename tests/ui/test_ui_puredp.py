@@ -52,7 +52,7 @@ def test_summary_is_pure_epsilon(pure):
 
 
 def test_suppression_table_uses_the_engines_geometric_threshold(pure):
-    from engine.mechanism import level_plan
+    from engine.tabulation.mechanism import level_plan
 
     t = analysis.suppression_table(pure)
     row = t[(t["Geography"] == "COUNTY") & (t["Iterations"] == "Detailed")].iloc[0]

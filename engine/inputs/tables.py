@@ -1,0 +1,49 @@
+"""Reading small pipe-delimited SafeTab-P files (SPEC section 4) with line numbers.
+
+The real 2020 spec files use CRLF line ends and end with a blank line; both are
+accepted. Large files (persons, geography) go through `engine.inputs.readers` instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.errors import ProblemLog
+
+
+def read_pipe_table(
+    path: Path, expected_header: list[str], log: ProblemLog
+) -> list[tuple[int, dict[str, str]]]:
+    """Rows of a small pipe-delimited file as (line number, {column: value}).
+
+    Problems (missing file, wrong header, wrong number of fields) go to `log`; rows
+    with the wrong number of fields are skipped so later checks don't cascade.
+    """
+    name = path.name
+    if not path.is_file():
+        log.add(name, None, None, None, f"the file {path} to exist")
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        log.add(name, None, None, None, f"UTF-8 text ({exc.reason} at byte {exc.start})")
+        return []
+    lines = text.splitlines()
+    if not lines:
+        log.add(name, 1, None, "", "a header row " + "|".join(expected_header))
+        return []
+    header = [h.strip() for h in lines[0].split("|")]
+    if header != expected_header:
+        log.add(name, 1, None, lines[0], "the header " + "|".join(expected_header))
+        return []
+    rows = []
+    width = len(expected_header)
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) != width:
+            log.add(name, i, None, line, f"{width} fields separated by '|' (found {len(fields)})")
+            continue
+        rows.append((i, dict(zip(expected_header, (f.strip() for f in fields)))))
+    return rows

@@ -1,0 +1,1 @@
+"""Reports about releases that are never part of one: accuracy against the ground truth."""

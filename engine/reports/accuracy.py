@@ -1,0 +1,257 @@
+"""Accuracy report: a release against the ground truth, next to the predicted MOE.
+
+For every published count the error is (published - true). Errors are grouped by
+geography level, iteration level, table type and the true size of the group, and the
+report gives the empirical 95th percentile of |error| beside the 95% MOE the
+calculators predict for that count (SPEC §2):
+
+- a stage-2 cell or a stat-level-0 total: MOE of one cell at the stage-2 sigma^2;
+- a TotalOnly total: MOE at the TotalOnly sigma^2;
+- T1 of a sex x age table with c cells, or a sex marginal of b cells: MOE of a sum.
+
+Suppressed totals are not published, so they are not in the errors; clamping at zero
+(`allow_negative_counts: false`) and suppression make small groups deviate from the
+prediction, which is why the report bins by true size. Errors are kept as exact
+integer histograms, so memory does not grow with the number of trials.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calculators import budget, noise_family
+from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
+from engine.tabulation.mechanism import TOTAL_ONLY, collapse_cells
+
+SIZE_BINS = [0, 1, 10, 100, 1_000, 10_000, 100_000]
+SIZE_LABELS = ["0", "1-9", "10-99", "100-999", "1,000-9,999", "10,000-99,999", "100,000+"]
+TABLE_TYPES = {
+    TOTAL_ONLY: "total (TotalOnly)",
+    0: "total (stat level 0)",
+    1: "T1 of sex x age4",
+    2: "T1 of sex x age9",
+    3: "T1 of sex x age23",
+}
+CELL_TYPES = {1: "cell of sex x age4", 2: "cell of sex x age9", 3: "cell of sex x age23"}
+MARGINAL_TYPES = {1: "sex marginal (age4)", 2: "sex marginal (age9)", 3: "sex marginal (age23)"}
+
+
+def size_bin(true_total: np.ndarray) -> np.ndarray:
+    return np.searchsorted(np.array(SIZE_BINS), true_total, side="right") - 1
+
+
+@dataclass
+class _Hist:
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n: int = 0
+    sum_err: int = 0
+
+    def add(self, err: np.ndarray) -> None:
+        if len(err) == 0:
+            return
+        a = np.abs(err)
+        h = np.bincount(a)
+        if len(h) > len(self.counts):
+            self.counts = np.pad(self.counts, (0, len(h) - len(self.counts)))
+        self.counts[: len(h)] += h
+        self.n += len(err)
+        self.sum_err += int(err.sum())
+
+    def quantile(self, q: float) -> int:
+        """Smallest e with P(|error| <= e) >= q (empirical, exact on integers)."""
+        c = np.cumsum(self.counts)
+        return int(np.searchsorted(c, q * self.n - 1e-9 * self.n))
+
+
+class AccuracyCollector:
+    """Accumulates |error| histograms of published counts against the truth."""
+
+    def __init__(self):
+        self.hists: dict[tuple, _Hist] = defaultdict(_Hist)
+        self.predicted: dict[tuple, tuple[int, int | None]] = {}
+        self.trials = 0
+
+    def _add(self, level: PopulationGroupLevel, kind: str, bins: np.ndarray, err: np.ndarray, moe: tuple) -> None:
+        for b in np.unique(bins):
+            key = (level.geo, level.iteration_level, kind, int(b))
+            self.hists[key].add(err[bins == b])
+            self.predicted[(level.geo, level.iteration_level, kind)] = moe
+
+    def add_published(self, plan, counts, pub) -> None:
+        """Errors of one post-processed chunk (`engine.tabulation.postprocess.Published`)."""
+        lvl = plan.level
+        moe_cell = _predicted_moe(plan, plan.stage2, 1)
+        bins_all = size_bin(pub.true_total)
+        rel = pub.released
+        for k, kind in TABLE_TYPES.items():
+            sel = rel & (pub.stat_level == k)
+            if not sel.any():
+                continue
+            if k == TOTAL_ONLY:
+                moe = _predicted_moe(plan, plan.total_only, 1)
+            else:
+                moe = _predicted_moe(plan, plan.stage2, STAT_LEVEL_CELLS[k])
+            self._add(lvl, kind, bins_all[sel], pub.t1[sel] - pub.true_total[sel], moe)
+        for k, (groups, cells, marg) in pub.tables.items():
+            true_cells = pub.true_tables[k]
+            b = bins_all[groups - pub.g0]
+            width = cells.shape[1]
+            self._add(lvl, CELL_TYPES[k], np.repeat(b, width), (cells - true_cells).reshape(-1), moe_cell)
+            true_marg = true_cells.reshape(len(groups), 2, -1).sum(axis=2)
+            self._add(lvl, MARGINAL_TYPES[k], np.repeat(b, 2), (marg - true_marg).reshape(-1),
+                      _predicted_moe(plan, plan.stage2, width // 2))
+
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for (geo, lvl, kind, b), h in sorted(self.hists.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
+            exact, bound = self.predicted[(geo, lvl, kind)]
+            rows.append({
+                "geo_level": geo,
+                "iteration_level": lvl,
+                "table": kind,
+                "true_size": SIZE_LABELS[b],
+                "counts_compared": h.n,
+                "trials": self.trials,
+                "p95_abs_error": h.quantile(0.95),
+                "mean_error": h.sum_err / h.n if h.n else float("nan"),
+                "predicted_moe95_exact": exact,
+                "predicted_moe95_design_bound": bound,
+            })
+        return pd.DataFrame(rows)
+
+
+def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
+    """(exact MOE, design-paper bound floor(1.96 sd)) of a sum of `cells` noisy cells
+    (SPEC §2; `budget.moe_of_sum`, geometric cells under pure DP)."""
+    noise = noise_family.family_of(plan.privacy_defn)
+    s = float(scale)
+    return (int(budget.moe_of_sum(s, cells, exact=True, noise=noise)),
+            int(budget.moe_of_sum(s, cells, exact=False, noise=noise)))
+
+
+def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
+                    release_dir: Path | None = None, overwrite: bool = False, progress=None,
+                    prepared=None) -> pd.DataFrame:
+    """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
+
+    Writes OUT_DIR/accuracy.csv and accuracy.json; returns the table.
+    """
+    from engine import noise as _noise
+    from engine.release.outputs import check_out_dir
+    from engine.run import iter_published, make_noise, prepare
+
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir, overwrite)
+    if prepared is None:
+        prepared = prepare(params_dir, data_dir, progress)
+    collector = AccuracyCollector()
+    if release_dir is not None:
+        collect_release_dir(prepared, Path(release_dir), collector)
+        collector.trials = 1
+        mode = {"kind": "existing release", "release_dir": str(release_dir)}
+    else:
+        for t in range(trials):
+            source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
+            noise = make_noise(prepared.inputs.config.privacy_defn, source)
+            for counts, pub in iter_published(prepared, noise, progress=_trial_progress(progress, t, trials)):
+                collector.add_published(pub.plan, counts, pub)
+            collector.trials += 1
+        mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
+    df = collector.table()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out_dir / "accuracy.csv", index=False)
+    (out_dir / "accuracy.json").write_text(
+        json.dumps({"mode": mode, "rows": df.to_dict(orient="records")}, indent=2, default=float) + "\n",
+        encoding="utf-8")
+    return df
+
+
+def _trial_progress(progress, t: int, trials: int):
+    if progress is None:
+        return None
+    return lambda stage, done, total: progress(f"trial {t + 1}/{trials}, {stage}", done, total)
+
+
+def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollector) -> None:
+    """Compare the t1/ and t2/ files of an existing release with the truth of the inputs."""
+    t1 = _read_parts(release_dir / "t1")
+    t2 = _read_parts(release_dir / "t2")
+    geo = prepared.inputs.geography
+    for lvl, plan in prepared.plans.items():
+        counts = prepared.counts(lvl)
+        totals = counts.totals()
+        codes = prepared.catalog.codes(lvl.geo, lvl.iteration_level).astype(str)
+        regions = geo.regions[lvl.geo].astype(str)
+        detailed_only = prepared.catalog.detailed_only(lvl.geo, lvl.iteration_level)
+        n_it = len(codes)
+
+        def group_index(df: pd.DataFrame) -> np.ndarray:
+            r = pd.Index(regions).get_indexer(df["REGION_ID"].astype(str))
+            i = pd.Index(codes).get_indexer(df["ITERATION_CODE"].astype(str))
+            ok = (r >= 0) & (i >= 0)
+            return np.where(ok, r * n_it + i, -1)
+
+        sub1 = t1[(t1["REGION_TYPE"] == lvl.geo) & _level_mask(t1, codes)] if len(t1) else t1
+        sub2 = t2[(t2["REGION_TYPE"] == lvl.geo) & _level_mask(t2, codes)] if len(t2) else t2
+        g1 = group_index(sub1) if len(sub1) else np.zeros(0, np.int64)
+        # The stat level of each group follows from the number of T2 rows it has.
+        stat = np.zeros(counts.n_groups, dtype=np.int8)
+        stat[detailed_only[np.arange(counts.n_groups) % n_it]] = TOTAL_ONLY
+        cells_by_group = {}
+        if len(sub2):
+            g2 = group_index(sub2)
+            sub2 = sub2.assign(_g=g2)
+            for g, rows in sub2[sub2["_g"] >= 0].groupby("_g", sort=True):
+                body = rows[rows["AGESTART"] != "*"]
+                k = {8: 1, 18: 2, 46: 3}.get(len(body))
+                if k is None:
+                    continue
+                stat[g] = k
+                # Order cells as the engine does: sex 1 ascending ages, then sex 2.
+                body = body.assign(_s=body["SEX"].astype(int), _a=body["AGESTART"].astype(int)).sort_values(["_s", "_a"])
+                cells_by_group[int(g)] = body["COUNT"].to_numpy(np.int64)
+        from engine.tabulation.postprocess import Published
+
+        ok = g1 >= 0
+        t1_val = np.zeros(counts.n_groups, np.int64)
+        released = np.zeros(counts.n_groups, bool)
+        t1_val[g1[ok]] = sub1["COUNT"].to_numpy(np.int64)[ok]
+        released[g1[ok]] = True
+        tables, true_tables = {}, {}
+        for k in (1, 2, 3):
+            gs = np.array(sorted(g for g in cells_by_group if stat[g] == k), dtype=np.int64)
+            if len(gs):
+                cells = np.stack([cells_by_group[int(g)] for g in gs])
+                tables[k] = (gs, cells, cells.reshape(len(gs), 2, -1).sum(axis=2))
+                true_tables[k] = collapse_cells(counts.cells_of(gs), k)
+        pub = Published(plan, 0, counts.n_groups, stat, t1_val, released, tables, totals, true_tables)
+        collector.add_published(plan, counts, pub)
+
+
+def _level_mask(df: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
+    return df["ITERATION_CODE"].astype(str).isin(set(codes)).to_numpy()
+
+
+def _read_parts(folder: Path) -> pd.DataFrame:
+    parts = sorted(folder.glob("*.csv"))
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat([pd.read_csv(p, sep="|", dtype=str, keep_default_na=False) for p in parts], ignore_index=True).assign(
+        COUNT=lambda d: d["COUNT"].astype(np.int64))
+
+
+def format_report(df: pd.DataFrame, limit: int = 60) -> str:
+    if df.empty:
+        return "No published counts to compare."
+    cols = ["geo_level", "iteration_level", "table", "true_size", "counts_compared", "p95_abs_error",
+            "predicted_moe95_exact"]
+    text = df[cols].head(limit).to_string(index=False)
+    if len(df) > limit:
+        text += f"\n... {len(df) - limit} more rows in accuracy.csv"
+    return text

@@ -1,0 +1,33 @@
+"""Session-wide guards for the whole test suite."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _tracked_state() -> tuple[str, str] | None:
+    """(paths changed against HEAD, hash of their diff), or None outside a git checkout."""
+    try:
+        names = subprocess.run(["git", "diff", "HEAD", "--name-only"], cwd=REPO, capture_output=True, text=True,
+                               timeout=60, check=True).stdout
+        diff = subprocess.run(["git", "diff", "HEAD"], cwd=REPO, capture_output=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return names, hashlib.sha256(diff).hexdigest()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tests_leave_tracked_files_alone():
+    """Running the tests never modifies a tracked file (screenshots go to a temp folder)."""
+    before = _tracked_state()
+    yield
+    after = _tracked_state()
+    if before is not None and after is not None and after != before:
+        changed = sorted(set(after[0].split()) ^ set(before[0].split())) or after[0].split()
+        pytest.fail(f"the tests modified tracked files: {changed}", pytrace=False)

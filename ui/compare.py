@@ -1,0 +1,110 @@
+"""The one layout every "Compare methods" page shares, and the list of those pages.
+
+Each page answers a committee's question by running another disclosure-avoidance method
+(`methods/`) and SafeTab-P on the same data and plan, and shows, in this order:
+
+1. the question in plain words and the method in two sentences (`header`);
+2. the controls (the page's own widgets);
+3. the results side by side with SafeTab-P (`side_by_side`);
+4. a verdict in plain words (`verdict`);
+5. downloads of every table and chart (`downloads`, one zip of all of them too).
+
+`METHODS` lists the pages in the order of the navigation; `app.py` builds the
+"Compare methods" section from it and the index page describes them.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+
+@dataclass(frozen=True)
+class MethodPage:
+    """A page under "Compare methods"."""
+
+    path: str  # the page script, e.g. "pages/compare_consistency.py"
+    title: str  # navigation title
+    icon: str  # a material icon, e.g. ":material/account_tree:"
+    question: str  # the committee's question, in plain words
+    method: str  # what the method does, in two sentences
+    source: str  # the paper or production code it follows
+
+
+#: The pages under "Compare methods", in navigation order (after the index page).
+METHODS: tuple[MethodPage, ...] = ()
+
+#: SafeTab-P itself, the row every comparison is made against.
+SAFETAB_P = MethodPage(
+    path="pages/overview.py",
+    title="SafeTab-P",
+    icon=":material/home:",
+    question="How many people of each detailed race and ethnicity group live in each area, and of what sex and age?",
+    method=("Every population group gets a noisy total from a small share of its budget, which decides how "
+            "detailed its sex by age table is; the table is then drawn with fresh exact discrete Gaussian "
+            "noise, and small totals are suppressed."),
+    source="U.S. Census Bureau, 2020 Detailed DHC-A (SafeTab-P)",
+)
+
+
+def overview_table() -> pd.DataFrame:
+    """One row per method (SafeTab-P first): its question, how it works, its source."""
+    rows = [SAFETAB_P, *METHODS]
+    return pd.DataFrame({
+        "method": [m.title for m in rows],
+        "question it answers": [m.question for m in rows],
+        "how it works": [m.method for m in rows],
+        "source": [m.source for m in rows],
+    })
+
+
+def header(page: MethodPage) -> None:
+    """Title, the question and the method in two sentences."""
+    st.title(page.title)
+    st.markdown(f"**The question.** {page.question}")
+    st.markdown(f"**The method.** {page.method}")
+    st.caption(f"Source: {page.source}")
+
+
+def side_by_side(other: str, safetab: str = "SafeTab-P") -> tuple:
+    """Two equal columns headed by the method's name and SafeTab-P's."""
+    left, right = st.columns(2, gap="large")
+    left.subheader(other)
+    right.subheader(safetab)
+    return left, right
+
+
+def verdict(text: str) -> None:
+    """The page's conclusion in plain words."""
+    st.subheader("Verdict")
+    st.success(text, icon=":material/gavel:")
+
+
+def zip_bytes(files: dict[str, bytes | str | pd.DataFrame]) -> bytes:
+    """A zip of named files; DataFrames become CSV, strings UTF-8 text."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, content in files.items():
+            if isinstance(content, pd.DataFrame):
+                content = content.to_csv(index=False)
+            if isinstance(content, str):
+                content = content.encode("utf-8")
+            zf.writestr(name, content)
+    return buf.getvalue()
+
+
+def downloads(files: dict[str, bytes | str | pd.DataFrame], zip_name: str, key: str) -> None:
+    """A download button per file and one for all of them as a zip."""
+    st.subheader("Downloads")
+    cols = st.columns(min(4, len(files) + 1))
+    for i, (name, content) in enumerate(files.items()):
+        data = content.to_csv(index=False).encode("utf-8") if isinstance(content, pd.DataFrame) else content
+        cols[i % len(cols)].download_button(name, data, file_name=name, key=f"{key}_{i}", on_click="ignore",
+                                            icon=":material/download:")
+    cols[len(files) % len(cols)].download_button(
+        f"Everything ({zip_name})", zip_bytes(files), file_name=zip_name, mime="application/zip",
+        key=f"{key}_zip", on_click="ignore", icon=":material/folder_zip:")
