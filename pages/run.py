@@ -148,6 +148,9 @@ if params_dir is not None and (params_dir / "config.json").is_file():
             state.set_config(own, label)
             st.rerun()
 
+if runner.reads_as_csv(cfg):
+    st.caption(f'The plan says reader "{cfg.reader}" (production\'s Census Edited File reader). This page reads the '
+               'files chosen above, so the run uses reader "csv"; `python -m engine` refuses "cef" with a message.')
 n1, n2, n3 = st.columns([1.6, 1, 2.4])
 noise = n1.radio("Noise", ["secure", "seeded"], key="run_noise", horizontal=True,
                  format_func=lambda k: {"secure": "Secure random (for release)",
@@ -216,14 +219,16 @@ if len(levels):
     if adaptive_groups and stat0 / adaptive_groups > 0.95:
         st.info(f"{stat0 / adaptive_groups:.1%} of the groups got a total only: the thresholds are large for this "
                 "data. Lower them on the Adaptive tables page, or use the data's own config.json.")
-    diff_s = files.stability_differences(man, planner.stability_of(out.config))
+    planned_s = planner.stability_of(out.config)
+    diff_s = files.stability_differences(man, planned_s)
     if diff_s:
         st.info(
-            f"The spec files of this run map one race or ethnicity code to several iterations of a level, so the "
-            f"engine used a larger stability S than the planner's S = {planner.stability_of(out.config)} "
-            f"(which assumes one, as in the 2020 files): "
+            f"The engine's stability S (counted from this run's spec files per tabulation class, as production "
+            f"does) differs from the planner's S = {planned_s} (h_r = h_e = 1, as in the 2020 files) at: "
             + ", ".join(f"{k}: S = {v}" for k, v in diff_s.items())
-            + ". Those levels get more noise than the planner pages show.", icon=":material/info:")
+            + ". A smaller S means a class of geographies has no race or no ethnicity iteration at that level; "
+            "those levels get " + ("less" if max(diff_s.values()) < planned_s else "different")
+            + " noise than the planner pages show.", icon=":material/info:")
     with st.expander("Tables published per level (stat levels, suppression)", expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 

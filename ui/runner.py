@@ -62,6 +62,12 @@ class RunOutput:
         return self.seed is not None
 
 
+def reads_as_csv(config: SafeTabConfig) -> bool:
+    """Whether the plan names another reader than "csv" (production's "cef"), which the
+    Run page replaces by "csv": it always reads the files chosen on the page."""
+    return config.reader != "csv"
+
+
 def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTabConfig, work_dir: str | Path,
                    seed: int | None = None, report: Report | None = None) -> RunOutput:
     """Validate and count once (`engine.run.prepare(..., config=config)`), then write
@@ -75,7 +81,10 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    prepared = prepare(params_dir, data_dir, progress=_phase(report, "prepare"), config=config)
+    # The page runs the files it was given, i.e. reader "csv"; a plan naming production's
+    # CEF reader (the 2020 plan) is run as "csv" and the page says so (`reads_as_csv`).
+    run_config = config if not reads_as_csv(config) else config.updated(reader="csv")
+    prepared = prepare(params_dir, data_dir, progress=_phase(report, "prepare"), config=run_config)
     rel = run(params_dir, data_dir, work / "release", seed=seed, overwrite=True,
               progress=_phase(report, "release"), prepared=prepared)
     tru = run(params_dir, data_dir, work / "truth", truth=True, overwrite=True,

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from calculators import budget, discrete_gaussian
 from calculators.config import SafeTabConfig
+from calculators.presets import production_2020
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 
 
@@ -126,9 +127,9 @@ def test_moe_of_sum() -> None:
 
 
 def _config(**changes: object) -> SafeTabConfig:
-    data: dict[str, object] = {
-        "thresholds_p": {lvl.key: [1, 2, 3] for lvl in POPULATION_GROUP_LEVELS}
-    }
+    # Every key is required (calculators.config): start from all budgets 0.
+    data: dict[str, object] = production_2020().to_dict()
+    data.update({lvl.budget_key: 0 for lvl in POPULATION_GROUP_LEVELS})
     data.update(changes)
     return SafeTabConfig.from_dict(data)
 
