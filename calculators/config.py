@@ -48,21 +48,22 @@ from calculators.levels import (
 )
 
 #: Non-zero level budgets (rho, or epsilon for pure DP) must lie in this range; 0 means
-#: "not tabulated". Below 1e-9 every count is noise (a stage-2 MOE of ~1e5 persons at
-#: S = 9) and the noise scale leaves the range the exact samplers are built for.
-BUDGET_RANGE: tuple[float, float] = (1e-9, 1e6)
+#: "not tabulated". At 1e-6 a stage-2 cell already has a MOE of about 4,400 persons
+#: (S = 9, gamma = 0.1; 2020 used 0.008 and up); the bounds keep every noise scale where
+#: the calculators are exact to the unit and the samplers fit 64 bits.
+BUDGET_RANGE: tuple[float, float] = (1e-6, 1e6)
 #: gamma (``privacy_budget_p_stage_1_fraction``) must lie in this closed range (and
 #: 1 - gamma too, since the range is symmetric about 1/2).
-GAMMA_RANGE: tuple[float, float] = (1e-6, 1 - 1e-6)
+GAMMA_RANGE: tuple[float, float] = (1e-4, 1 - 1e-4)
 #: Thresholds must lie in [-THRESHOLD_LIMIT, THRESHOLD_LIMIT] (3,000 times the US population).
 THRESHOLD_LIMIT = 10**12
 #: The largest stability S that validated spec files give: h_r = h_e = 1 per tabulation
 #: class (production's hierarchy check, `engine.inputs.specs`) and r <= 8: 1 * 8 + 1.
 MAX_STABILITY = 9
 #: The largest noise scale a valid configuration reaches, S / (share * budget) with the
-#: smallest budget and share: 9 / (1e-9 * 1e-6) = 9e15 (the pure-DP scale; the zCDP
-#: sigma^2 = S / (2 share rho) is half of it). The exact samplers accept up to
-#: `engine.noise.MAX_SCALE`, which is above it.
+#: smallest budget and share: 9 / (1e-6 * 1e-4) = 9e10 (the pure-DP scale; the zCDP
+#: sigma^2 = S / (2 share rho) is half of it). The calculators and the exact samplers
+#: accept more (`discrete_gaussian.MAX_SIGMA2`, `geometric.MAX_SCALE`).
 MAX_NOISE_SCALE = MAX_STABILITY / (BUDGET_RANGE[0] * GAMMA_RANGE[0])
 #: Echoed values are cut to this many characters in messages.
 ECHO_LIMIT = 60
@@ -405,6 +406,11 @@ def _plain_messages(exc: ValidationError, data: dict[str, Any]) -> list[str]:
     """Turn pydantic errors into one plain sentence per problem."""
     known = list(SafeTabConfig.model_fields)
     out = []
+    missing = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing" and len(e["loc"]) == 1]
+    if len(missing) == 1:
+        out.append(f"{missing[0]} is missing (every SafeTab-P key is required)")
+    elif missing:
+        out.append(f"{len(missing)} keys are missing (every SafeTab-P key is required): " + ", ".join(missing))
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
         key = loc[0] if loc else "configuration"
@@ -418,8 +424,10 @@ def _plain_messages(exc: ValidationError, data: dict[str, Any]) -> list[str]:
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         got = echo(err.get("input"))
+        if kind == "missing" and len(loc) == 1:
+            continue  # all in one message above
         if kind == "missing":
-            text = f"{where} is missing (every SafeTab-P key is required)"
+            text = f"{where} is missing"
         elif kind == "extra_forbidden":
             text = f"{echo(key)} is not a SafeTab-P config.json key{_did_you_mean(key, known)}"
         elif kind in _EXPECTED:

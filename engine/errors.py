@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from calculators.config import ECHO_LIMIT
 
+#: The longest "expected" text kept (ours are shorter; a library's message may quote a file).
+_EXPECTED_LIMIT = 1200
 #: How many problems an error message lists before it only gives the total.
 SHOWN_PROBLEMS = 20
 
@@ -29,8 +31,8 @@ class Problem:
     length: int | None = None
 
     def __post_init__(self) -> None:
-        if len(self.expected) > 8 * ECHO_LIMIT:  # e.g. a library's message quoting the file
-            object.__setattr__(self, "expected", self.expected[: 8 * ECHO_LIMIT] + "...")
+        if len(self.expected) > _EXPECTED_LIMIT:  # e.g. a library's message quoting the file
+            object.__setattr__(self, "expected", self.expected[:_EXPECTED_LIMIT] + "...")
         if self.value is not None and len(self.value) > ECHO_LIMIT:
             object.__setattr__(self, "length", len(self.value))
             object.__setattr__(self, "value", self.value[:ECHO_LIMIT])

@@ -210,6 +210,12 @@ m[2].metric("T1 rows (totals)", f"{len(released):,}")
 m[3].metric("T2 rows (sex × age)", f"{len(out.t2):,}")
 m[4].metric("Suppressed totals", f"{int(out.t1['SUPPRESSED'].sum()):,}")
 m[5].metric("Run time (release + truth)", f"{out.seconds:.1f} s")
+trunc = man.get("confidential", {}).get("race_codes_truncated")
+if trunc:
+    st.caption(f"Race multiplicity r = {trunc['max_race_codes']}: **{trunc['persons']:,}** persons have a race code "
+               f"beyond QRACE{trunc['max_race_codes']} that is not among their first r codes; as in production, "
+               f"only QRACE1..QRACE{trunc['max_race_codes']} are read. Exact count from the confidential input, "
+               "never for publication.")
 st.caption(f"Plan: {meta.get('plan', '')}. Data: {meta.get('data', '')}. Output folder: `{out.release_dir}`.")
 
 levels = files.stat_level_counts(man)

@@ -149,7 +149,8 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
                                            f"reading stopped{where}: {exc}")
         return
     if rows == 0:
-        log.add(df.name, None, None, None, "at least one row after the header (the file has no data rows)")
+        log.add(df.name, None, None, None, "at least one data row (the file has only its header; production "
+                                           "rejects empty person and GRF-C files)")
 
 
 def _parquet_batches(df: DataFile, expected: list[str]) -> Iterator[tuple[pa.Table, int]]:
@@ -211,7 +212,7 @@ def _decode(df: DataFile, table: pa.Table, first: int | None, log: ProblemLog) -
         if col.null_count:
             nulls = col.is_null().to_numpy(zero_copy_only=False)
             for i in np.flatnonzero(nulls)[: max(0, log.keep - len(log.problems))]:
-                log.add(df.name, batch.line(i), c, None, "a value (the cell is null)")
+                log.add(df.name, batch.line(i), c, None, "the cell is null (empty); a value is required")
             log.count(int(nulls.sum()) - min(int(nulls.sum()), max(0, log.keep - len(log.problems))))
             reported = nulls if reported is None else reported | nulls
             col = pc.fill_null(col, pa.scalar(b"", col.type) if pa.types.is_binary(col.type) else "")
@@ -228,7 +229,7 @@ def _decode(df: DataFile, table: pa.Table, first: int | None, log: ProblemLog) -
                     except UnicodeDecodeError as exc:
                         bad[i] = True
                         text.append(v.decode("utf-8", errors="replace"))
-                        log.add(df.name, batch.line(i), c, repr(v)[2:-1],
+                        log.add(df.name, batch.line(i), c, text[-1],
                                 f"UTF-8 text (the byte 0x{v[exc.start]:02x} is not; SPEC §4: files are UTF-8)")
                 col = pa.array(text, pa.string())
                 reported = bad if reported is None else reported | bad

@@ -189,6 +189,9 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
     log = log if log is not None else ProblemLog()
     iterations: dict[str, Iteration] = {}
     where: dict[str, str] = {}
+    # Codes of rows that have a problem of their own: mapping rows naming them are not
+    # reported again (one bad flag must not make every mapping row of its code an error).
+    rejected: set[str] = set()
 
     for fname, header, kind in (
         (RACE_ITERATIONS_FILE, RACE_ITERATION_HEADER, RACE),
@@ -225,11 +228,12 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
                 else:
                     log.add(fname, line, col, row[col], f"True or False (Null only on level-0 rows; LEVEL is {level})")
                     ok = False
-            if not ok:
-                continue
-            if flags.get("DETAILED_ONLY") and flags.get("COARSE_ONLY"):
+            if ok and flags.get("DETAILED_ONLY") and flags.get("COARSE_ONLY"):
                 log.add(fname, line, "COARSE_ONLY", row["COARSE_ONLY"],
                         "not True when DETAILED_ONLY is True (the iteration would be tabulated nowhere)")
+                ok = False
+            if not ok:
+                rejected.add(code)
                 continue
             iterations[code] = Iteration(
                 code=code,
@@ -256,6 +260,8 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
     map_line: dict[tuple[str, str], int] = {}
     for line, row in read_pipe_table(params_dir / CODE_TO_ITERATION_FILE, CODE_TO_ITERATION_HEADER, log):
         it_code, code = row["ITERATION_CODE"], row["RACE_ETH_CODE"]
+        if it_code in rejected:
+            continue
         if it_code not in iterations:
             log.add(CODE_TO_ITERATION_FILE, line, "ITERATION_CODE", it_code,
                     f"an iteration code defined in {RACE_ITERATIONS_FILE} or {ETHNICITY_ITERATIONS_FILE}")
