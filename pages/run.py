@@ -304,7 +304,9 @@ with a[1]:
 if acc_go:
     bar = _Bar("Drawing releases")
     try:
-        ss["accuracy"] = runner.accuracy(out, work / f"accuracy-{int(time.time() * 1000)}", int(trials), report=bar)
+        acc_dir = work / f"accuracy-{int(time.time() * 1000)}"
+        ss["accuracy"] = runner.accuracy(out, acc_dir, int(trials), report=bar)
+        ss["accuracy_dir"] = str(acc_dir)
     except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
         st.error(f"The accuracy report stopped: {exc}")
     bar.clear()
@@ -321,3 +323,13 @@ if acc is not None:
         if len(sel):
             widgets.chart(charts.accuracy(sel), sel, "accuracy_chart.csv", key="acc_chart")
             st.caption("The chart follows the geography and iteration filters above.")
+    prod = runner.production_reports(ss.get("accuracy_dir"))
+    if prod:
+        st.markdown("**The same releases in the Census production layouts** (`safetab_p/accuracy_report.py`): "
+                    "the error report per population group of the first trial, and the multi-run report (MOE = "
+                    "95th percentile of the cell errors, by geography, iteration level, DETAILED_ONLY and group "
+                    "size in powers of ten).")
+        pc = st.columns(len(prod))
+        for col, (name, data) in zip(pc, prod.items()):
+            col.download_button(name, data, name, "text/csv", key=f"dl_{name}", on_click="ignore",
+                                icon=":material/download:")

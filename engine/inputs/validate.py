@@ -106,6 +106,10 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
             ok = check_grf(grf, log, grf_file.name)
             if config is not None and ok.all() and not log:
                 geography = build_geography(grf.table, config)
+                if not geography.regions:  # production refuses a GRF-C empty after its state filter
+                    log.add(grf_file.name, None, None, None,
+                            "at least one block in the states of the runs (state_filter_us with run_us, 72 with "
+                            f"run_pr); none of the {grf.table.num_rows:,} blocks is there")
     if persons_file is not None:
         # Header problems are found now so that `validate` reports them with the rest.
         check_header(persons_file, PERSON_COLUMNS, log)

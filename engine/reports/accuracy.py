@@ -135,23 +135,48 @@ def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
             int(budget.moe_of_sum(s, cells, exact=False, noise=noise)))
 
 
+#: Report layouts: the project's own (accuracy.csv), production's (`engine.reports.production`), or both.
+LAYOUTS = ("studio", "production", "both")
+
+
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
                     release_dir: Path | None = None, overwrite: bool = False, progress=None,
-                    prepared=None) -> pd.DataFrame:
+                    prepared=None, layout: str = "studio") -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
-    Writes OUT_DIR/accuracy.csv and accuracy.json; returns the table.
+    layout "studio" writes OUT_DIR/accuracy.csv and accuracy.json and returns that table;
+    "production" writes production's error_report.csv and multi_run_error_report.csv
+    (`engine.reports.production`; the trials are kept as releases under
+    OUT_DIR/single_runs/trial_<i>) and returns an empty table; "both" does both on the
+    same releases.
     """
     from engine import noise as _noise
     from engine.release.outputs import check_out_dir
     from engine.run import iter_published, make_noise, prepare
 
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
     if prepared is None:
         prepared = prepare(params_dir, data_dir, progress)
     collector = AccuracyCollector()
-    if release_dir is not None:
+    if layout != "studio":
+        from engine.reports import production
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        dirs = [Path(release_dir)] if release_dir is not None else production.draw_releases(
+            prepared, out_dir / "single_runs", trials, seed, progress)
+        production.write_reports(prepared, dirs, out_dir)
+        if layout == "production":
+            return pd.DataFrame()
+        for d in dirs:
+            collect_release_dir(prepared, d, collector)
+        collector.trials = len(dirs)
+        mode = ({"kind": "existing release", "release_dir": str(release_dir)} if release_dir is not None else
+                {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed,
+                 "releases": "single_runs/"})
+    elif release_dir is not None:
         collect_release_dir(prepared, Path(release_dir), collector)
         collector.trials = 1
         mode = {"kind": "existing release", "release_dir": str(release_dir)}

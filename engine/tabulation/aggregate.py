@@ -153,6 +153,12 @@ class LocalAggregator:
             if buffered > max(self.merge_rows, merged_rows) and len(keys) > 1:
                 mk, mc = _merge_sorted(keys, counts)
                 keys, counts, merged_rows, buffered = [mk], [mc], len(mk), 0
+        if rows_read and not persons and not log:
+            # As production, whose readers keep only the runs' states and then refuse
+            # an empty person table.
+            log.add(inputs.persons_file.name, None, None, None,
+                    "at least one person in the states of the runs (state_filter_us with run_us, 72 with run_pr); "
+                    f"none of the {rows_read:,} persons lives there")
         log.raise_if_any()
         if keys:
             k, c = _merge_sorted(keys, counts)

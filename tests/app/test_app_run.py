@@ -42,6 +42,16 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     at.button(key="acc_button").click().run()
     acc = frame(at, "p95_abs_error", "predicted_moe95_exact")
     assert len(acc) > 0 and (acc["trials"] == 1).all()
+    # ... and production's layouts of the same release, as downloads
+    labels = [b.label for b in at.download_button]
+    assert "error_report.csv" in labels and "multi_run_error_report.csv" in labels
+    from ui import runner
+
+    files = runner.production_reports(at.session_state["accuracy_dir"])
+    head = files["error_report.csv"].decode().split("\n")[0]
+    assert head.startswith("REGION_ID,REGION_TYPE,ITERATION_CODE,DETAILED_ONLY,COARSE_ONLY,Population group size")
+    # the race-code truncation next to r (the sample's plan: r = 8, nobody truncated)
+    assert any("Race multiplicity r = 8" in c.value and "**0** persons" in c.value for c in at.caption)
 
 
 @needs_sample

@@ -222,6 +222,12 @@ CASES = {
     "GRF-C columns out of order": (replace("data", GRF, b"TABBLKST|TABBLKCOU", b"TABBLKCOU|TABBLKST"),
                                    [GRF, "line 1", "TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK|PLACEFP|AIANNHCE in this order"]),
     "GRF-C unreadable": (unreadable("data", GRF), [GRF, "cannot read it", "Permission denied"]),
+    # ------------------------------------------------------------ empty after the state filter (production)
+    "no person in the runs' states": (config(state_filter_us=["11"], run_pr=False),
+                                      [PERSONS, "at least one person in the states of the runs",
+                                       "none of the 3 persons"]),
+    "no block in the runs' states": (config(state_filter_us=["04"], run_pr=False),
+                                     [GRF, "at least one block in the states of the runs", "none of the 8 blocks"]),
 }
 
 
