@@ -41,9 +41,6 @@ from fractions import Fraction
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from calculators import discrete_gaussian as _dg
-from calculators import geometric as _geometric
-from calculators.config import MAX_NOISE_SCALE
 from engine.noise import _kernel
 from engine.noise import _reference as _ref
 
@@ -57,15 +54,18 @@ __all__ = [
     "sample_two_sided_geometric",
 ]
 
-#: The supported range (ValueError above it), the same as the calculators': every draw
+#: The supported range (ValueError above it), the same as the calculators' (a test
+#: checks the numbers agree): every draw
 #: then fits int64 with certainty for all practical purposes (|X| > 40 sigma, 4e16, has
 #: probability below e^-800; the geometric's |X| > 90 scale below e^-90). A
 #: configuration within the ranges of `calculators.config` stays below
-#: MAX_NOISE_SCALE = 9e15. Large scales with large denominators (sigma^2 = p/q with
+#: MAX_NOISE_SCALE = 9e10. Large scales with large denominators (sigma^2 = p/q with
 #: 2 p q t^2 beyond int64, roughly sigma^2 q^2 > 2e18) are drawn by the exact
 #: big-integer path at about 30 microseconds a draw instead of the kernel's ~0.1.
-MAX_SIGMA2 = _dg.MAX_SIGMA2
-MAX_SCALE = _geometric.MAX_SCALE
+MAX_SIGMA2 = 1e24  # = calculators.discrete_gaussian.MAX_SIGMA2 (engine.noise imports nothing else)
+MAX_SCALE = 1e12  # = calculators.geometric.MAX_SCALE
+#: calculators.config.MAX_NOISE_SCALE, for the message.
+_CONFIG_MAX_SCALE = 9e10
 #: Draws per block in a large request; block j uses child stream j (see module doc).
 _BLOCK = 1 << 18
 #: Random 32-bit units per buffer refill.
@@ -426,7 +426,7 @@ def _in_range(x: Fraction, limit: float, name: str) -> Fraction:
     if x > Fraction(limit):
         raise ValueError(
             f"{name} = {float(x):.4g} is above the exact sampler's supported range (at most {limit:g}); "
-            f"a configuration within the documented ranges never goes beyond {MAX_NOISE_SCALE:g} "
+            f"a configuration within the documented ranges never goes beyond {_CONFIG_MAX_SCALE:g} "
             "(README, \"Configuration ranges\")")
     return x
 

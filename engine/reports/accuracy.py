@@ -27,6 +27,7 @@ import pandas as pd
 
 from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
+from engine.reports.production import read_parts as _read_parts
 from engine.tabulation.mechanism import TOTAL_ONLY, collapse_cells
 
 SIZE_BINS = [0, 1, 10, 100, 1_000, 10_000, 100_000]
@@ -261,14 +262,6 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
 
 def _level_mask(df: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
     return df["ITERATION_CODE"].astype(str).isin(set(codes)).to_numpy()
-
-
-def _read_parts(folder: Path) -> pd.DataFrame:
-    parts = sorted(folder.glob("*.csv"))
-    if not parts:
-        return pd.DataFrame()
-    return pd.concat([pd.read_csv(p, sep="|", dtype=str, keep_default_na=False) for p in parts], ignore_index=True).assign(
-        COUNT=lambda d: d["COUNT"].astype(np.int64))
 
 
 def format_report(df: pd.DataFrame, limit: int = 60) -> str:

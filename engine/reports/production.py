@@ -51,7 +51,6 @@ import numpy as np
 import pandas as pd
 
 from calculators.levels import AGE23_EDGES, MAX_AGE
-from engine.reports.accuracy import _read_parts
 
 #: Workload names by number of rows, as production names them.
 WORKLOADS = {1: "Total", 8: "Sex x Age(4)", 18: "Sex x Age(9)", 46: "Sex x Age(23)"}
@@ -67,12 +66,22 @@ MULTI_RUN_FILE = "multi_run_error_report.csv"
 
 
 # ------------------------------------------------------------------ truth of a release
+def read_parts(folder: Path) -> pd.DataFrame:
+    """The part files (*.csv) of one output table as text columns, COUNT as int64."""
+    parts = sorted(Path(folder).glob("*.csv"))
+    if not parts:
+        return pd.DataFrame()
+    df = pd.concat([pd.read_csv(p, sep="|", dtype=str, keep_default_na=False) for p in parts], ignore_index=True)
+    return df.assign(COUNT=df["COUNT"].astype(np.int64))
+
+
+
 def augmented_tables(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """t1 and t2 of a release with NOISY (its COUNT) and GROUND_TRUTH columns (production's
     ``get_augmented_df``). The truth of a T2 row is the sum of the true age23 cells of its
     sex within [AGESTART, AGEEND] (both sexes' ages for a marginal row, '*')."""
     release_dir = Path(release_dir)
-    t1, t2 = _read_parts(release_dir / "t1"), _read_parts(release_dir / "t2")
+    t1, t2 = read_parts(release_dir / "t1"), read_parts(release_dir / "t2")
     t1 = t1 if len(t1) else pd.DataFrame({c: pd.Series(dtype=str) for c in KEY} | {"COUNT": pd.Series(dtype=np.int64)})
     t2 = t2 if len(t2) else pd.DataFrame({c: pd.Series(dtype=str) for c in KEY + ["AGESTART", "AGEEND", "SEX"]}
                                          | {"COUNT": pd.Series(dtype=np.int64)})

@@ -188,6 +188,13 @@ def test_non_utf8_config_file_names_the_line(tmp_path):
     assert err.value.problems == [f"line {line}: the byte 0xe9 is not UTF-8 text (SPEC §4: files are UTF-8)"]
 
 
+def test_messages_of_engine_and_config_cut_values_alike():
+    from calculators.config import ECHO_LIMIT
+    from engine import errors
+
+    assert errors.ECHO_LIMIT == ECHO_LIMIT  # engine.errors imports nothing of the project
+
+
 def test_the_ranges_bound_every_noise_scale():
     # The largest noise scale of a valid configuration: the smallest budget and share,
     # the largest stability; both the zCDP sigma2 and the pure-DP scale stay below it.

@@ -102,10 +102,14 @@ def test_charts_have_axis_titles_and_hover():
 def test_runner_on_the_sample_data(tmp_path):
     from ui import runner
 
-    cfg = SafeTabConfig.read(SAMPLE / "params" / "config.json")
+    # a plan naming production's CEF reader (as the 2020 plan does) runs the page's files as "csv"
+    cfg = SafeTabConfig.read(SAMPLE / "params" / "config.json").updated(reader="cef")
+    assert runner.reads_as_csv(cfg)
     seen = []
     out = runner.run_with_truth(SAMPLE / "params", SAMPLE / "data", cfg, tmp_path / "run", seed=3,
                                 report=lambda text, f: seen.append(f))
+    assert out.config.reader == "cef" and out.manifest["config"]["reader"] == "csv"
+    assert out.manifest["config"] == cfg.updated(reader="csv").to_dict()
     assert out.seeded and out.manifest["mode"]["for_release"] is False
     assert seen[-1] == 1.0 and seen == sorted(seen)
     assert out.manifest["confidential"]["persons"]["counted"] == 50_000

@@ -565,3 +565,12 @@ def test_the_largest_scales_a_valid_configuration_reaches_are_drawn():
     y = sample_two_sided_geometric(Fraction(MAX_NOISE_SCALE), 4000, RandomSource.seeded(3))
     assert abs(np.abs(y).mean() / MAX_NOISE_SCALE - 1) < 0.06  # E|X| ~ scale for a large scale
     assert MAX_NOISE_SCALE < MAX_SCALE and MAX_NOISE_SCALE / 2 < MAX_SIGMA2
+
+
+def test_the_samplers_range_is_the_calculators_range():
+    # engine.noise imports nothing of the project, so the numbers are repeated there.
+    from calculators import discrete_gaussian, geometric
+    from calculators.config import MAX_NOISE_SCALE
+
+    assert MAX_SIGMA2 == discrete_gaussian.MAX_SIGMA2 and MAX_SCALE == geometric.MAX_SCALE
+    assert noise._CONFIG_MAX_SCALE == MAX_NOISE_SCALE
