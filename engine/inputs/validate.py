@@ -138,10 +138,13 @@ def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Arr
     log.count(len(idx) - len(shown))
 
 
-def _matches(values: pa.ChunkedArray | pa.Array, pattern: str) -> np.ndarray:
-    """Rows whose whole value matches `pattern` (RE2; [0-9] is ASCII only, unlike
-    `utf8_is_digit`, which also takes e.g. Arabic-Indic digits)."""
-    return pc.match_substring_regex(values, f"^(?:{pattern})$").to_numpy(zero_copy_only=False)
+def _ascii_digits(values: pa.ChunkedArray | pa.Array, min_len: int, max_len: int) -> np.ndarray:
+    """Rows of min_len..max_len ASCII digits (`utf8_is_digit` alone also takes other
+    scripts' digits, e.g. Arabic-Indic ones, which int64 parsing then refuses)."""
+    n = pc.utf8_length(values)
+    ok = pc.and_(pc.and_(pc.string_is_ascii(values), pc.utf8_is_digit(values)),
+                 pc.and_(pc.greater_equal(n, min_len), pc.less_equal(n, max_len)))
+    return ok.to_numpy(zero_copy_only=False)
 
 
 def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> EncodedPersons:
@@ -167,7 +170,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
         ok &= ~bad
 
     age = t["QAGE"]
-    age_fmt = _matches(age, "0*[0-9]{1,3}")
+    age_fmt = _ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
     age_val = np.full(n, -1, dtype=np.int64)
     if age_fmt.any():
         age_val[age_fmt] = pc.cast(age.filter(pa.array(age_fmt)), pa.int64()).to_numpy()
@@ -177,8 +180,9 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     is_m = pc.equal(sex, "1").to_numpy(zero_copy_only=False)
     is_f = pc.equal(sex, "2").to_numpy(zero_copy_only=False)
     check("QSEX", ~(is_m | is_f), "1 (male) or 2 (female)")
-    check("HOUSEHOLDER", ~_matches(t["HOUSEHOLDER"], "True|False"), "True or False")
-    check("CENRACE", ~_matches(t["CENRACE"], "[0-9]{2}"), "two digits (e.g. 01)")
+    householder = pc.is_in(t["HOUSEHOLDER"], value_set=pa.array(["True", "False"])).to_numpy(zero_copy_only=False)
+    check("HOUSEHOLDER", ~householder, "True or False")
+    check("CENRACE", ~_ascii_digits(t["CENRACE"], 2, 2), "two digits (e.g. 01)")
 
     keys = pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"], "|")
     flat = pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"], "")
