@@ -156,7 +156,7 @@ class SafeTabConfig(BaseModel):
     @classmethod
     def _check_budget(cls, v: Number) -> Number:
         lo, hi = BUDGET_RANGE
-        if not math.isfinite(v) or not (v == 0 or lo <= v <= hi):
+        if not _finite(v) or not (v == 0 or lo <= v <= hi):
             raise ValueError(
                 f"must be 0 (the level is not tabulated) or a number from {lo:g} to {hi:g} "
                 f"(got {echo(v)})"
@@ -167,7 +167,7 @@ class SafeTabConfig(BaseModel):
     @classmethod
     def _check_gamma(cls, v: Number) -> Number:
         lo, hi = GAMMA_RANGE
-        if not (math.isfinite(v) and lo <= v <= hi):
+        if not (_finite(v) and lo <= v <= hi):
             raise ValueError(
                 f"must be strictly between 0 and 1, within [{lo:g}, 1 - {lo:g}] (got {echo(v)})"
             )
@@ -176,7 +176,7 @@ class SafeTabConfig(BaseModel):
     @field_validator("zero_suppression_chance")
     @classmethod
     def _check_p(cls, v: Number) -> Number:
-        if not (math.isfinite(v) and 0 <= v < 1):
+        if not (_finite(v) and 0 <= v < 1):
             raise ValueError(
                 f"must be at least 0 and less than 1 (got {echo(v)}); 0 turns suppression off"
             )
@@ -376,6 +376,14 @@ def to_fraction(x: float | int | str | Fraction) -> Fraction:
     if isinstance(x, float):
         return Fraction(repr(x))
     return Fraction(x)
+
+
+def _finite(v: Number) -> bool:
+    """math.isfinite, False also for JSON integers beyond the float range (10**400)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def _plain(value: Any) -> Any:
