@@ -189,6 +189,9 @@ def moe_bound(sigma2: Any) -> Any:
     (sigma2 = (moe / 1.96)^2, what `rho_stage_for_moe` returns) from rounding down.
     """
     s2 = _check_positive("sigma2", sigma2, "the noise variance parameter")
+    if s2.size and np.any(s2 > discrete_gaussian.MAX_SIGMA2):
+        raise ValueError(f"sigma2 (the noise variance parameter) must be at most {discrete_gaussian.MAX_SIGMA2:g} "
+                         "(the budget is far below the supported range; see README, \"Configuration ranges\")")
     m = np.floor(Z95 * np.sqrt(s2) * (1 + 1e-12)).astype(np.int64)
     return int(m) if m.ndim == 0 else m
 

@@ -55,7 +55,16 @@ _MP_DPS = 60
 _MP_L_DIRECT = 3000
 _MP_EM_TERMS = 18
 
+#: The largest sigma2 the functions here accept (ValueError above): every search is
+#: bounded, quantiles stay far inside int64 and are still exact (checked symmetric to the
+#: unit up to 1e26; the float sums lose units near 1e30). A configuration within the
+#: ranges of `calculators.config` reaches at most 4.5e15 (`config.MAX_NOISE_SCALE` / 2).
+MAX_SIGMA2 = 1e24
+# Doubling steps of an integer search before it gives up (2^70 exceeds every int64).
+_MAX_DOUBLINGS = 70
+
 __all__ = [
+    "MAX_SIGMA2",
     "cdf",
     "inverse_cdf",
     "log_normalizer",
@@ -77,9 +86,20 @@ def _as_sigma2(sigma2: Any) -> np.ndarray:
     s2 = np.asarray(sigma2, dtype=float)
     if s2.size and not np.all(np.isfinite(s2) & (s2 > 0)):
         raise ValueError(
-            f"sigma2 (the noise variance parameter) must be a finite number > 0 (got {sigma2!r})"
+            f"sigma2 (the noise variance parameter) must be a finite number > 0 (got {_short(sigma2)})"
+        )
+    if s2.size and np.any(s2 > MAX_SIGMA2):
+        raise ValueError(
+            f"sigma2 (the noise variance parameter) must be at most {MAX_SIGMA2:g} (got "
+            f"{_short(sigma2)}): the budget is far below the supported range (see README, "
+            "\"Configuration ranges\")"
         )
     return s2
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def _broadcast(x: Any, sigma2: Any) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -371,22 +391,30 @@ def _mp_cdf(k: int, s2: mpmath.mpf) -> mpmath.mpf:
 # ------------------------------------------------------------- exact integer search
 def _smallest_true(cond: Callable[[np.ndarray], np.ndarray], guess: np.ndarray) -> np.ndarray:
     """Smallest integer k with cond(k), cond monotone (False ... False True ... True)."""
+    if guess.size and not np.all(np.abs(guess) < 2.0**62):
+        raise ValueError("the search starts outside the 64-bit integer range (sigma2 too large)")
     hi = guess.astype(np.int64)
     lo = hi - 1
     step = np.ones_like(hi)
-    while True:
+    # Every loop is bounded: a step doubles at most _MAX_DOUBLINGS times (then the
+    # bracket spans more than the int64 range and the condition cannot be monotone).
+    for _ in range(_MAX_DOUBLINGS):
         c = cond(hi)
         if c.all():
             break
         hi = np.where(c, hi, hi + step)
         step = np.where(c, step, 2 * step)
+    else:
+        raise ValueError("integer search did not find an upper bracket (sigma2 outside the supported range)")
     step = np.ones_like(hi)
-    while True:
+    for _ in range(_MAX_DOUBLINGS):
         c = cond(lo)
         if not c.any():
             break
         lo = np.where(c, lo - step, lo)
         step = np.where(c, 2 * step, step)
+    else:
+        raise ValueError("integer search did not find a lower bracket (sigma2 outside the supported range)")
     while np.any(hi - lo > 1):
         mid = lo + (hi - lo) // 2
         c = cond(mid)

@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
+#: The largest scale the functions here accept (ValueError above): quantiles (37 scale
+#: for p = 1 - 1e-16) stay exact to the unit (checked symmetric up to 3e12; floats lose
+#: units near 1e13). A configuration within the ranges of `calculators.config` reaches
+#: at most 9e10 (`config.MAX_NOISE_SCALE`).
+MAX_SCALE = 1e12
+
 __all__ = [
+    "MAX_SCALE",
     "cdf", "inverse_cdf", "logcdf", "logpmf", "logsf", "moe", "partial_mean", "pmf", "sf",
     "truncated_mean", "variance",
 ]
@@ -24,7 +31,10 @@ __all__ = [
 def _as_scale(scale: Any) -> np.ndarray:
     b = np.asarray(scale, dtype=float)
     if b.size and not np.all(np.isfinite(b) & (b > 0)):
-        raise ValueError(f"scale (S / epsilon) must be a finite number > 0 (got {scale!r})")
+        raise ValueError(f"scale (S / epsilon) must be a finite number > 0 (got {repr(scale)[:60]})")
+    if b.size and np.any(b > MAX_SCALE):
+        raise ValueError(f"scale (S / epsilon) must be at most {MAX_SCALE:g} (got {repr(scale)[:60]}): the "
+                         "budget is far below the supported range (see README, \"Configuration ranges\")")
     return b
 
 

@@ -96,6 +96,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="seed the trials (reproducible; default: secure random source)")
     sp.add_argument("--release", type=Path, default=None, metavar="RELEASE_DIR",
                     help="compare an existing release directory instead of drawing new trials")
+    sp.add_argument("--layout", choices=["studio", "production", "both"], default="studio",
+                    help="studio: accuracy.csv (95th percentile of |error| vs predicted MOE); production: the "
+                         "Census production layouts, error_report.csv (per population group, first trial) and "
+                         "multi_run_error_report.csv (all trials), with the trials kept in OUT_DIR/single_runs/; "
+                         "both: all three from the same releases (default studio)")
 
     sp = sub.add_parser("sample", help="write a synthetic nation (PARAMS_DIR + DATA_DIR layout) of any size")
     sp.add_argument("out_dir", metavar="OUT", type=Path, help="folder to create: OUT/params and OUT/data")
@@ -174,10 +179,14 @@ def _dispatch(args, progress: _Progress) -> int:
         if args.trials < 1:
             raise ValueError("--trials must be at least 1")
         report = accuracy_report(args.params_dir, args.data_dir, args.out_dir, trials=args.trials, seed=args.seed,
-                                 release_dir=args.release, overwrite=args.overwrite, progress=progress)
+                                 release_dir=args.release, overwrite=args.overwrite, progress=progress,
+                                 layout=args.layout)
         progress.close()
-        print(format_report(report))
-        print(f"Wrote {args.out_dir / 'accuracy.csv'} and accuracy.json")
+        if args.layout != "production":
+            print(format_report(report))
+            print(f"Wrote {args.out_dir / 'accuracy.csv'} and accuracy.json")
+        if args.layout != "studio":
+            print(f"Wrote {args.out_dir / 'error_report.csv'} and multi_run_error_report.csv (production layouts)")
         return EXIT_OK
 
     if args.command == "sample":

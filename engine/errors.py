@@ -1,34 +1,56 @@
 """Input problems and the error that carries them.
 
-Every problem names the file, the line (1-based, the header is line 1), the column,
-the value found and what was expected, so a user can fix the input without a debugger.
+Every problem names the file, the line (1-based, the header is line 1; for Parquet the
+1-based row), the column (config.json: the key), the value found (cut to a short prefix)
+and what was expected, so a user can fix the input without a debugger.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Echoed values are cut to this many characters (as calculators.config.ECHO_LIMIT;
+#: engine.errors imports nothing of the project).
+ECHO_LIMIT = 60
+
+#: The longest "expected" text kept (ours are shorter; a library's message may quote a file).
+_EXPECTED_LIMIT = 1200
 #: How many problems an error message lists before it only gives the total.
 SHOWN_PROBLEMS = 20
 
 
 @dataclass(frozen=True)
 class Problem:
+    """One problem. A `value` longer than `ECHO_LIMIT` characters is cut to that
+    prefix when the Problem is made (`length` keeps its full length), so a 100 MB
+    field never becomes a 100 MB message or is held in memory twice."""
+
     file: str
     line: int | None
     column: str | None
     value: str | None
     expected: str
+    length: int | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.expected) > _EXPECTED_LIMIT:  # e.g. a library's message quoting the file
+            object.__setattr__(self, "expected", self.expected[:_EXPECTED_LIMIT] + "...")
+        if self.value is not None and len(self.value) > ECHO_LIMIT:
+            object.__setattr__(self, "length", len(self.value))
+            object.__setattr__(self, "value", self.value[:ECHO_LIMIT])
 
     def __str__(self) -> str:
         where = self.file
         if self.line is not None:
-            where += f", line {self.line}"
+            # Parquet has rows (1-based), text files lines (the header is line 1)
+            where += f", {'row' if self.file.endswith('.parquet') else 'line'} {self.line}"
         if self.column:
-            where += f", column {self.column}"
+            # config.json has keys; the pipe-delimited files have columns
+            where += f", {'key' if self.file.endswith('.json') else 'column'} {self.column}"
         if self.value is None:
             return f"{where}: {self.expected}"
-        return f"{where}: found {self.value!r}; expected {self.expected}"
+        found = repr(self.value) + (f"... ({self.length:,} characters)" if self.length else "")
+        return f"{where}: found {found}; expected {self.expected}"
 
 
 class InputError(Exception):

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from calculators.config import SafeTabConfig
-from calculators.levels import ITERATION_LEVELS, PopulationGroupLevel
+from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from engine.tabulation.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregator, is_coarse, level_counts
 from engine.tabulation.flatmap import IterationCatalog
 from engine.tabulation.mechanism import LevelPlan, Noise, level_plan, tabulate_level
@@ -36,7 +36,8 @@ class Prepared:
     inputs: Inputs
     table: CountTable
     catalog: IterationCatalog
-    stability: dict[int, int]
+    #: S of every population group level (SPEC §1: h_r, h_e per tabulation class).
+    stability: dict[PopulationGroupLevel, int]
     plans: dict[PopulationGroupLevel, LevelPlan]
     timings: dict[str, float] = field(default_factory=dict)
     _memberships: dict = field(default_factory=dict, repr=False)
@@ -47,7 +48,7 @@ class Prepared:
         return list(self.plans)
 
     def counts(self, level: PopulationGroupLevel) -> LevelCounts:
-        return level_counts(self.table, self.inputs, self.catalog, level, self.stability[level.iteration_level],
+        return level_counts(self.table, self.inputs, self.catalog, level, self.stability[level],
                             self._memberships, merged=self._merged)
 
     def universe_size(self, level: PopulationGroupLevel) -> int:
@@ -67,9 +68,10 @@ def prepare(params_dir: str | Path, data_dir: str | Path, progress: Progress | N
     t2 = time.perf_counter()
     catalog = IterationCatalog(inputs.specs)
     config = inputs.config
-    stability = {lvl: inputs.specs.stability(lvl, config.max_race_codes) for lvl in ITERATION_LEVELS}
+    stability = {lvl: inputs.specs.stability(lvl.iteration_level, config.max_race_codes, lvl.geo)
+                 for lvl in POPULATION_GROUP_LEVELS}
     plans = {
-        lvl: level_plan(config, lvl, stability[lvl.iteration_level])
+        lvl: level_plan(config, lvl, stability[lvl])
         for lvl in config.tabulated_levels()
         if inputs.geography.n_regions(lvl.geo) > 0
     }

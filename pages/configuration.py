@@ -5,7 +5,7 @@ import hashlib
 
 import streamlit as st
 
-from calculators.config import ConfigError, SafeTabConfig
+from calculators.config import ConfigError, SafeTabConfig, decode_utf8
 from calculators.levels import US_STATE_CODES
 from ui import state, urlcodec, widgets
 
@@ -14,12 +14,12 @@ state.page_setup()
 st.title("Configuration")
 st.caption(
     "The plan every page works on is a SafeTab-P `config.json`. Import one, export it, or share it as a "
-    "link. Keys this app does not know are kept and written back untouched."
+    "link. It is checked as strictly as production SafeTab-P checks it: every key is required, unknown keys and "
+    "loose types (\"Yes\", \"8\", 8.0) are refused with a message naming the key."
 )
 
 ss = st.session_state
 cfg = state.config()
-known = set(SafeTabConfig.model_fields)
 
 # ------------------------------------------------------------------ import
 left, right = st.columns(2, gap="large")
@@ -32,7 +32,7 @@ with left:
         if ss.get("cfg_upload_sig") != sig:
             ss["cfg_upload_sig"] = sig
             try:
-                new = SafeTabConfig.from_json(data.decode("utf-8", errors="replace"), up.name)
+                new = SafeTabConfig.from_json(decode_utf8(data, up.name), up.name)
             except ConfigError as exc:
                 ss["cfg_upload_problems"] = (up.name, exc.problems)
             else:
@@ -66,9 +66,6 @@ with right:
     st.markdown(f"Current plan: **{state.source_label()}**")
     st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
                        key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
-    unknown = sorted(k for k in cfg.to_dict() if k not in known)
-    if unknown:
-        st.info("Kept untouched (keys this app does not use): " + ", ".join(f"`{k}`" for k in unknown))
     st.subheader("Shareable link")
     token = state.current_token()
     url = urlcodec.share_url(st.context.url, token, page="configuration")
@@ -108,7 +105,9 @@ with o[1]:
                       "and bias; the budgets' numbers are not converted.")
     state.bind("w_reader", cfg.reader)
     st.selectbox("Reader", ["csv", "cef"], key="w_reader", on_change=_on("reader"),
-                 help="Kept in config.json for SafeTab-P; this app's engine reads pipe-delimited text or Parquet.")
+                 help="reader: \"cef\" is production's Census Edited File reader, which this engine does not have: "
+                      "`python -m engine` refuses it (set \"csv\" to read DATA_DIR's text or Parquet files); the "
+                      "Run page reads the files chosen there as \"csv\" and says so.")
 with o[2]:
     state.bind("w_max_race_codes", cfg.max_race_codes)
     st.number_input("max_race_codes (r)", min_value=1, max_value=8, step=1, key="w_max_race_codes",

@@ -148,6 +148,9 @@ if params_dir is not None and (params_dir / "config.json").is_file():
             state.set_config(own, label)
             st.rerun()
 
+if runner.reads_as_csv(cfg):
+    st.caption(f'The plan says reader "{cfg.reader}" (production\'s Census Edited File reader). This page reads the '
+               'files chosen above, so the run uses reader "csv"; `python -m engine` refuses "cef" with a message.')
 n1, n2, n3 = st.columns([1.6, 1, 2.4])
 noise = n1.radio("Noise", ["secure", "seeded"], key="run_noise", horizontal=True,
                  format_func=lambda k: {"secure": "Secure random (for release)",
@@ -207,6 +210,12 @@ m[2].metric("T1 rows (totals)", f"{len(released):,}")
 m[3].metric("T2 rows (sex × age)", f"{len(out.t2):,}")
 m[4].metric("Suppressed totals", f"{int(out.t1['SUPPRESSED'].sum()):,}")
 m[5].metric("Run time (release + truth)", f"{out.seconds:.1f} s")
+trunc = man.get("confidential", {}).get("race_codes_truncated")
+if trunc:
+    st.caption(f"Race multiplicity r = {trunc['max_race_codes']}: **{trunc['persons']:,}** persons have a race code "
+               f"beyond QRACE{trunc['max_race_codes']} that is not among their first r codes; as in production, "
+               f"only QRACE1..QRACE{trunc['max_race_codes']} are read. Exact count from the confidential input, "
+               "never for publication.")
 st.caption(f"Plan: {meta.get('plan', '')}. Data: {meta.get('data', '')}. Output folder: `{out.release_dir}`.")
 
 levels = files.stat_level_counts(man)
@@ -216,14 +225,16 @@ if len(levels):
     if adaptive_groups and stat0 / adaptive_groups > 0.95:
         st.info(f"{stat0 / adaptive_groups:.1%} of the groups got a total only: the thresholds are large for this "
                 "data. Lower them on the Adaptive tables page, or use the data's own config.json.")
-    diff_s = files.stability_differences(man, planner.stability_of(out.config))
+    planned_s = planner.stability_of(out.config)
+    diff_s = files.stability_differences(man, planned_s)
     if diff_s:
         st.info(
-            f"The spec files of this run map one race or ethnicity code to several iterations of a level, so the "
-            f"engine used a larger stability S than the planner's S = {planner.stability_of(out.config)} "
-            f"(which assumes one, as in the 2020 files): "
+            f"The engine's stability S (counted from this run's spec files per tabulation class, as production "
+            f"does) differs from the planner's S = {planned_s} (h_r = h_e = 1, as in the 2020 files) at: "
             + ", ".join(f"{k}: S = {v}" for k, v in diff_s.items())
-            + ". Those levels get more noise than the planner pages show.", icon=":material/info:")
+            + ". A smaller S means a class of geographies has no race or no ethnicity iteration at that level; "
+            "those levels get " + ("less" if max(diff_s.values()) < planned_s else "different")
+            + " noise than the planner pages show.", icon=":material/info:")
     with st.expander("Tables published per level (stat levels, suppression)", expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
@@ -293,7 +304,9 @@ with a[1]:
 if acc_go:
     bar = _Bar("Drawing releases")
     try:
-        ss["accuracy"] = runner.accuracy(out, work / f"accuracy-{int(time.time() * 1000)}", int(trials), report=bar)
+        acc_dir = work / f"accuracy-{int(time.time() * 1000)}"
+        ss["accuracy"] = runner.accuracy(out, acc_dir, int(trials), report=bar)
+        ss["accuracy_dir"] = str(acc_dir)
     except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
         st.error(f"The accuracy report stopped: {exc}")
     bar.clear()
@@ -310,3 +323,13 @@ if acc is not None:
         if len(sel):
             widgets.chart(charts.accuracy(sel), sel, "accuracy_chart.csv", key="acc_chart")
             st.caption("The chart follows the geography and iteration filters above.")
+    prod = runner.production_reports(ss.get("accuracy_dir"))
+    if prod:
+        st.markdown("**The same releases in the Census production layouts** (`safetab_p/accuracy_report.py`): "
+                    "the error report per population group of the first trial, and the multi-run report (MOE = "
+                    "95th percentile of the cell errors, by geography, iteration level, DETAILED_ONLY and group "
+                    "size in powers of ten).")
+        pc = st.columns(len(prod))
+        for col, (name, data) in zip(pc, prod.items()):
+            col.download_button(name, data, name, "text/csv", key=f"dl_{name}", on_click="ignore",
+                                icon=":material/download:")

@@ -268,8 +268,11 @@ def stat_level_counts(manifest: dict) -> pd.DataFrame:
 
 def stability_differences(manifest: dict, planned_s: int) -> dict[str, int]:
     """Levels whose stability S in a run's manifest (computed by the engine from the spec
-    files: S = h_r max(2, r) + h_e, SPEC §1) differs from the planner's S, which takes
-    h_r = h_e = 1 as in the 2020 spec files. {level key: S of the run}."""
+    files: S = h_r max(2, r) + h_e with h_r, h_e counted in the tabulation class of the
+    level's geography, SPEC §1) differs from the planner's S, which takes h_r = h_e = 1
+    as in the 2020 spec files; on spec files production accepts the run's S can only be
+    smaller (a class with no race or no ethnicity iteration at a level has h = 0).
+    {level key: S of the run}."""
     out = {}
     for key, st in _find_stats(manifest).items():
         if isinstance(st, dict) and st.get("stability_S") is not None and int(st["stability_S"]) != planned_s:

@@ -70,7 +70,11 @@ DEFAULT_DELTA = 1e-10
 
 # ----------------------------------------------------------------------- basics
 def stability_of(config: SafeTabConfig) -> int:
-    """S = max(2, r) + 1 (SPEC §1 with h_r = h_e = 1, as in the 2020 spec files)."""
+    """S = max(2, r) + 1 (SPEC §1 with h_r = h_e = 1): the stability of every population
+    group level on spec files production accepts (its hierarchy check allows one
+    iteration per code and slice, counted per tabulation class) in which each class has
+    race and ethnicity iterations, as the 2020 files do. A run reports the engine's own
+    S per level in its manifest (`ui.files.stability_differences`)."""
     return int(budget.stability(config.max_race_codes))
 
 

@@ -62,6 +62,12 @@ class RunOutput:
         return self.seed is not None
 
 
+def reads_as_csv(config: SafeTabConfig) -> bool:
+    """Whether the plan names another reader than "csv" (production's "cef"), which the
+    Run page replaces by "csv": it always reads the files chosen on the page."""
+    return config.reader != "csv"
+
+
 def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTabConfig, work_dir: str | Path,
                    seed: int | None = None, report: Report | None = None) -> RunOutput:
     """Validate and count once (`engine.run.prepare(..., config=config)`), then write
@@ -75,7 +81,10 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    prepared = prepare(params_dir, data_dir, progress=_phase(report, "prepare"), config=config)
+    # The page runs the files it was given, i.e. reader "csv"; a plan naming production's
+    # CEF reader (the 2020 plan) is run as "csv" and the page says so (`reads_as_csv`).
+    run_config = config if not reads_as_csv(config) else config.updated(reader="csv")
+    prepared = prepare(params_dir, data_dir, progress=_phase(report, "prepare"), config=run_config)
     rel = run(params_dir, data_dir, work / "release", seed=seed, overwrite=True,
               progress=_phase(report, "release"), prepared=prepared)
     tru = run(params_dir, data_dir, work / "truth", truth=True, overwrite=True,
@@ -94,7 +103,9 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
 
 def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Report | None = None) -> pd.DataFrame:
     """`engine.reports.accuracy.accuracy_report` on the run's prepared inputs: `trials` fresh
-    releases (seeded from the run's seed + 1000 if the run was seeded) against the truth."""
+    releases (seeded from the run's seed + 1000 if the run was seeded) against the truth.
+    Both layouts: the project's table is returned, production's two reports are written
+    into work_dir (`production_reports` reads them back)."""
     from engine.reports.accuracy import accuracy_report
 
     seed = None if output.seed is None else output.seed + 1000
@@ -110,4 +121,20 @@ def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Repor
         report(f"{stage} ({int(done):,} of {int(total):,})", frac)
 
     return accuracy_report(output.params_dir, output.data_dir, work_dir, trials=int(trials), seed=seed,
-                           overwrite=True, progress=cb if report else None, prepared=output.prepared)
+                           overwrite=True, progress=cb if report else None, prepared=output.prepared,
+                           layout="both")
+
+
+def production_reports(work_dir: str | Path | None) -> dict[str, bytes]:
+    """The production-layout reports `accuracy` wrote into work_dir ({file name: CSV bytes};
+    empty if there are none): error_report.csv and multi_run_error_report.csv."""
+    from engine.reports.production import ERROR_REPORT_FILE, MULTI_RUN_FILE
+
+    if work_dir is None:
+        return {}
+    out = {}
+    for name in (ERROR_REPORT_FILE, MULTI_RUN_FILE):
+        path = Path(work_dir) / name
+        if path.is_file():
+            out[name] = path.read_bytes()
+    return out

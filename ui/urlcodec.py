@@ -2,8 +2,9 @@
 
 Token = URL-safe base64 (no padding) of zlib-compressed compact JSON
 ``{"v": 1, "c": <config.json keys>, "t": {"(GEO, LEVEL)": moe target}}``.
-Every key of the configuration is kept, unknown ones included. Decoding never raises
-anything but `ConfigError`, whose `.problems` say in plain words what is wrong.
+Every key of the configuration is kept; the configuration is checked as strictly as a
+config.json file (`SafeTabConfig.from_dict`). Decoding never raises anything but
+`ConfigError`, whose `.problems` say in plain words what is wrong.
 """
 
 from __future__ import annotations

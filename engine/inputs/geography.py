@@ -101,10 +101,11 @@ class Geography:
 def check_grf(batch: Batch, log: ProblemLog, file: str = "GRF-C.txt") -> np.ndarray:
     """Validate GRF-C rows; returns a mask of good rows (problems go to `log`)."""
     t = batch.table
-    ok = np.ones(t.num_rows, dtype=bool)
+    ok = np.ones(t.num_rows, dtype=bool) if batch.reported is None else ~batch.reported
     for col, width in _WIDTHS.items():
         arr = t[col]
-        good = pc.and_(pc.equal(pc.utf8_length(arr), width), pc.utf8_is_digit(arr))
+        # [0-9] (ASCII), not utf8_is_digit, which also takes other scripts' digits
+        good = pc.match_substring_regex(arr, f"^[0-9]{{{width}}}$")
         bad = ~good.to_numpy(zero_copy_only=False)
         _log_rows(log, file, batch, col, arr, bad, f"{width} digits")
         ok &= ~bad
@@ -131,7 +132,7 @@ def check_grf(batch: Batch, log: ProblemLog, file: str = "GRF-C.txt") -> np.ndar
 
 
 def _log_rows(log: ProblemLog, file: str, batch: Batch, col: str, arr, bad: np.ndarray, expected: str) -> None:
-    idx = np.flatnonzero(bad)
+    idx = np.flatnonzero(batch.unreported(bad))
     if not len(idx):
         return
     shown = idx[: max(0, log.keep - len(log.problems))]

@@ -1,12 +1,16 @@
 """The four SafeTab-P spec files of PARAMS_DIR (SPEC section 4) and what follows from them.
 
-`load_specs` reads and checks the files; `Specs` answers which characteristic iterations
-each geography level tabulates and the stability S of each iteration level
-(SPEC section 1: S = h_r * max(2, r) + h_e).
+`load_specs` reads and checks the files (the rules of SPEC §4 and of production's input
+validation, ``safetab_utils/input_validation.py``); `Specs` answers which characteristic
+iterations each geography level tabulates and the stability S of each population group
+level (SPEC section 1: S = h_r * max(2, r) + h_e, h_r and h_e counted within the
+tabulation class of the level's geography, as production's
+``IterationManager.create_race_eth_codes_to_iterations`` does).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,6 +35,21 @@ CODE_TO_ITERATION_HEADER = ["ITERATION_CODE", "RACE_ETH_CODE"]
 RACE = "race"
 ETHNICITY = "ethnicity"
 
+#: Tabulation classes (production's REGION_GRANULARITY_MAPPING): USA, STATE and PR-STATE
+#: tabulate the iterations that are not COARSE_ONLY ("detailed"), every other geography
+#: those that are not DETAILED_ONLY ("coarse").
+STATE_CLASS, SUBSTATE_CLASS = "state", "substate"
+TABULATION_CLASSES = (STATE_CLASS, SUBSTATE_CLASS)
+_CLASS_NAMES = {STATE_CLASS: "national and state", SUBSTATE_CLASS: "sub-state"}
+
+_ITERATION_CODE = re.compile(r"[0-9]{4}")
+_RACE_ETH_CODE = re.compile(r"[1-9][0-9]{3}")
+
+
+def tabulation_class(geo: str) -> str:
+    """STATE_CLASS for USA, STATE and PR-STATE; SUBSTATE_CLASS for the others (SPEC §1)."""
+    return STATE_CLASS if geo in STATE_OR_ABOVE else SUBSTATE_CLASS
+
 
 @dataclass(frozen=True)
 class Iteration:
@@ -46,11 +65,13 @@ class Iteration:
 
     def tabulated_at(self, geo: str) -> bool:
         """SPEC §1: USA/STATE/PR-STATE skip COARSE_ONLY; sub-state levels skip DETAILED_ONLY."""
+        return self.in_class(tabulation_class(geo))
+
+    def in_class(self, cls: str) -> bool:
+        """Whether geographies of tabulation class `cls` tabulate this iteration."""
         if self.level not in ITERATION_LEVELS:
             return False
-        if geo in STATE_OR_ABOVE:
-            return not self.coarse_only
-        return not self.detailed_only
+        return not self.coarse_only if cls == STATE_CLASS else not self.detailed_only
 
 
 @dataclass(frozen=True)
@@ -106,33 +127,59 @@ class Specs:
         return frozenset(aoic) | (alone or frozenset()) | eth
 
     # ------------------------------------------------------------------ stability
-    def h_r(self, level: int) -> int:
-        """The most iterations one race code maps to within one (level, ALONE) slice."""
-        sizes = [len(s) for alone in (True, False) for s in self._slices.get((RACE, level, alone), {}).values()]
-        return max(sizes, default=0)
+    @cached_property
+    def _class_slices(self) -> dict[tuple[str, int, bool | None, str], dict[str, frozenset[str]]]:
+        """(kind, level, alone, tabulation class) -> code -> the iterations of that slice
+        the code maps to, restricted to those the class tabulates."""
+        out: dict[tuple[str, int, bool | None, str], dict[str, frozenset[str]]] = {}
+        for (kind, level, alone), by_code in self._slices.items():
+            for cls in TABULATION_CLASSES:
+                out[(kind, level, alone, cls)] = {
+                    code: frozenset(it for it in its if self.iterations[it].in_class(cls))
+                    for code, its in by_code.items()
+                }
+        return out
 
-    def h_e(self, level: int) -> int:
-        """The most iterations one ethnicity code maps to within the level."""
-        return max((len(s) for s in self.ethnicity(level).values()), default=0)
+    def _height(self, kind: str, level: int, alones: tuple[bool | None, ...], geo: str) -> int:
+        cls = tabulation_class(geo)
+        return max((len(its) for alone in alones
+                    for its in self._class_slices.get((kind, level, alone, cls), {}).values()), default=0)
 
-    def stability(self, level: int, max_race_codes: int) -> int:
-        """S = h_r * max(2, r) + h_e (SPEC §1), at least 1."""
-        return max(1, _stability(max_race_codes, self.h_r(level), self.h_e(level)))
+    def h_r(self, level: int, geo: str) -> int:
+        """The most iterations one race code maps to within one (level, ALONE) slice of
+        the iterations `geo`'s tabulation class tabulates (SPEC §1).
+
+        Production counts the ALONE=True slice only (it assumes the ALONE=False slice has
+        the same shape); the larger of the two is taken here, which is the same on every
+        spec production accepts and never understates S otherwise.
+        """
+        return self._height(RACE, level, (True, False), geo)
+
+    def h_e(self, level: int, geo: str) -> int:
+        """The most iterations one ethnicity code maps to within the level, among those
+        `geo`'s tabulation class tabulates (SPEC §1)."""
+        return self._height(ETHNICITY, level, (None,), geo)
+
+    def stability(self, level: int, max_race_codes: int, geo: str) -> int:
+        """S = h_r * max(2, r) + h_e of population group level (geo, level) (SPEC §1),
+        at least 1."""
+        return max(1, _stability(max_race_codes, self.h_r(level, geo), self.h_e(level, geo)))
 
 
 # ---------------------------------------------------------------------- loading
-def _flag(value: str, level: int, allow_null: bool) -> bool | None:
-    if value == "True":
-        return True
-    if value == "False":
-        return False
-    if value == "Null" and allow_null:
-        return None
-    raise ValueError
+_FLAGS = {"True": True, "False": False}
 
 
 def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
-    """Read and check the four spec files of `params_dir`.
+    """Read and check the four spec files of `params_dir` (SPEC §4).
+
+    The rules, each as production's input validation has them: ITERATION_CODE four
+    digits, unique across both iteration files (race and ethnicity codes disjoint);
+    LEVEL 0, 1 or 2; ALONE True/False; DETAILED_ONLY and COARSE_ONLY Null exactly on
+    level-0 rows and True/False elsewhere, never both True; RACE_ETH_CODE [1-9] and three
+    digits, unique; every mapping row names a known iteration and code, once; and no
+    code maps to two iterations of one (level, ALONE, tabulation class) slice
+    (production's "hierarchy height" check, which makes h_r = h_e = 1).
 
     With a `log`, problems are added to it and a best-effort Specs is returned;
     without one, an InputError is raised if there is any problem.
@@ -142,6 +189,9 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
     log = log if log is not None else ProblemLog()
     iterations: dict[str, Iteration] = {}
     where: dict[str, str] = {}
+    # Codes of rows that have a problem of their own: mapping rows naming them are not
+    # reported again (one bad flag must not make every mapping row of its code an error).
+    rejected: set[str] = set()
 
     for fname, header, kind in (
         (RACE_ITERATIONS_FILE, RACE_ITERATION_HEADER, RACE),
@@ -149,8 +199,8 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
     ):
         for line, row in read_pipe_table(params_dir / fname, header, log):
             code = row["ITERATION_CODE"]
-            if not code:
-                log.add(fname, line, "ITERATION_CODE", code, "a non-empty iteration code")
+            if not _ITERATION_CODE.fullmatch(code):
+                log.add(fname, line, "ITERATION_CODE", code, "an iteration code of four digits (e.g. 3001)")
                 continue
             if code in iterations:
                 log.add(fname, line, "ITERATION_CODE", code, f"a unique iteration code (already defined in {where[code]})")
@@ -159,21 +209,31 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
                 log.add(fname, line, "LEVEL", row["LEVEL"], "0, 1 or 2")
                 continue
             level = int(row["LEVEL"])
-            flags = {}
+            flags: dict[str, bool] = {}
             ok = True
-            for col in (["ALONE"] if kind == RACE else []) + ["DETAILED_ONLY", "COARSE_ONLY"]:
-                # Level-0 rows carry Null flags (SPEC §4); ALONE is needed at every level.
-                allow_null = level == 0 and col != "ALONE"
-                try:
-                    flags[col] = _flag(row[col], level, allow_null)
-                except ValueError:
-                    log.add(fname, line, col, row[col], "True or False" + (" (or Null on level-0 rows)" if level == 0 else ""))
+            if kind == RACE:
+                if row["ALONE"] in _FLAGS:
+                    flags["ALONE"] = _FLAGS[row["ALONE"]]
+                else:
+                    log.add(fname, line, "ALONE", row["ALONE"], "True or False")
                     ok = False
-            if not ok:
-                continue
-            if flags["DETAILED_ONLY"] and flags["COARSE_ONLY"]:
+            for col in ("DETAILED_ONLY", "COARSE_ONLY"):
+                # LEVEL 0 <=> Null (production: _check_for_invalid_iteration_metadata).
+                if level == 0:
+                    if row[col] != "Null":
+                        log.add(fname, line, col, row[col], "Null (level-0 rows carry Null flags)")
+                        ok = False
+                elif row[col] in _FLAGS:
+                    flags[col] = _FLAGS[row[col]]
+                else:
+                    log.add(fname, line, col, row[col], f"True or False (Null only on level-0 rows; LEVEL is {level})")
+                    ok = False
+            if ok and flags.get("DETAILED_ONLY") and flags.get("COARSE_ONLY"):
                 log.add(fname, line, "COARSE_ONLY", row["COARSE_ONLY"],
                         "not True when DETAILED_ONLY is True (the iteration would be tabulated nowhere)")
+                ok = False
+            if not ok:
+                rejected.add(code)
                 continue
             iterations[code] = Iteration(
                 code=code,
@@ -181,26 +241,27 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
                 level=level,
                 kind=kind,
                 alone=flags.get("ALONE") if kind == RACE else None,
-                detailed_only=bool(flags["DETAILED_ONLY"]),
-                coarse_only=bool(flags["COARSE_ONLY"]),
+                detailed_only=flags.get("DETAILED_ONLY", False),
+                coarse_only=flags.get("COARSE_ONLY", False),
             )
             where[code] = f"{fname} line {line}"
 
     codes: dict[str, str] = {}
     for line, row in read_pipe_table(params_dir / CODES_FILE, CODES_HEADER, log):
         code = row["RACE_ETH_CODE"]
-        if not code or " " in code:
-            log.add(CODES_FILE, line, "RACE_ETH_CODE", code, "a non-empty code without spaces")
-        elif code == "Null":
-            log.add(CODES_FILE, line, "RACE_ETH_CODE", code, "a code other than the word Null (it marks a missing race)")
+        if not _RACE_ETH_CODE.fullmatch(code):
+            log.add(CODES_FILE, line, "RACE_ETH_CODE", code, "a code of four digits not starting with 0 (e.g. 1010)")
         elif code in codes:
             log.add(CODES_FILE, line, "RACE_ETH_CODE", code, "a unique code (it appears twice)")
         else:
             codes[code] = row["RACE_ETH_NAME"]
 
     mapping: dict[str, list[str]] = defaultdict(list)
+    map_line: dict[tuple[str, str], int] = {}
     for line, row in read_pipe_table(params_dir / CODE_TO_ITERATION_FILE, CODE_TO_ITERATION_HEADER, log):
         it_code, code = row["ITERATION_CODE"], row["RACE_ETH_CODE"]
+        if it_code in rejected:
+            continue
         if it_code not in iterations:
             log.add(CODE_TO_ITERATION_FILE, line, "ITERATION_CODE", it_code,
                     f"an iteration code defined in {RACE_ITERATIONS_FILE} or {ETHNICITY_ITERATIONS_FILE}")
@@ -208,11 +269,34 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
         if code not in codes:
             log.add(CODE_TO_ITERATION_FILE, line, "RACE_ETH_CODE", code, f"a code listed in {CODES_FILE}")
             continue
-        if it_code not in mapping[code]:
-            mapping[code].append(it_code)
+        if (code, it_code) in map_line:
+            if iterations[it_code].level in ITERATION_LEVELS:  # production counts it twice
+                log.add(CODE_TO_ITERATION_FILE, line, "RACE_ETH_CODE", code,
+                        f"each (ITERATION_CODE, RACE_ETH_CODE) pair once ({it_code}|{code} is already on line "
+                        f"{map_line[(code, it_code)]})")
+            continue
+        map_line[(code, it_code)] = line
+        mapping[code].append(it_code)
 
     specs = Specs(iterations=iterations, codes=codes,
                   code_to_iterations={c: tuple(v) for c, v in mapping.items()})
+    _check_hierarchy_height(specs, map_line, log)
     if own_log:
         log.raise_if_any()
     return specs
+
+
+def _check_hierarchy_height(specs: Specs, map_line: dict[tuple[str, str], int], log: ProblemLog) -> None:
+    """Production's `_check_iteration_hierarchy_height`: within one (kind, level, ALONE,
+    tabulation class) slice a code maps to at most one iteration. One problem per code and
+    slice, on the line of its second mapping row."""
+    for (kind, level, alone, cls), by_code in specs._class_slices.items():
+        for code, its in sorted(by_code.items()):
+            if len(its) < 2:
+                continue
+            lines = sorted(map_line[(code, it)] for it in its)
+            slice_ = f"LEVEL={level}" + (f", ALONE={alone}" if kind == RACE else "")
+            log.add(CODE_TO_ITERATION_FILE, lines[1], "RACE_ETH_CODE", code,
+                    f"at most one iteration per {kind} code among those labelled {slice_} and tabulated at the "
+                    f"{_CLASS_NAMES[cls]} level (found {', '.join(sorted(its))}; SafeTab-P counts each code "
+                    f"once per such slice: stability S = h_r max(2, r) + h_e with h_r = h_e = 1)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.errors import ProblemLog
+from engine.inputs.readers import open_input
 
 
 def read_pipe_table(
@@ -24,12 +25,27 @@ def read_pipe_table(
         log.add(name, None, None, None, f"the file {path} to exist")
         return []
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        log.add(name, None, None, None, f"UTF-8 text ({exc.reason} at byte {exc.start})")
+        with open_input(path) as fh:
+            raw = fh.read()
+    except OSError as exc:
+        log.add(name, None, None, None, f"a readable file (cannot read it: {exc.strerror or exc})")
         return []
-    lines = text.splitlines()
-    if not lines:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        # Name every line that is not UTF-8, then go on with the others so that one bad
+        # byte does not hide the file's other problems (or cascade into the next file).
+        text = raw.decode("utf-8", errors="replace")
+        for i, line in enumerate(raw.split(b"\n"), start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                log.add(name, i, None, line.decode("utf-8", errors="replace"),
+                        f"UTF-8 text (the byte 0x{line[exc.start]:02x} is not; SPEC §4: files are UTF-8)")
+    # Split on line feeds only (str.splitlines would also split inside a name at
+    # U+2028 or a form feed and shift every later line number).
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    if not lines or not lines[0]:
         log.add(name, 1, None, "", "a header row " + "|".join(expected_header))
         return []
     header = [h.strip() for h in lines[0].split("|")]

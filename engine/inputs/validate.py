@@ -22,7 +22,7 @@ from engine.errors import ProblemLog
 from engine.inputs.geography import Geography, build_geography, check_grf
 from engine.inputs.readers import (
     GRF_COLUMNS, GRF_STEM, PERSON_COLUMNS, PERSONS_STEM, RACE_COLUMNS, Batch, DataFile,
-    find_data_file, read_all,
+    check_header, find_data_file, read_all,
 )
 from engine.inputs.specs import Specs, load_specs
 
@@ -59,6 +59,7 @@ class EncodedPersons:
     race: np.ndarray  # int32 (n, 8): distinct code indices ascending, -1 padded
     eth: np.ndarray  # int32 code index
     cell: np.ndarray  # int8: sex (0 male, 1 female) * 23 + age23 bin
+    truncated: np.ndarray  # bool: lost a distinct race code beyond QRACE{max_race_codes}
 
     def __len__(self) -> int:
         return len(self.block)
@@ -89,20 +90,28 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
         except ConfigError as exc:
             for p in exc.problems:
                 log.add(CONFIG_FILE, None, None, None, p)
+    if config is not None and config.reader != "csv":
+        log.add(CONFIG_FILE, None, "reader", config.reader,
+                '"csv": this engine reads the person-records and GRF-C files of DATA_DIR (.txt or .parquet); '
+                "production's Census Edited File reader (\"cef\") is not part of it, and running anyway would "
+                "read other data than the configuration names")
     specs = load_specs(params_dir, log)
     grf_file = find_data_file(data_dir, GRF_STEM, log)
     persons_file = find_data_file(data_dir, PERSONS_STEM, log)
     geography = None
     if grf_file is not None:
-        grf = read_all(grf_file, GRF_COLUMNS, log)
+        # The real GRF-C has many more columns; they are ignored (as in production).
+        grf = read_all(grf_file, GRF_COLUMNS, log, extra_ok=True)
         if grf is not None:
             ok = check_grf(grf, log, grf_file.name)
-            if config is not None and ok.all():
+            if config is not None and ok.all() and not log:
                 geography = build_geography(grf.table, config)
+                if not geography.regions:  # production refuses a GRF-C empty after its state filter
+                    log.add(grf_file.name, None, None, None,
+                            "at least one block in the states of the runs (state_filter_us with run_us, 72 with "
+                            f"run_pr); none of the {grf.table.num_rows:,} blocks is there")
     if persons_file is not None:
         # Header problems are found now so that `validate` reports them with the rest.
-        from engine.inputs.readers import check_header
-
         check_header(persons_file, PERSON_COLUMNS, log)
     if log:
         if own:
@@ -114,7 +123,7 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
 
 def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Array | np.ndarray, bad: np.ndarray,
               expected: str | Callable[[object], str]) -> None:
-    idx = np.flatnonzero(bad)
+    idx = np.flatnonzero(batch.unreported(bad))
     if not len(idx):
         return
     room = max(0, log.keep - len(log.problems))
@@ -129,81 +138,93 @@ def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Arr
     log.count(len(idx) - len(shown))
 
 
+def _ascii_digits(values: pa.ChunkedArray | pa.Array, min_len: int, max_len: int) -> np.ndarray:
+    """Rows of min_len..max_len ASCII digits (`utf8_is_digit` alone also takes other
+    scripts' digits, e.g. Arabic-Indic ones, which int64 parsing then refuses)."""
+    n = pc.utf8_length(values)
+    ok = pc.and_(pc.and_(pc.string_is_ascii(values), pc.utf8_is_digit(values)),
+                 pc.and_(pc.greater_equal(n, min_len), pc.less_equal(n, max_len)))
+    return ok.to_numpy(zero_copy_only=False)
+
+
 def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> EncodedPersons:
-    """Check one batch of person rows (problems to `log`) and encode its good rows."""
+    """Check one batch of person rows (problems to `log`) and encode its good rows.
+
+    The rules of SPEC §4 and production's person-records.json schema: QAGE an integer
+    0..115 (ASCII digits; production reads it as an integer, so 5 and 005 are both
+    accepted), QSEX 1/2, HOUSEHOLDER True/False and CENRACE two digits (checked though
+    unused), a block listed in GRF-C, QRACE1 a code, QRACE2..8 a code or Null with no
+    code after a Null (production: "race codes after a 'Null'"), QSPAN a code. Every
+    QRACE column is checked, but only QRACE1..QRACE{max_race_codes} are read (as
+    production's flat map does): `EncodedPersons.truncated` marks persons who lose a
+    distinct race code that way.
+    """
     t = batch.table
     file = inputs.persons_file.name
     n = t.num_rows
-    ok = np.ones(n, dtype=bool)
+    ok = np.ones(n, dtype=bool) if batch.reported is None else ~batch.reported
+
+    def check(col: str, bad: np.ndarray, expected, values=None) -> None:
+        nonlocal ok
+        _add_rows(log, file, batch, col, t[col] if values is None else values, bad, expected)
+        ok &= ~bad
 
     age = t["QAGE"]
-    age_fmt = pc.and_(pc.equal(pc.utf8_length(age), 3), pc.utf8_is_digit(age)).to_numpy(zero_copy_only=False)
+    age_fmt = _ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
     age_val = np.full(n, -1, dtype=np.int64)
     if age_fmt.any():
         age_val[age_fmt] = pc.cast(age.filter(pa.array(age_fmt)), pa.int64()).to_numpy()
-    bad = ~age_fmt | (age_val > MAX_AGE)
-    _add_rows(log, file, batch, "QAGE", age, bad, f"an age of 3 digits from 000 to {MAX_AGE:03d}")
-    ok &= ~bad
+    check("QAGE", ~age_fmt | (age_val > MAX_AGE), f"an age in whole years from 000 to {MAX_AGE:03d} (ASCII digits)")
 
     sex = t["QSEX"]
     is_m = pc.equal(sex, "1").to_numpy(zero_copy_only=False)
     is_f = pc.equal(sex, "2").to_numpy(zero_copy_only=False)
-    bad = ~(is_m | is_f)
-    _add_rows(log, file, batch, "QSEX", sex, bad, "1 (male) or 2 (female)")
-    ok &= ~bad
+    check("QSEX", ~(is_m | is_f), "1 (male) or 2 (female)")
+    householder = pc.is_in(t["HOUSEHOLDER"], value_set=pa.array(["True", "False"])).to_numpy(zero_copy_only=False)
+    check("HOUSEHOLDER", ~householder, "True or False")
+    check("CENRACE", ~_ascii_digits(t["CENRACE"], 2, 2), "two digits (e.g. 01)")
 
     keys = pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"], "|")
     flat = pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"], "")
     block = pc.index_in(flat, value_set=inputs.geography.block_keys)
     block_np = block.to_numpy(zero_copy_only=False)
     block_missing = np.isnan(block_np) if block_np.dtype.kind == "f" else np.zeros(n, bool)
-    _add_rows(log, file, batch, "TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK", keys, block_missing,
-              "a block listed in GRF-C")
-    ok &= ~block_missing
+    check("TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK", block_missing, "a block listed in GRF-C", keys)
 
     codes = inputs.codes_array
-    race = np.full((n, 8), -1, dtype=np.int32)
-    ended = np.zeros(n, dtype=bool)  # a Null was seen: later columns are ignored
+    limit = inputs.config.max_race_codes
+    race_all = np.full((n, 8), -1, dtype=np.int32)
+    null_seen = np.zeros(n, dtype=bool)
+    after_null = np.zeros(n, dtype=bool)
     for j, col in enumerate(RACE_COLUMNS):
         vals = t[col]
         is_null = pc.equal(vals, _NULL).to_numpy(zero_copy_only=False)
         idx = pc.index_in(vals, value_set=codes).to_numpy(zero_copy_only=False)
         known = ~np.isnan(idx) if idx.dtype.kind == "f" else np.ones(n, bool)
         if j == 0:
-            bad = is_null
-            _add_rows(log, file, batch, col, vals, bad, "a race code (QRACE1 must not be Null)")
-            ok &= ~bad
-        bad = ~ended & ~is_null & ~known
-        _add_rows(log, file, batch, col, vals, bad, "a code listed in race-and-ethnicity-codes.txt or the word Null")
-        ok &= ~bad
-        take = ~ended & ~is_null & known
-        race[take, j] = np.nan_to_num(idx[take]).astype(np.int32)
-        ended |= is_null
+            check(col, is_null, "a race code (QRACE1 must not be Null)")
+        check(col, ~is_null & ~known, "a code listed in race-and-ethnicity-codes.txt or the word Null")
+        late = null_seen & ~is_null & known & ~after_null
+        check(col, late, "Null: a race code after a Null is an error (codes come first, as in production)")
+        after_null |= late
+        take = ~is_null & known
+        race_all[take, j] = np.nan_to_num(idx[take]).astype(np.int32)
+        if j > 0:  # a Null QRACE1 is its own error
+            null_seen |= is_null
 
-    # Distinct codes, ascending, padded with -1 (a repeated code counts once). Most
-    # persons have one code: only rows with two or more need sorting.
-    multi = race[:, 1] >= 0
-    if multi.any():
-        big = np.iinfo(np.int32).max
-        r = np.where(race[multi] < 0, big, race[multi])
-        r.sort(axis=1)
-        dup = np.zeros_like(r, dtype=bool)
-        dup[:, 1:] = r[:, 1:] == r[:, :-1]
-        r[dup] = big
-        r.sort(axis=1)
-        race[multi] = np.where(r == big, -1, r)
-    n_codes = (race >= 0).sum(axis=1)
-    limit = inputs.config.max_race_codes
-    bad = ok & (n_codes > limit)
-    _add_rows(log, file, batch, "QRACE1..QRACE8", n_codes, bad,
-              lambda v: f"at most max_race_codes = {limit} distinct race codes (config.json)")
-    ok &= ~bad
+    # Only QRACE1..QRACE{r} are read (production's flat map); a person is truncated if
+    # a later column holds a code that is not among the first r.
+    race = np.where(np.arange(8) < limit, race_all, -1).astype(np.int32)
+    truncated = np.zeros(n, dtype=bool)
+    for j in range(limit, 8):
+        later = race_all[:, j]
+        truncated |= (later >= 0) & ~(race[:, :limit] == later[:, None]).any(axis=1)
+    _distinct_ascending(race)
 
     eth_vals = t["QSPAN"]
     eth = pc.index_in(eth_vals, value_set=codes).to_numpy(zero_copy_only=False)
     eth_missing = np.isnan(eth) if eth.dtype.kind == "f" else np.zeros(n, bool)
-    _add_rows(log, file, batch, "QSPAN", eth_vals, eth_missing, "an ethnicity code listed in race-and-ethnicity-codes.txt")
-    ok &= ~eth_missing
+    check("QSPAN", eth_missing, "an ethnicity code listed in race-and-ethnicity-codes.txt")
 
     cell = is_f.astype(np.int64) * 23 + AGE23_BIN[np.clip(age_val, 0, MAX_AGE)]
     return EncodedPersons(
@@ -211,5 +232,21 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
         race=race[ok],
         eth=np.nan_to_num(eth[ok]).astype(np.int32),
         cell=cell[ok].astype(np.int8),
+        truncated=truncated[ok],
     )
 
+
+def _distinct_ascending(race: np.ndarray) -> None:
+    """In place: each row's distinct codes ascending, padded with -1 (a repeated code
+    counts once). Most persons have one code: only rows with two or more are sorted."""
+    multi = race[:, 1] >= 0
+    if not multi.any():
+        return
+    big = np.iinfo(np.int32).max
+    r = np.where(race[multi] < 0, big, race[multi])
+    r.sort(axis=1)
+    dup = np.zeros_like(r, dtype=bool)
+    dup[:, 1:] = r[:, 1:] == r[:, :-1]
+    r[dup] = big
+    r.sort(axis=1)
+    race[multi] = np.where(r == big, -1, r)

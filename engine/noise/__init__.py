@@ -8,9 +8,12 @@ reference modules):
 * `sample_two_sided_geometric(scale, size, source=None)`
 * `RandomSource.secure()` (the default) and `RandomSource.seeded(seed)` (not for release)
 * `exact_sigma2`, `exact_scale`: the exact rationals a scale is drawn with
+* `MAX_SIGMA2`, `MAX_SCALE`: the supported range (a ValueError says so above it)
 """
 
 from engine.noise.samplers import (
+    MAX_SCALE,
+    MAX_SIGMA2,
     RandomSource,
     exact_scale,
     exact_sigma2,
@@ -19,6 +22,8 @@ from engine.noise.samplers import (
 )
 
 __all__ = [
+    "MAX_SCALE",
+    "MAX_SIGMA2",
     "RandomSource",
     "exact_scale",
     "exact_sigma2",

@@ -45,6 +45,8 @@ from engine.noise import _kernel
 from engine.noise import _reference as _ref
 
 __all__ = [
+    "MAX_SCALE",
+    "MAX_SIGMA2",
     "RandomSource",
     "exact_scale",
     "exact_sigma2",
@@ -52,6 +54,18 @@ __all__ = [
     "sample_two_sided_geometric",
 ]
 
+#: The supported range (ValueError above it), the same as the calculators' (a test
+#: checks the numbers agree): every draw
+#: then fits int64 with certainty for all practical purposes (|X| > 40 sigma, 4e16, has
+#: probability below e^-800; the geometric's |X| > 90 scale below e^-90). A
+#: configuration within the ranges of `calculators.config` stays below
+#: MAX_NOISE_SCALE = 9e10. Large scales with large denominators (sigma^2 = p/q with
+#: 2 p q t^2 beyond int64, roughly sigma^2 q^2 > 2e18) are drawn by the exact
+#: big-integer path at about 30 microseconds a draw instead of the kernel's ~0.1.
+MAX_SIGMA2 = 1e24  # = calculators.discrete_gaussian.MAX_SIGMA2 (engine.noise imports nothing else)
+MAX_SCALE = 1e12  # = calculators.geometric.MAX_SCALE
+#: calculators.config.MAX_NOISE_SCALE, for the message.
+_CONFIG_MAX_SCALE = 9e10
 #: Draws per block in a large request; block j uses child stream j (see module doc).
 _BLOCK = 1 << 18
 #: Random 32-bit units per buffer refill.
@@ -407,15 +421,26 @@ def _sample(kind: int, x: Fraction, size: int, source: RandomSource | None, *,
     return out
 
 
+def _in_range(x: Fraction, limit: float, name: str) -> Fraction:
+    """x if it is at most `limit`, else a ValueError saying why (see MAX_SIGMA2)."""
+    if x > Fraction(limit):
+        raise ValueError(
+            f"{name} = {float(x):.4g} is above the exact sampler's supported range (at most {limit:g}); "
+            f"a configuration within the documented ranges never goes beyond {_CONFIG_MAX_SCALE:g} "
+            "(README, \"Configuration ranges\")")
+    return x
+
+
 def sample_discrete_gaussian(sigma2, size, source: RandomSource | None = None) -> np.ndarray:
     """``size`` independent exact discrete Gaussian draws (int64), SPEC section 1 "Noise".
 
     P(k) = exp(-k^2 / (2 sigma^2)) / sum_j exp(-j^2 / (2 sigma^2)) for every integer k,
     with sigma^2 = :func:`exact_sigma2` (sigma2) > 0 (SafeTab-P: sigma^2 = S / (2 rho)).
     Sampler: Canonne-Kamath-Steinke 2020 Algorithm 3 in exact integer arithmetic.
-    ``source=None`` means a fresh :meth:`RandomSource.secure` stream.
+    ``source=None`` means a fresh :meth:`RandomSource.secure` stream. ValueError above
+    ``MAX_SIGMA2``.
     """
-    return _sample(_kernel.KIND_GAUSSIAN, exact_sigma2(sigma2), size, source)
+    return _sample(_kernel.KIND_GAUSSIAN, _in_range(exact_sigma2(sigma2), MAX_SIGMA2, "sigma2"), size, source)
 
 
 def sample_two_sided_geometric(scale, size, source: RandomSource | None = None) -> np.ndarray:
@@ -424,6 +449,7 @@ def sample_two_sided_geometric(scale, size, source: RandomSource | None = None) 
     P(k) = (1 - a) / (1 + a) * a^|k| with a = exp(-1 / scale), i.e. proportional to
     exp(-|k| / scale), scale = :func:`exact_scale` (scale) > 0 (pure DP: S / epsilon).
     Sampler: Canonne-Kamath-Steinke 2020 Algorithm 2 (discrete Laplace, scale t/s).
-    ``source=None`` means a fresh :meth:`RandomSource.secure` stream.
+    ``source=None`` means a fresh :meth:`RandomSource.secure` stream. ValueError above
+    ``MAX_SCALE``.
     """
-    return _sample(_kernel.KIND_LAPLACE, exact_scale(scale), size, source)
+    return _sample(_kernel.KIND_LAPLACE, _in_range(exact_scale(scale), MAX_SCALE, "scale"), size, source)

@@ -13,9 +13,9 @@ import platform
 from fractions import Fraction
 
 from calculators import budget, discrete_gaussian, geometric
-from calculators.levels import ITERATION_LEVELS
+from calculators.levels import GEO_LEVELS, ITERATION_LEVELS
 from engine.inputs.readers import sha256_file
-from engine.inputs.specs import SPEC_FILES
+from engine.inputs.specs import SPEC_FILES, TABULATION_CLASSES, tabulation_class
 
 #: delta at which the manifest states epsilon.
 DELTA = 1e-10
@@ -101,13 +101,13 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
             "note": "NOT FOR PUBLICATION: exact counts from the confidential input, without noise",
             "persons": {"counted": prepared.table.persons, "us": prepared.table.persons_us,
                         "pr": prepared.table.persons_pr},
+            # SPEC §1: persons with more race codes than max_race_codes are read with
+            # their first max_race_codes codes (QRACE1..QRACEr, as production).
+            "race_codes_truncated": {"max_race_codes": config.max_race_codes,
+                                     "persons": prepared.table.persons_truncated},
         },
         "config": config.to_dict(),
-        "stability": {
-            str(lvl): {"S": prepared.stability[lvl], "h_r": inputs.specs.h_r(lvl), "h_e": inputs.specs.h_e(lvl),
-                       "max_race_codes": config.max_race_codes}
-            for lvl in ITERATION_LEVELS
-        },
+        "stability": _stability_section(inputs.specs, config.max_race_codes),
         "levels": levels,
         "privacy": privacy,
         "postprocessing": {
@@ -119,3 +119,19 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
         "outputs": {"rows": rows},
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
     }
+
+
+def _stability_section(specs, r: int) -> dict:
+    """S, h_r and h_e per tabulation class and iteration level (SPEC §1): USA, STATE and
+    PR-STATE count the iterations that are not COARSE_ONLY, the other geographies those
+    that are not DETAILED_ONLY; a population group level uses its geography's class."""
+    out: dict = {"max_race_codes": r,
+                 "formula": "S = h_r * max(2, r) + h_e, h_r and h_e counted per tabulation class"}
+    for cls in TABULATION_CLASSES:
+        geos = [g for g in GEO_LEVELS if tabulation_class(g) == cls]
+        entry: dict = {"geographies": geos}
+        for lvl in ITERATION_LEVELS:
+            entry[str(lvl)] = {"S": specs.stability(lvl, r, geos[0]), "h_r": specs.h_r(lvl, geos[0]),
+                               "h_e": specs.h_e(lvl, geos[0])}
+        out[cls] = entry
+    return out

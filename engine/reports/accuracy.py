@@ -27,6 +27,7 @@ import pandas as pd
 
 from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
+from engine.reports.production import read_parts as _read_parts
 from engine.tabulation.mechanism import TOTAL_ONLY, collapse_cells
 
 SIZE_BINS = [0, 1, 10, 100, 1_000, 10_000, 100_000]
@@ -135,23 +136,48 @@ def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
             int(budget.moe_of_sum(s, cells, exact=False, noise=noise)))
 
 
+#: Report layouts: the project's own (accuracy.csv), production's (`engine.reports.production`), or both.
+LAYOUTS = ("studio", "production", "both")
+
+
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
                     release_dir: Path | None = None, overwrite: bool = False, progress=None,
-                    prepared=None) -> pd.DataFrame:
+                    prepared=None, layout: str = "studio") -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
-    Writes OUT_DIR/accuracy.csv and accuracy.json; returns the table.
+    layout "studio" writes OUT_DIR/accuracy.csv and accuracy.json and returns that table;
+    "production" writes production's error_report.csv and multi_run_error_report.csv
+    (`engine.reports.production`; the trials are kept as releases under
+    OUT_DIR/single_runs/trial_<i>) and returns an empty table; "both" does both on the
+    same releases.
     """
     from engine import noise as _noise
     from engine.release.outputs import check_out_dir
     from engine.run import iter_published, make_noise, prepare
 
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
     if prepared is None:
         prepared = prepare(params_dir, data_dir, progress)
     collector = AccuracyCollector()
-    if release_dir is not None:
+    if layout != "studio":
+        from engine.reports import production
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        dirs = [Path(release_dir)] if release_dir is not None else production.draw_releases(
+            prepared, out_dir / "single_runs", trials, seed, progress)
+        production.write_reports(prepared, dirs, out_dir)
+        if layout == "production":
+            return pd.DataFrame()
+        for d in dirs:
+            collect_release_dir(prepared, d, collector)
+        collector.trials = len(dirs)
+        mode = ({"kind": "existing release", "release_dir": str(release_dir)} if release_dir is not None else
+                {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed,
+                 "releases": "single_runs/"})
+    elif release_dir is not None:
         collect_release_dir(prepared, Path(release_dir), collector)
         collector.trials = 1
         mode = {"kind": "existing release", "release_dir": str(release_dir)}
@@ -236,14 +262,6 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
 
 def _level_mask(df: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
     return df["ITERATION_CODE"].astype(str).isin(set(codes)).to_numpy()
-
-
-def _read_parts(folder: Path) -> pd.DataFrame:
-    parts = sorted(folder.glob("*.csv"))
-    if not parts:
-        return pd.DataFrame()
-    return pd.concat([pd.read_csv(p, sep="|", dtype=str, keep_default_na=False) for p in parts], ignore_index=True).assign(
-        COUNT=lambda d: d["COUNT"].astype(np.int64))
 
 
 def format_report(df: pd.DataFrame, limit: int = 60) -> str:

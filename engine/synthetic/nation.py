@@ -160,6 +160,19 @@ def sample_config(persons: int, us_states: list[str]) -> SafeTabConfig:
     return SafeTabConfig.from_dict(data, source="synthetic config")
 
 
+def _read_data_files_as_csv(config_path: Path, spec_source: str) -> None:
+    """A copied config.json naming production's CEF reader is rewritten with reader
+    "csv" (the only reader of the files this generator writes); ValueError if invalid."""
+    from calculators.config import ConfigError
+
+    try:
+        cfg = SafeTabConfig.read(config_path)
+    except ConfigError as exc:
+        raise ValueError(f"the config.json of {spec_source} is not valid: {exc}") from None
+    if cfg.reader != "csv":
+        cfg.updated(reader="csv").write(config_path)
+
+
 # ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SampleSummary:
@@ -237,7 +250,9 @@ def generate(
 
     Writes out_dir/params/{config.json + the 4 spec files} and
     out_dir/data/{person-records, GRF-C}.{txt|parquet}. With `spec_dir` the 4 spec
-    files (and spec_dir/config.json if present) are copied unchanged; otherwise the
+    files (and spec_dir/config.json if present) are copied unchanged, except that a
+    config.json with ``reader: "cef"`` (the 2020 file) gets ``reader: "csv"``: the
+    nation is written as files, which the engine reads only as "csv"; otherwise the
     project's synthetic spec files (`write_synthetic_specs(seed=0)`, the same for every
     seed) are written. A data file of the other format left by an earlier run is
     removed (SafeTab-P readers accept only one of them). `progress(done, total)` is
@@ -266,6 +281,8 @@ def generate(
                 shutil.copyfile(spec_dir / f, params_dir / f)
         copied_config = (spec_dir / "config.json").is_file()
         spec_source = str(spec_dir)
+        if copied_config:
+            _read_data_files_as_csv(config_path, spec_source)
     try:
         specs = load_specs(params_dir)
     except InputError as exc:

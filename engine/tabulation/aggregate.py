@@ -50,6 +50,9 @@ class CountTable:
     persons: int = 0
     persons_us: int = 0
     persons_pr: int = 0
+    #: Persons (in the runs) with a race code beyond QRACE{max_race_codes} that is not
+    #: among their first max_race_codes codes: read with the first codes only (SPEC §1).
+    persons_truncated: int = 0
 
     def pieces(self) -> np.ndarray:
         return self.key // (_CK_CAP * N_CELLS)
@@ -121,7 +124,7 @@ class LocalAggregator:
         keys: list[np.ndarray] = []
         counts: list[np.ndarray] = []
         buffered = merged_rows = 0
-        persons = persons_pr = 0
+        persons = persons_pr = truncated = 0
         geo = inputs.geography
         in_run = _pieces_in_run(inputs)
         pr_piece = geo.piece_region["PR-STATE"] >= 0 if "PR-STATE" in geo.piece_region else np.zeros(geo.n_pieces, bool)
@@ -138,6 +141,7 @@ class LocalAggregator:
             keep = in_run[piece]
             persons += int(keep.sum())
             persons_pr += int((keep & pr_piece[piece]).sum())
+            truncated += int((keep & enc.truncated).sum())
             ck = charkeys.ids(enc.race[keep], enc.eth[keep])
             k = (piece[keep] * _CK_CAP + ck) * N_CELLS + enc.cell[keep].astype(np.int64)
             u, c = np.unique(k, return_counts=True)
@@ -149,12 +153,19 @@ class LocalAggregator:
             if buffered > max(self.merge_rows, merged_rows) and len(keys) > 1:
                 mk, mc = _merge_sorted(keys, counts)
                 keys, counts, merged_rows, buffered = [mk], [mc], len(mk), 0
+        if rows_read and not persons and not log:
+            # As production, whose readers keep only the runs' states and then refuse
+            # an empty person table.
+            log.add(inputs.persons_file.name, None, None, None,
+                    "at least one person in the states of the runs (state_filter_us with run_us, 72 with run_pr); "
+                    f"none of the {rows_read:,} persons lives there")
         log.raise_if_any()
         if keys:
             k, c = _merge_sorted(keys, counts)
         else:
             k, c = np.zeros(0, np.int64), np.zeros(0, np.int32)
-        return CountTable(k, c, charkeys, persons=persons, persons_us=persons - persons_pr, persons_pr=persons_pr)
+        return CountTable(k, c, charkeys, persons=persons, persons_us=persons - persons_pr, persons_pr=persons_pr,
+                          persons_truncated=truncated)
 
 
 def _estimate_rows(inputs: Inputs) -> int:

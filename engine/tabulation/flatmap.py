@@ -19,16 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from calculators.levels import ITERATION_LEVELS, STATE_OR_ABOVE
+from calculators.levels import ITERATION_LEVELS
 from engine.errors import InputError, Problem
-from engine.inputs.specs import Iteration, Specs
-
-#: Geography classes: state-or-above levels skip COARSE_ONLY, sub-state skip DETAILED_ONLY.
-STATE_CLASS, SUBSTATE_CLASS = "state", "substate"
-
-
-def geo_class(geo: str) -> str:
-    return STATE_CLASS if geo in STATE_OR_ABOVE else SUBSTATE_CLASS
+from engine.inputs.specs import STATE_CLASS, SUBSTATE_CLASS, Iteration, Specs
+from engine.inputs.specs import tabulation_class as geo_class
 
 
 @dataclass

@@ -42,6 +42,16 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     at.button(key="acc_button").click().run()
     acc = frame(at, "p95_abs_error", "predicted_moe95_exact")
     assert len(acc) > 0 and (acc["trials"] == 1).all()
+    # ... and production's layouts of the same release, as downloads
+    labels = [b.label for b in at.download_button]
+    assert "error_report.csv" in labels and "multi_run_error_report.csv" in labels
+    from ui import runner
+
+    files = runner.production_reports(at.session_state["accuracy_dir"])
+    head = files["error_report.csv"].decode().split("\n")[0]
+    assert head.startswith("REGION_ID,REGION_TYPE,ITERATION_CODE,DETAILED_ONLY,COARSE_ONLY,Population group size")
+    # the race-code truncation next to r (the sample's plan: r = 8, nobody truncated)
+    assert any("Race multiplicity r = 8" in c.value and "**0** persons" in c.value for c in at.caption)
 
 
 @needs_sample
@@ -105,7 +115,7 @@ _TOY = SAMPLE.parents[1] / "shared" / "reference" / "safetab-p-toy"
 
 
 @pytest.mark.skipif(not _TOY.is_dir(), reason="../shared/reference is not there")
-def test_uploaded_toy_run_says_where_the_engine_s_exceeds_the_planners():
+def test_uploaded_toy_run_has_productions_stability():
     at = open_app("run", timeout=120)
     at.radio(key="run_source").set_value("upload").run()
     ups = [(p.name, p.read_bytes(), "text/plain") for d in ("params", "data") for p in (_TOY / d).iterdir()]
@@ -114,5 +124,30 @@ def test_uploaded_toy_run_says_where_the_engine_s_exceeds_the_planners():
     at.radio(key="run_noise").set_value("seeded").run()
     at.button(key="run_button").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    note = [i.value for i in at.info if "larger stability S" in i.value]
-    assert note and "(COUNTY, 2): S = 18" in note[0]
+    # S counted per tabulation class (production): 9 at every level, the planner's S.
+    assert not [i.value for i in at.info if "stability S" in i.value]
+    assert metric(at, "Persons counted") == "8"
+
+
+def test_uploaded_spec_with_a_class_lacking_ethnicity_iterations_says_so(tmp_path):
+    from tests.engine.conftest import BLOCKS, Dataset, person
+
+    ds = Dataset(tmp_path / "in")
+    # the only level-2 ethnicity iteration is COARSE_ONLY: USA/STATE have h_e = 0 at level 2
+    ds.eth_iterations = [("4001", "Not Hispanic or Latino", "0", "Null", "Null"),
+                         ("4002", "Hispanic or Latino", "0", "Null", "Null"),
+                         ("4011", "Central American", "1", "False", "False"),
+                         ("4021", "Costa Rican", "2", "False", "True")]
+    ds.persons = [person(), person(block=BLOCKS[4], eth="2010")]
+    ds.write()
+    at = open_app("run", timeout=120)
+    at.radio(key="run_source").set_value("upload").run()
+    ups = [(p.name, p.read_bytes(), "text/plain") for d in (ds.params, ds.data) for p in d.iterdir()]
+    at.file_uploader(key="run_upload").set_value(ups).run()
+    at.button(key="use_data_cfg").click().run()
+    at.radio(key="run_noise").set_value("seeded").run()
+    at.button(key="run_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    note = [i.value for i in at.info if "stability S" in i.value]
+    assert note and "(USA, 2): S = 8" in note[0] and "(STATE, 2): S = 8" in note[0]
+    assert "(COUNTY, 2)" not in note[0] and "less" in note[0]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from calculators import budget, discrete_gaussian
 from calculators.config import SafeTabConfig
+from calculators.presets import production_2020
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 
 
@@ -126,9 +127,9 @@ def test_moe_of_sum() -> None:
 
 
 def _config(**changes: object) -> SafeTabConfig:
-    data: dict[str, object] = {
-        "thresholds_p": {lvl.key: [1, 2, 3] for lvl in POPULATION_GROUP_LEVELS}
-    }
+    # Every key is required (calculators.config): start from all budgets 0.
+    data: dict[str, object] = production_2020().to_dict()
+    data.update({lvl.budget_key: 0 for lvl in POPULATION_GROUP_LEVELS})
     data.update(changes)
     return SafeTabConfig.from_dict(data)
 
@@ -208,3 +209,27 @@ def test_epsilon_array_calls() -> None:
     assert list(budget.epsilon_tight(rho, 1e-10)) == [budget.epsilon_tight(r, 1e-10) for r in rho]
     with pytest.raises(ValueError, match="delta"):
         budget.epsilon_tight(1.0, 0.0)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("rho,gamma", [(1e-40, 0.1), (0.1, 1e-40), (1e-300, 1e-300)])
+def test_extreme_budgets_fail_fast_instead_of_hanging(rho, gamma):
+    # MOEs of budgets far below the configuration range: a ValueError, never a hang
+    # (nor a wrapped-around int64); a stage whose own budget is fine still answers.
+    for exact in (True, False):
+        for stage, share in (("stage1", gamma), ("stage2", 1 - gamma)):
+            if rho * share > 1e-20:
+                assert 0 <= budget.moe_for_rho(rho, 9, gamma, stage=stage, exact=exact) < 100
+                continue
+            with pytest.raises(ValueError, match="at most|finite"):
+                budget.moe_for_rho(rho, 9, gamma, stage=stage, exact=exact)
+
+
+@pytest.mark.timeout(30)
+def test_inverting_a_huge_moe_target_is_bounded():
+    try:
+        rho = budget.rho_level_for_exact_moe(10**20, 9, 0.1)
+    except ValueError as exc:
+        assert "at most" in str(exc)
+    else:
+        assert rho > 0

@@ -226,3 +226,29 @@ def test_invalid_arguments_are_rejected() -> None:
             dg.inverse_cdf(p, 1.0)
     with pytest.raises(ValueError, match="confidence"):
         dg.moe(1.0, 1.0)
+
+
+# ------------------------------------------------------------------ bounded everywhere
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("sigma2", [5e37, 1e41, 1e300, float(dg.MAX_SIGMA2) * 1.0001])
+def test_sigma2_beyond_the_range_is_refused_at_once(sigma2):
+    # These used to search forever (the quantile left the int64 range).
+    for f in (lambda: dg.inverse_cdf(0.9999, sigma2), lambda: dg.moe(sigma2), lambda: dg.cdf(3, sigma2)):
+        with pytest.raises(ValueError, match="at most 1e\\+24"):
+            f()
+
+
+@pytest.mark.timeout(20)
+def test_the_largest_supported_sigma2_still_answers_exactly():
+    s2 = dg.MAX_SIGMA2
+    m = dg.moe(s2)
+    # moe of N_Z(0, s2) is within a few units of 1.96 sigma for such a sigma
+    assert abs(m - 1.959963984540054 * math.sqrt(s2)) < 10
+    k = dg.inverse_cdf(0.9999, s2)
+    assert k > 0 and dg.inverse_cdf(0.0001, s2) == -k  # symmetric to the unit
+
+
+@pytest.mark.timeout(20)
+def test_tiny_sigma2_is_bounded_too():
+    assert dg.moe(1e-300) == 0 and dg.inverse_cdf(0.5, 1e-300) == 0
+    assert dg.inverse_cdf(1 - 1e-16, 1e-300) == 0

@@ -108,3 +108,18 @@ def test_invalid_scale() -> None:
         geo.cdf(0, 0.0)
     with pytest.raises(ValueError, match="between 0 and 1"):
         geo.inverse_cdf(1.0, 1.0)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("scale", [1.0001e12, 1e19, 1e40, 1e300])
+def test_scale_beyond_the_range_is_refused_at_once(scale):
+    for f in (lambda: geo.inverse_cdf(0.9999, scale), lambda: geo.moe(scale)):
+        with pytest.raises(ValueError, match="at most 1e\\+12"):
+            f()
+
+
+@pytest.mark.timeout(20)
+def test_the_largest_supported_scale_is_still_exact():
+    k = geo.inverse_cdf(1 - 1e-16, geo.MAX_SCALE)
+    assert 0 < k < 2**63 - 1 and geo.moe(geo.MAX_SCALE) > 0
+    assert geo.inverse_cdf(0.9999, geo.MAX_SCALE) == -geo.inverse_cdf(0.0001, geo.MAX_SCALE)

@@ -54,7 +54,12 @@ def test_toy_reference_runs_end_to_end(tmp_path):
     # The toy config runs the US only (states 01, 02, 11): 8 persons, the 2 in Puerto Rico are not counted.
     assert m["confidential"]["persons"] == {"counted": 8, "us": 8, "pr": 0}
     assert not any(k.startswith("(PR-") for k in m["levels"])
-    assert m["stability"]["2"]["S"] == 18  # h_r = 2 in the toy level-2 slice
+    # Production's S: code 1020 maps to two level-2 alone iterations, but one is
+    # DETAILED_ONLY and the other COARSE_ONLY: h_r = 1 in each tabulation class, S = 9.
+    for cls in ("state", "substate"):
+        assert m["stability"][cls]["2"] == {"S": 9, "h_r": 1, "h_e": 1}
+    assert {lvl["stability_S"] for lvl in m["levels"].values()} == {9}
+    assert m["levels"]["(COUNTY, 2)"]["sigma2"]["stage2"]["exact"] == "5000/159"  # 9 / (2 * 0.9 * 0.159)
     t1 = read_part_files(out / "t1")
     sup = read_part_files(out / "suppressed")
     n = len(t1) + len(sup)

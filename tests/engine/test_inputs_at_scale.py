@@ -41,7 +41,7 @@ def test_the_2020_spec_files_run_end_to_end(tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     # The real 2020 configuration: every level but (AIANNH, 1), US and PR, S = 9, suppression on.
     assert len(m["levels"]) == 19 and "(AIANNH, 1)" not in m["levels"]
-    assert m["stability"]["2"]["S"] == 9
+    assert m["stability"]["state"]["2"]["S"] == m["stability"]["substate"]["2"]["S"] == 9
     assert m["levels"]["(COUNTY, 2)"]["iterations"] == 2150 and m["levels"]["(STATE, 2)"]["iterations"] == 2944
     assert m["levels"]["(TRACT, 2)"]["suppression_threshold"] > 0
     assert m["levels"]["(STATE, 2)"]["sigma2"]["stage2"]["exact"] == "2500/1067"  # 9 / (2 * 0.9 * 2.134) exactly
@@ -68,7 +68,7 @@ def test_level_counts_do_not_depend_on_chunking(tmp_path):
     p = prepare(s.params_dir, s.data_dir)
     for lvl in p.levels:
         whole = p.counts(lvl)
-        small = level_counts(p.table, p.inputs, p.catalog, lvl, p.stability[lvl.iteration_level], chunk_rows=37)
+        small = level_counts(p.table, p.inputs, p.catalog, lvl, p.stability[lvl], chunk_rows=37)
         assert len(small.chunks) > 1 or whole.n_regions == 1
         totals = whole.totals()
         assert np.array_equal(totals, small.totals())

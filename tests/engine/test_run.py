@@ -12,7 +12,7 @@ from calculators.levels import POPULATION_GROUP_LEVELS
 from engine.run import prepare, run
 from tests.engine.conftest import BLOCKS, base_config, person, read_part_files
 
-HUGE = 1e12  # rho so large that the discrete Gaussian is 0 with overwhelming probability
+HUGE = 1e6  # the largest allowed rho: the discrete Gaussian is 0 with overwhelming probability
 
 
 def _huge_config(**kw):

@@ -102,10 +102,14 @@ def test_charts_have_axis_titles_and_hover():
 def test_runner_on_the_sample_data(tmp_path):
     from ui import runner
 
-    cfg = SafeTabConfig.read(SAMPLE / "params" / "config.json")
+    # a plan naming production's CEF reader (as the 2020 plan does) runs the page's files as "csv"
+    cfg = SafeTabConfig.read(SAMPLE / "params" / "config.json").updated(reader="cef")
+    assert runner.reads_as_csv(cfg)
     seen = []
     out = runner.run_with_truth(SAMPLE / "params", SAMPLE / "data", cfg, tmp_path / "run", seed=3,
                                 report=lambda text, f: seen.append(f))
+    assert out.config.reader == "cef" and out.manifest["config"]["reader"] == "csv"
+    assert out.manifest["config"] == cfg.updated(reader="csv").to_dict()
     assert out.seeded and out.manifest["mode"]["for_release"] is False
     assert seen[-1] == 1.0 and seen == sorted(seen)
     assert out.manifest["confidential"]["persons"]["counted"] == 50_000
@@ -129,13 +133,14 @@ TOY = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "saf
 
 
 @pytest.mark.skipif(not TOY.is_dir(), reason="../shared/reference is not there")
-def test_the_toy_spec_maps_codes_to_two_detailed_iterations(tmp_path):
-    # the toy's Detailed iterations take a race code twice (h_r = 2): S = 2 max(2, r) + h_e
+def test_the_toy_spec_has_the_planners_stability_as_in_production(tmp_path):
+    # The toy maps code 1020 to two level-2 alone iterations, one DETAILED_ONLY and one
+    # COARSE_ONLY; counted per tabulation class (production) that is h_r = 1: S = 9.
     from engine.run import run
 
     run(TOY / "params", TOY / "data", tmp_path / "out", seed=1)
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())
     cfg = SafeTabConfig.read(TOY / "params" / "config.json")
-    diff = files.stability_differences(man, planner.stability_of(cfg))
-    assert diff and all(k.endswith("2)") for k in diff)
-    assert all(v > planner.stability_of(cfg) for v in diff.values())
+    assert planner.stability_of(cfg) == 9
+    assert files.stability_differences(man, planner.stability_of(cfg)) == {}
+    assert files.stability_differences(man, 18) == {k: 9 for k in man["levels"]}

@@ -14,11 +14,11 @@ from ui import urlcodec
 
 
 def test_round_trip_keeps_every_key_and_the_targets():
-    cfg = production_2020().updated(max_race_codes=3, my_unknown_key={"a": [1, 2]}, note="keep me")
+    cfg = production_2020().updated(max_race_codes=3, reader="csv", state_filter_us=["11", "06"])
     token = urlcodec.encode(cfg, {"(COUNTY, 2)": 7, "(USA, 1)": 50})
     back, targets = urlcodec.decode(token)
     assert back.to_dict() == cfg.to_dict()
-    assert back.to_dict()["my_unknown_key"] == {"a": [1, 2]}
+    assert back.state_filter_us == ["11", "06"] and back.max_race_codes == 3
     assert targets == {"(COUNTY, 2)": 7, "(USA, 1)": 50}
 
 

@@ -35,10 +35,11 @@ def test_2020_spec_files_load_with_the_published_counts(specs_2020):
 
 def test_2020_stability(specs_2020):
     for level in (1, 2):
-        assert specs_2020.h_r(level) == 1 and specs_2020.h_e(level) == 1
-        assert specs_2020.stability(level, 8) == 9
-        assert specs_2020.stability(level, 3) == 4
-        assert specs_2020.stability(level, 1) == 3
+        for geo in ("USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH", "PR-STATE", "PR-TRACT"):
+            assert specs_2020.h_r(level, geo) == 1 and specs_2020.h_e(level, geo) == 1
+            assert specs_2020.stability(level, 8, geo) == 9
+            assert specs_2020.stability(level, 3, geo) == 4
+            assert specs_2020.stability(level, 1, geo) == 3
 
 
 def test_alone_is_intersection_and_aoic_is_union(tmp_path):
@@ -64,9 +65,49 @@ def test_geography_filters(tmp_path):
     assert not any(it.level == 0 for it in s.tabulated("USA", 2))
 
 
-def test_toy_reference_specs_load():
+def test_toy_reference_stability_is_counted_per_tabulation_class():
     if not REF_TOY.is_dir():
         pytest.skip("the toy reference files are not present")
     s = load_specs(REF_TOY / "params")
-    assert s.h_r(2) == 2  # code 1020 maps to two level-2 alone iterations (4001 and 7000)
-    assert s.stability(2, 8) == 2 * 8 + s.h_e(2)
+    # Code 1020 maps to two level-2 alone iterations, 4001 (DETAILED_ONLY) and 7000
+    # (COARSE_ONLY), but no geography tabulates both: h_r = 1 in each class, so S = 9
+    # at level 2, as production computes it (not 2 * 8 + h_e).
+    for level in (1, 2):
+        for geo in ("USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH"):
+            assert (s.h_r(level, geo), s.h_e(level, geo)) == (1, 1)
+            assert s.stability(level, 8, geo) == 9
+
+
+def test_stability_follows_the_class_of_the_geography(tmp_path):
+    # Hand-made spec: at level 2 the only ethnicity iteration is COARSE_ONLY (tabulated
+    # below state only), and the race code 1011's only level-2 iterations are
+    # DETAILED_ONLY (state and above only).
+    ds = Dataset(tmp_path)
+    ds.eth_iterations = [("4001", "Not Hispanic or Latino", "0", "Null", "Null"),
+                         ("4002", "Hispanic or Latino", "0", "Null", "Null"),
+                         ("4011", "Central American", "1", "False", "False"),
+                         ("4021", "Costa Rican", "2", "False", "True")]
+    ds.write()
+    s = load_specs(ds.params)
+    assert (s.h_r(2, "USA"), s.h_e(2, "USA")) == (1, 0)
+    assert (s.h_r(2, "COUNTY"), s.h_e(2, "COUNTY")) == (1, 1)
+    for r, (state_s, county_s) in {8: (8, 9), 3: (3, 4), 1: (2, 3)}.items():
+        assert s.stability(2, r, "STATE") == s.stability(2, r, "PR-STATE") == state_s
+        assert s.stability(2, r, "TRACT") == s.stability(2, r, "AIANNH") == county_s
+
+
+def test_a_code_in_two_iterations_of_one_slice_is_rejected(tmp_path):
+    # Production's hierarchy-height rule: 1010 in two level-2 ALONE=True iterations that
+    # are both tabulated at sub-state geographies.
+    from engine.errors import InputError
+
+    ds = Dataset(tmp_path)
+    ds.race_iterations = ds.race_iterations + [("3031", "Dummy alone", "2", "True", "False", "False")]
+    ds.mapping = ds.mapping + [("3031", "1010")]
+    ds.write()
+    with pytest.raises(InputError) as err:
+        load_specs(ds.params)
+    text = err.value.report()
+    assert "race-and-ethnicity-code-to-iteration.txt" in text and "'1010'" in text
+    assert "3001, 3031" in text and "LEVEL=2, ALONE=True" in text
+    assert "national and state" in text and "sub-state" in text

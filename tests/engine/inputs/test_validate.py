@@ -8,8 +8,8 @@ import pytest
 
 from engine.cli import main
 from engine.errors import InputError
-from engine.run import validate
-from tests.engine.conftest import BLOCKS, person
+from engine.run import run, validate
+from tests.engine.conftest import BLOCKS, person, read_part_files
 
 
 def _good(dataset):
@@ -47,7 +47,7 @@ CASES = {
     "missing thresholds": (_drop_threshold, ["thresholds_p", "(COUNTY, 2)"]),
     "unknown state": (_set_config(state_filter_us=["01", "99"]), ["state_filter_us", "99"]),
     "max race codes 9": (_set_config(max_race_codes=9), ["max_race_codes", "1 to 8"]),
-    "unknown privacy definition": (_set_config(privacy_defn="dp"), ["privacy_defn", "'dp'"]),
+    "unknown privacy definition": (_set_config(privacy_defn="dp"), ["privacy_defn", '"dp"', '"zcdp" or "puredp"']),
     "age too high": (_person_field(0, "QAGE", "116"), ["person-records.txt", "line 2", "QAGE", "'116'", "000 to 115"]),
     "age not a number": (_person_field(1, "QAGE", "4x"), ["line 3", "QAGE", "'4x'"]),
     "sex": (_person_field(2, "QSEX", "3"), ["line 4", "QSEX", "'3'", "1 (male) or 2 (female)"]),
@@ -75,23 +75,35 @@ def test_bad_input_is_reported_and_nothing_written(name, dataset, tmp_path, caps
     assert [p.name for p in tmp_path.iterdir()] == ["in"]  # no partial output beside OUT_DIR either
 
 
-def test_too_many_race_codes(dataset, tmp_path, capsys):
-    dataset.persons = [person(races=("1010", "1011", "1012"))]
+def test_race_codes_beyond_r_are_read_as_production_reads_them(dataset, tmp_path):
+    # SPEC §1: only QRACE1..QRACEr are read; the person is counted, with the first r codes.
+    dataset.persons = [person(races=("1010", "1011", "1012")), person(races=("1010", "1010", "1011")),
+                       person(races=("1020",))]
     dataset.config["max_race_codes"] = 2
     dataset.write()
-    code = main(["validate", str(dataset.params), str(dataset.data), "--quiet"])
-    err = capsys.readouterr().err
-    assert code == 1
-    assert "line 2" in err and "max_race_codes = 2" in err and "'3'" in err
+    res = run(dataset.params, dataset.data, tmp_path / "out", truth=True)
+    # the first person loses 1012; the second is read as 1010, 1010 and loses 1011
+    conf = res.manifest["confidential"]["race_codes_truncated"]
+    assert conf == {"max_race_codes": 2, "persons": 2}
+    t1 = read_part_files(tmp_path / "out" / "t1")
+    usa = t1[(t1["REGION_TYPE"] == "USA")].set_index("ITERATION_CODE")["COUNT"].astype(int)
+    # person 1 = Albanian + Basque: both AOIC groups, neither alone group;
+    # person 2 = Albanian alone (1011 beyond r is not read)
+    assert usa["3002"] == 2 and usa["3012"] == 1 and usa["3001"] == 1 and usa["3011"] == 0
+    # 1012 (Other European) is never read: its AOIC group 3022 is COARSE_ONLY -> check a county
+    county = t1[t1["REGION_TYPE"] == "COUNTY"].groupby("ITERATION_CODE")["COUNT"].sum().astype(int)
+    assert county.get("3022", 0) == 0
 
 
-def test_repeated_race_code_counts_once_and_codes_after_null_are_ignored(dataset, tmp_path):
-    p = list(person(races=("1010", "1010", "Null", "9999")))
-    dataset.persons = [tuple(p)]
+def test_a_repeated_race_code_counts_once(dataset, tmp_path):
+    dataset.persons = [person(races=("1010", "1010"))]
     dataset.config["max_race_codes"] = 1
     dataset.write()
-    inputs = validate(dataset.params, dataset.data)  # 9999 after a Null is ignored; 1010 twice is one code
-    assert inputs.config.max_race_codes == 1
+    res = run(dataset.params, dataset.data, tmp_path / "out", truth=True)
+    assert res.manifest["confidential"]["race_codes_truncated"]["persons"] == 0
+    t1 = read_part_files(tmp_path / "out" / "t1")
+    usa = t1[(t1["REGION_TYPE"] == "USA")].set_index("ITERATION_CODE")["COUNT"].astype(int)
+    assert usa["3001"] == 1 and usa["3002"] == 1  # still Albanian alone
 
 
 @pytest.mark.parametrize("fname,content,fragments", [
@@ -191,10 +203,8 @@ def test_valid_inputs_pass(dataset, capsys):
     assert "OK: 3 persons" in out and "nothing was written" in out
 
 
-def test_config_round_trip_keeps_unknown_keys(dataset):
-    _good(dataset)
-    dataset.config["a_future_key"] = {"x": 1}
-    dataset.write()
+def test_config_round_trip_is_exact(dataset):
+    _good(dataset).write()
     inputs = validate(dataset.params, dataset.data)
-    assert inputs.config.to_dict()["a_future_key"] == {"x": 1}
-    assert json.loads(inputs.config.to_json())["a_future_key"] == {"x": 1}
+    assert inputs.config.to_dict() == dataset.config
+    assert json.loads(inputs.config.to_json()) == dataset.config

@@ -22,6 +22,8 @@ from engine.noise import _kernel as kernel
 from engine.noise import _reference as ref
 from engine.noise import samplers as noise
 from engine.noise import (
+    MAX_SCALE,
+    MAX_SIGMA2,
     RandomSource,
     exact_scale,
     exact_sigma2,
@@ -533,3 +535,42 @@ def test_discrete_gaussian_fits_pmf_ten_million(sigma2):
     for width in (1, gaussian_width(sigma2)):
         stat, p, bins = chi_square(x, ks, probs, width=width)
         assert p > 1e-4, (stat, bins, p)
+
+
+# ------------------------------------------------------------------ supported range
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("sampler,value,name", [
+    (sample_discrete_gaussian, Fraction(5 * 10**37), "sigma2"),
+    (sample_discrete_gaussian, 1e300, "sigma2"),
+    (sample_two_sided_geometric, Fraction(10**19), "scale"),
+    (sample_two_sided_geometric, "1e40", "scale"),
+])
+def test_beyond_the_supported_range_is_a_clear_error(sampler, value, name):
+    # These used to raise OverflowError (a draw beyond 64 bits) or crawl.
+    with pytest.raises(ValueError, match=f"{name} = .* above the exact sampler's supported range"):
+        sampler(value, 10, RandomSource.seeded(1))
+
+
+@pytest.mark.timeout(60)
+def test_the_largest_scales_a_valid_configuration_reaches_are_drawn():
+    # calculators.config: S <= 9, budget >= 1e-6, gamma >= 1e-4: sigma2 <= 4.5e10 (zCDP)
+    # and scale <= 9e10 (pure DP). Drawn exactly (the big-integer path where the kernel's
+    # 64 bits do not suffice), and the spread is right.
+    from calculators.config import MAX_NOISE_SCALE
+
+    s2 = Fraction(9) / (2 * Fraction(1, 10**6) * Fraction(1, 10**4))
+    assert s2 == Fraction(MAX_NOISE_SCALE) / 2
+    x = sample_discrete_gaussian(s2, 4000, RandomSource.seeded(3))
+    assert abs(x.std() / math.sqrt(s2) - 1) < 0.05
+    y = sample_two_sided_geometric(Fraction(MAX_NOISE_SCALE), 4000, RandomSource.seeded(3))
+    assert abs(np.abs(y).mean() / MAX_NOISE_SCALE - 1) < 0.06  # E|X| ~ scale for a large scale
+    assert MAX_NOISE_SCALE < MAX_SCALE and MAX_NOISE_SCALE / 2 < MAX_SIGMA2
+
+
+def test_the_samplers_range_is_the_calculators_range():
+    # engine.noise imports nothing of the project, so the numbers are repeated there.
+    from calculators import discrete_gaussian, geometric
+    from calculators.config import MAX_NOISE_SCALE
+
+    assert MAX_SIGMA2 == discrete_gaussian.MAX_SIGMA2 and MAX_SCALE == geometric.MAX_SCALE
+    assert noise._CONFIG_MAX_SCALE == MAX_NOISE_SCALE

@@ -52,3 +52,30 @@ def test_threshold_in_manifest_is_the_calculators(dataset, tmp_path):
     m = run(dataset.params, dataset.data, tmp_path / "t", seed=1).manifest
     sigma2 = budget.sigma2_stage2(1.0, 0.1, 9)
     assert m["levels"]["(COUNTY, 2)"]["suppression_threshold"] == suppression.threshold(sigma2, 0.9999)
+
+
+def test_manifest_stability_is_per_tabulation_class(dataset, tmp_path):
+    # Hand-made spec: the only level-2 ethnicity iteration is COARSE_ONLY, so USA, STATE
+    # and PR-STATE have h_e = 0 at level 2 (S = 8 with r = 8) and the others h_e = 1 (S = 9).
+    dataset.eth_iterations = [("4001", "Not Hispanic or Latino", "0", "Null", "Null"),
+                              ("4002", "Hispanic or Latino", "0", "Null", "Null"),
+                              ("4011", "Central American", "1", "False", "False"),
+                              ("4021", "Costa Rican", "2", "False", "True")]
+    dataset.persons = [person(), person(races=("1010", "1011", "1012"), eth="2010")]
+    dataset.config = base_config(max_race_codes=2)
+    dataset.write()
+    m = run(dataset.params, dataset.data, tmp_path / "m", seed=1).manifest
+    st = m["stability"]
+    assert st["max_race_codes"] == 2
+    assert st["state"]["geographies"] == ["USA", "STATE", "PR-STATE"]
+    assert st["state"]["2"] == {"S": 2, "h_r": 1, "h_e": 0}  # 1 * max(2, 2) + 0
+    assert st["substate"]["2"] == {"S": 3, "h_r": 1, "h_e": 1}
+    assert st["state"]["1"] == st["substate"]["1"] == {"S": 3, "h_r": 1, "h_e": 1}
+    levels = m["levels"]
+    assert levels["(USA, 2)"]["stability_S"] == levels["(PR-STATE, 2)"]["stability_S"] == 2
+    assert levels["(COUNTY, 2)"]["stability_S"] == levels["(PR-TRACT, 2)"]["stability_S"] == 3
+    # the noise follows: sigma2 = S / (2 (1 - gamma) rho) with rho = 1 at level 2
+    assert levels["(USA, 2)"]["sigma2"]["stage2"]["exact"] == "10/9"
+    assert levels["(COUNTY, 2)"]["sigma2"]["stage2"]["exact"] == "5/3"
+    # the second person is read with codes 1010, 1011 only (r = 2): one truncated person
+    assert m["confidential"]["race_codes_truncated"] == {"max_race_codes": 2, "persons": 1}

@@ -196,8 +196,9 @@ def test_synthetic_specs_have_the_2020_shape_and_stability(tmp_path):
     write_synthetic_specs(tmp_path)
     s = load_specs(tmp_path)
     for level in (1, 2):
-        assert s.h_r(level) == 1 and s.h_e(level) == 1
-        assert s.stability(level, 8) == 9
+        for geo in ("USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH", "PR-STATE", "PR-COUNTY"):
+            assert s.h_r(level, geo) == 1 and s.h_e(level, geo) == 1
+            assert s.stability(level, 8, geo) == 9
     race = [it for it in s.iterations.values() if it.kind == "race"]
     eth = [it for it in s.iterations.values() if it.kind == "ethnicity"]
     by = Counter((it.level, it.alone) for it in race)
@@ -453,8 +454,12 @@ def test_generate_with_the_2020_spec_files(tmp_path):
     from engine.run import validate
 
     s = generate(tmp_path, 5_000, seed=1, spec_dir=REF_2020)
-    for name in SPEC_FILES + ("config.json",):
+    for name in SPEC_FILES:
         assert (s.params_dir / name).read_bytes() == (REF_2020 / name).read_bytes(), name
+    # The 2020 config.json as it is, but for reader "cef" -> "csv": the nation is files.
+    ref = json.loads((REF_2020 / "config.json").read_text())
+    assert ref["reader"] == "cef"
+    assert json.loads((s.params_dir / "config.json").read_text()) == {**ref, "reader": "csv"}
     n = Nation(s)
     specs = n.specs
     tab_race = {

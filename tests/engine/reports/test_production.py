@@ -1,0 +1,166 @@
+"""Accuracy reports in production's layouts (safetab_p/accuracy_report.py): the per-group
+error report and the multi-run report, by hand on small tables and end to end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.cli import main
+from engine.reports import production as prod
+from engine.run import prepare, run
+from tests.engine.conftest import BLOCKS, person
+
+KEY = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE"]
+FLAGS = pd.DataFrame([["5001", "False", "False", "2"], ["5002", "True", "False", "2"], ["6001", "False", "True", "1"]],
+                     columns=["ITERATION_CODE", "DETAILED_ONLY", "COARSE_ONLY", "LEVEL"])
+AGE4 = [("0", "17"), ("18", "44"), ("45", "64"), ("65", "115")]
+
+
+def _t1(rows):
+    return pd.DataFrame(rows, columns=KEY + ["NOISY", "GROUND_TRUTH"])
+
+
+def _t2(rows):
+    return pd.DataFrame(rows, columns=KEY + ["AGESTART", "AGEEND", "SEX", "NOISY", "GROUND_TRUTH"])
+
+
+def _age4_table(region, kind, code, noisy, truth):
+    """8 cells (sex 1 then 2, ages ascending) plus the two sex marginals, as the engine writes."""
+    rows = [[region, kind, code, a, e, str(s), n, t]
+            for (s, (a, e)), n, t in zip([(s, x) for s in (1, 2) for x in AGE4], noisy, truth)]
+    for s in (1, 2):
+        rows.append([region, kind, code, "*", "*", str(s), sum(noisy[4 * (s - 1):4 * s]), sum(truth[4 * (s - 1):4 * s])])
+    return rows
+
+
+# One release by hand:
+#  - COUNTY 01001 / 5001 has a sex x age4 table: cells noisy 3,0,2,5 | 1,1,0,4 vs truth 2,0,2,3 | 1,0,0,5
+#    errors 1,0,0,2,0,1,0,1 -> size 13, |error| 5, squared 7; its T1 (12+... ) is dropped
+#  - COUNTY 01001 / 5002 is a total: noisy 7, truth 4 -> 3, 9
+#  - STATE 01 / 6001 is a total: noisy -2, truth 0 -> 2, 4
+CELLS_N, CELLS_T = [3, 0, 2, 5, 1, 1, 0, 4], [2, 0, 2, 3, 1, 0, 0, 5]
+ONE_T1 = _t1([["01001", "COUNTY", "5001", sum(CELLS_N), sum(CELLS_T)], ["01001", "COUNTY", "5002", 7, 4],
+              ["01", "STATE", "6001", -2, 0]])
+ONE_T2 = _t2(_age4_table("01001", "COUNTY", "5001", CELLS_N, CELLS_T))
+
+
+def test_error_report_by_hand():
+    rep = prod.error_report_from(ONE_T1, ONE_T2, FLAGS)
+    assert list(rep.columns) == prod.ERROR_REPORT_COLUMNS
+    expected = pd.DataFrame([
+        ["01", "STATE", "6001", "False", "True", 0, "Total", 2, 4],
+        ["01001", "COUNTY", "5001", "False", "False", 13, "Sex x Age(4)", 5, 7],
+        ["01001", "COUNTY", "5002", "True", "False", 4, "Total", 3, 9],
+    ], columns=prod.ERROR_REPORT_COLUMNS)
+    pd.testing.assert_frame_equal(rep, expected, check_dtype=False)
+
+
+def test_multi_run_report_by_hand():
+    # Trial 2: 5001 got a total only (noisy 10, truth 13), 5002 a total (noisy 4, truth 4),
+    # 6001 a total (noisy 1, truth 0).
+    two = (_t1([["01001", "COUNTY", "5001", 10, 13], ["01001", "COUNTY", "5002", 4, 4],
+                ["01", "STATE", "6001", 1, 0]]), _t2([]))
+    rep = prod.multi_run_error_report_from([(ONE_T1, ONE_T2), two], FLAGS)
+    assert list(rep.columns) == prod.MULTI_RUN_COLUMNS
+    rows = {tuple(r[:4]): r[4:] for r in rep.itertuples(index=False)}
+    # sizes: 13 (5001, both trials) -> "(10.0, 100.0]"; 4 (5002) -> "(1.0, 10.0]"; 0 (6001) -> "[0.0, 1.0]"
+    assert list(rows) == [("COUNTY", "2", "False", "(10.0, 100.0]"), ("COUNTY", "2", "True", "(1.0, 10.0]"),
+                          ("STATE", "1", "False", "[0.0, 1.0]")]
+    # 5001: trial 1 sex x age4 (cell errors 1,0,0,2,0,1,0,1), trial 2 total (error 3)
+    cell_moe = np.quantile([1, 0, 0, 2, 0, 1, 0, 1], 0.95)  # 1.65
+    assert rows[("COUNTY", "2", "False", "(10.0, 100.0]")] == (
+        "0.50", "3.00", "0.50", f"{cell_moe:.2f}", "0.00", "nan", "0.00", "nan")
+    # 5002: errors 3 and 0 over two totals -> 95th percentile 2.85
+    assert rows[("COUNTY", "2", "True", "(1.0, 10.0]")][:2] == ("1.00", "2.85")
+    assert rows[("STATE", "1", "False", "[0.0, 1.0]")][:2] == ("1.00", "1.95")
+
+
+def test_small_proportions_use_the_exponent_format():
+    # 1 of 200 (group, trial) pairs got a table: 5.00E-03, as production formats it
+    t1 = _t1([["01001", "COUNTY", f"{i}", 0, 0] for i in range(199)])
+    flags = pd.DataFrame({"ITERATION_CODE": [f"{i}" for i in range(200)], "DETAILED_ONLY": "False",
+                          "COARSE_ONLY": "False", "LEVEL": "2"})
+    t2 = _t2(_age4_table("01001", "COUNTY", "199", [0] * 8, [0] * 8))
+    t1 = pd.concat([t1, _t1([["01001", "COUNTY", "199", 0, 0]])], ignore_index=True)
+    rep = prod.multi_run_error_report_from([(t1, t2)], flags)
+    assert rep.iloc[0][prod.FREQ + "Sex x Age(4)"] == "5.00E-03"
+    assert rep.iloc[0][prod.FREQ + "Total"] == "0.99"
+
+
+@pytest.mark.parametrize("largest,labels", [
+    (0, ["[0.0, 1.0]"]), (1, ["[0.0, 1.0]"]), (10, ["[0.0, 1.0]", "(1.0, 10.0]"]),
+    (11, ["[0.0, 1.0]", "(1.0, 10.0]", "(10.0, 100.0]"]),
+    (12345, ["[0.0, 1.0]", "(1.0, 10.0]", "(10.0, 100.0]", "(100.0, 1000.0]", "(1000.0, 10000.0]",
+             "(10000.0, 100000.0]"]),
+])
+def test_size_bins_are_powers_of_ten(largest, labels):
+    assert prod._size_bins(largest)[0] == labels
+
+
+# ------------------------------------------------------------------ on engine releases
+def _dataset(dataset):
+    dataset.persons = ([person(age=a, sex=1 + a % 2) for a in range(0, 90, 3)]
+                       + [person(age=40, races=("1020",), block=BLOCKS[4]) for _ in range(12)]
+                       + [person(age=70, sex=2, races=("1010", "1020"), block=BLOCKS[7]) for _ in range(5)])
+    dataset.config["thresholds_p"] = {k: [2, 6, 25] for k in dataset.config["thresholds_p"]}
+    return dataset.write()
+
+
+def test_the_truth_of_every_row_is_the_truth_release(dataset, tmp_path):
+    # With the largest budget the noise is 0: NOISY must equal GROUND_TRUTH on every row of
+    # every level, whatever stat level each group got (the truth is computed per row).
+    _dataset(dataset)
+    data = dict(dataset.config)
+    data.update({k: 1e6 for k in data if k.startswith("privacy_budget_p_level_")})
+    dataset.config = data
+    dataset.write()
+    p = prepare(dataset.params, dataset.data)
+    run(dataset.params, dataset.data, tmp_path / "rel", seed=3, prepared=p)
+    t1, t2 = prod.augmented_tables(p, tmp_path / "rel")
+    assert len(t1) and len(t2) and (t2["AGESTART"] == "*").any()
+    assert (t1["NOISY"] == t1["GROUND_TRUTH"]).all() and (t2["NOISY"] == t2["GROUND_TRUTH"]).all()
+    rep = prod.error_report(p, tmp_path / "rel")
+    assert (rep["Total absolute error"] == 0).all() and set(rep["Workload selected"]) > {"Total"}
+    # one row per released group; the sizes are the true totals
+    assert len(rep) == len(t1)
+    sizes = rep.merge(t1, on=KEY)
+    assert (sizes["Population group size"] == sizes["GROUND_TRUTH"]).all()
+
+
+def test_cli_writes_production_layouts_and_keeps_the_trials(dataset, tmp_path, capsys):
+    _dataset(dataset)
+    out = tmp_path / "acc"
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(out), "--trials", "2", "--seed", "5",
+                 "--layout", "production", "--quiet"]) == 0
+    assert "multi_run_error_report.csv (production layouts)" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["error_report.csv", "multi_run_error_report.csv", "single_runs"]
+    assert sorted(p.name for p in (out / "single_runs").iterdir()) == ["trial_0", "trial_1"]
+    single = pd.read_csv(out / "error_report.csv", dtype=str)
+    assert list(single.columns) == prod.ERROR_REPORT_COLUMNS
+    multi = pd.read_csv(out / "multi_run_error_report.csv", dtype=str, keep_default_na=False)
+    assert list(multi.columns) == prod.MULTI_RUN_COLUMNS
+    # the proportions of each row sum to 1 (every (group, trial) pair got one workload)
+    freq = multi[[c for c in multi.columns if c.startswith(prod.FREQ)]].astype(float).sum(axis=1)
+    assert np.allclose(freq, 1, atol=0.02)
+    # the first trial's report is the one of its kept release, recomputed
+    p = prepare(dataset.params, dataset.data)
+    again = prod.error_report(p, out / "single_runs" / "trial_0").astype(str)
+    pd.testing.assert_frame_equal(again.reset_index(drop=True), single.reset_index(drop=True))
+    # both layouts at once, from an existing release
+    both = tmp_path / "both"
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(both), "--release",
+                 str(out / "single_runs" / "trial_1"), "--layout", "both", "--quiet"]) == 0
+    assert {"accuracy.csv", "error_report.csv", "multi_run_error_report.csv"} <= {p.name for p in both.iterdir()}
+    assert not (both / "single_runs").exists()
+
+
+def test_a_release_of_other_inputs_is_refused(dataset, tmp_path):
+    _dataset(dataset)
+    p = prepare(dataset.params, dataset.data)
+    run(dataset.params, dataset.data, tmp_path / "rel", seed=3, prepared=p)
+    part = next((tmp_path / "rel" / "t1").glob("*.csv"))
+    part.write_text(part.read_text() + "99999|COUNTY|3001|5\n")
+    with pytest.raises(ValueError, match="is not a population group of these inputs"):
+        prod.augmented_tables(p, tmp_path / "rel")
