@@ -140,35 +140,41 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
                     prepared=None) -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
-    Writes OUT_DIR/accuracy.csv and accuracy.json; returns the table.
+    Writes OUT_DIR/accuracy.csv and accuracy.json (with NOT-FOR-RELEASE.txt and the
+    SHA256SUMS marker: the errors are measured against the confidential truth) through
+    `engine.release.publish.StagedOutput`, which checks and locks OUT_DIR before the
+    work; returns the table.
     """
     from engine import noise as _noise
-    from engine.release.outputs import check_out_dir
+    from engine.release.outputs import not_for_release_text
+    from engine.release.publish import NOT_FOR_RELEASE, StagedOutput
     from engine.run import iter_published, make_noise, prepare
 
-    out_dir = Path(out_dir)
-    check_out_dir(out_dir, overwrite)
-    if prepared is None:
-        prepared = prepare(params_dir, data_dir, progress)
-    collector = AccuracyCollector()
-    if release_dir is not None:
-        collect_release_dir(prepared, Path(release_dir), collector)
-        collector.trials = 1
-        mode = {"kind": "existing release", "release_dir": str(release_dir)}
-    else:
-        for t in range(trials):
-            source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
-            noise = make_noise(prepared.inputs.config.privacy_defn, source)
-            for counts, pub in iter_published(prepared, noise, progress=_trial_progress(progress, t, trials)):
-                collector.add_published(pub.plan, counts, pub)
-            collector.trials += 1
-        mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
-    df = collector.table()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out_dir / "accuracy.csv", index=False)
-    (out_dir / "accuracy.json").write_text(
-        json.dumps({"mode": mode, "rows": df.to_dict(orient="records")}, indent=2, default=float) + "\n",
-        encoding="utf-8")
+    inputs = [("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir), ("RELEASE_DIR", release_dir)]
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
+        if prepared is None:
+            prepared = prepare(params_dir, data_dir, progress)
+        collector = AccuracyCollector()
+        if release_dir is not None:
+            collect_release_dir(prepared, Path(release_dir), collector)
+            collector.trials = 1
+            mode = {"kind": "existing release", "release_dir": str(release_dir)}
+        else:
+            for t in range(trials):
+                source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
+                noise = make_noise(prepared.inputs.config.privacy_defn, source)
+                for counts, pub in iter_published(prepared, noise, progress=_trial_progress(progress, t, trials)):
+                    collector.add_published(pub.plan, counts, pub)
+                collector.trials += 1
+            mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
+        df = collector.table()
+        reason = "accuracy figures measured against the confidential ground truth, without noise"
+        mode["note"] = "NOT FOR RELEASE: " + reason
+        folder.write_file("accuracy.csv", df.to_csv(index=False).encode("utf-8"))
+        folder.write_file("accuracy.json", (json.dumps({"mode": mode, "rows": df.to_dict(orient="records")},
+                                                       indent=2, default=float) + "\n").encode("utf-8"))
+        folder.write_file(NOT_FOR_RELEASE, not_for_release_text(reason))
+        folder.publish(["NOT FOR RELEASE: " + reason])
     return df
 
 
