@@ -238,6 +238,7 @@ class _Checker:
         with open(path, "rb") as fh:
             first = fh.readline(4096).rstrip(b"\r\n")
         if first != "|".join(columns).encode():
+            self.malformed = True
             self.add(rel, 1, None, first.decode("utf-8", "replace"), "the header " + "|".join(columns))
             return
         try:
@@ -258,12 +259,14 @@ class _Checker:
             self.add(rel, line, None, text, f"UTF-8 rows of {len(columns)} pipe-separated fields"
                      + ("" if line else f" ({_cut(exc)})"))
 
-    def _bad(self, rel: str, line0: int, batch, column: str, bad: np.ndarray, expected: str) -> None:
+    def _bad(self, rel: str, line0: int, batch, column: str, bad: np.ndarray, expected: str,
+             values: pa.Array | None = None) -> None:
         idx = np.flatnonzero(bad)
         if not len(idx):
             return
         room = max(0, self.log.keep - len(self.log.problems))
-        values = batch.column(column).take(pa.array(idx[:room])).to_pylist() if room else []
+        source = batch.column(column) if values is None else values
+        values = source.take(pa.array(idx[:room])).to_pylist() if room else []
         for i, v in zip(idx[:room], values):
             self.add(rel, line0 + int(i), column, v, expected)
         self.log.count(len(idx) - len(values))
@@ -304,7 +307,7 @@ class _Checker:
             pi = pc.index_in(pair, value_set=pa.array(keys)).to_numpy(zero_copy_only=False)
             pair_ok = ~np.isnan(pi) if pi.dtype.kind == "f" else np.ones(n, bool)
             self._bad(rel, line0, batch, "AGESTART|AGEEND", ~pair_ok,
-                      "an age bin of age4, age9 or age23 (SPEC section 1), or * and * for a sex marginal")
+                      "an age bin of age4, age9 or age23 (SPEC section 1), or * and * for a sex marginal", pair)
             table_bits = np.array(list(self.pairs.values()), np.uint8)
             bits[pair_ok] = table_bits[np.nan_to_num(pi[pair_ok]).astype(np.int64)]
         types = pc.unique(rtype.filter(pa.array(type_ok))).to_pylist() if type_ok.any() else []
