@@ -107,6 +107,9 @@ def _members(name: str, data: bytes | IO[bytes], problems: list[str]):
             inner = PurePosixPath(info.filename.replace("\\", "/"))
             if inner.name.startswith(".") or "__MACOSX" in inner.parts:
                 continue
+            if _target(inner.name) is None:
+                yield inner.name, None  # listed as ignored, never unpacked
+                continue
             if info.file_size > MAX_RATIO * max(info.compress_size, 1) and info.file_size > _CHUNK:
                 problems.append(f"{base}: {inner.name[:80]} is compressed more than {MAX_RATIO}:1, as a zip bomb is; "
                                 "not unpacked")
@@ -133,7 +136,7 @@ def stage_uploads(files: Iterable[tuple[str, bytes | IO[bytes]]], dest: str | Pa
         try:
             for name, opener in _members(upload_name, data, staged.problems):
                 where = _target(name)
-                if where is None:
+                if where is None or opener is None:
                     staged.ignored.append(name[:80])
                     continue
                 seen[name] = seen.get(name, 0) + 1

@@ -63,3 +63,20 @@ def test_level_tables_and_curves_follow_the_level():
     fig = json.loads(charts[0].proto.spec)
     assert fig["layout"]["xaxis"]["title"]["text"].startswith("true population group size")
     assert {tr["name"] for tr in fig["data"]} >= {"total only", "sex × age23 (46 cells)"}
+
+
+def test_thresholds_beyond_any_population_do_not_break_the_page():
+    from ui import urlcodec
+    from calculators.presets import production_2020
+
+    cfg = production_2020().with_thresholds(COUNTY2, [10**40] * 3)
+    at = open_app("adaptive", query={"config": urlcodec.encode(cfg)})  # asserts no exception
+    assert config(at).thresholds(COUNTY2) == (10**40,) * 3  # the value is kept, not changed
+    assert len(at.get("plotly_chart")) == 2
+    from ui import analysis
+
+    probs = analysis.stat_level_curves(config(at), COUNTY2)
+    assert probs["True group size"].max() == analysis.MAX_GROUP_SIZE
+    assert (probs["P(total only)"] > 0.999).all()  # no group reaches the thresholds
+    th = frame(at, "Θ₁", "Θ₂", "Θ₃")
+    assert th[(th["Geography"] == "COUNTY") & (th["Iterations"] == "Detailed")]["Θ₁"].iloc[0] == 1e40
