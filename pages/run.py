@@ -1,7 +1,6 @@
 """Run the mechanism: the engine on the sample data, generated data or uploaded files,
 with the app's current configuration; browse, compare with the truth, download."""
 
-import json
 import time
 from pathlib import Path
 
@@ -243,8 +242,8 @@ d[3].download_button("config.json (the plan run)", out.config.to_json(), "config
 d[4].download_button("Everything (zip)", files.release_zip(rel_dir), files.download_name("release", rel_dir, "zip"),
                      "application/zip", key="dl_all", on_click="ignore", icon=":material/download:",
                      help="The release folder as written, with SHA256SUMS; without the operator file.")
-d[5].download_button("Operator file (CONFIDENTIAL)", json.dumps(man.get("confidential", {}), indent=2, default=str),
-                     "operator-CONFIDENTIAL-never-publish.json", "application/json", key="dl_operator",
+d[5].download_button("Operator file (CONFIDENTIAL)", files.operator_file(rel_dir),
+                     files.OPERATOR_DOWNLOAD, "application/json", key="dl_operator",
                      on_click="ignore", icon=":material/lock:",
                      help="Exact counts of the confidential input, for the operator's checks. Never publish it.")
 if not files.for_release(rel_dir):

@@ -309,6 +309,17 @@ def download_name(stem: str, out_dir: str | Path, suffix: str) -> str:
     return f"{stem}{'' if for_release(out_dir) else '-' + NOT_FOR_RELEASE_TAG}.{suffix}"
 
 
+OPERATOR_DOWNLOAD = "operator-CONFIDENTIAL-never-publish.json"
+
+
+def operator_file(out_dir: str | Path) -> bytes:
+    """The operator file of an output folder (exact counts of the confidential input,
+    `engine.release.outputs.operator_path`), offered apart from every zip."""
+    from engine.release.outputs import operator_path
+
+    return operator_path(out_dir).read_bytes()
+
+
 def release_zip(out_dir: str | Path, subdirs: Iterable[str] | None = None) -> bytes:
     """A zip of an output folder for download: the whole folder (SHA256SUMS included),
     or the given subfolders plus manifest.json and NOT-FOR-RELEASE.txt, so that no part

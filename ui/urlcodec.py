@@ -32,7 +32,7 @@ VERSION = 1
 MAX_PAYLOAD = 1_000_000
 #: JSON nested deeper than this is refused (a link's payload is 4 levels deep).
 MAX_DEPTH = 32
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
 def json_depth(text: str) -> int:
@@ -46,12 +46,12 @@ def json_depth(text: str) -> int:
 def check_json_text(text: str, source: str) -> None:
     """ConfigError unless `text` is small and shallow enough to parse safely."""
     if len(text) > MAX_PAYLOAD:
-        raise ConfigError([f"the text is {len(text):,} characters long; a SafeTab-P config.json is a few "
-                           f"thousand (at most {MAX_PAYLOAD:,} are read)"], source)
+        raise ConfigError([(f"the text is {len(text):,} characters long; a SafeTab-P config.json is a few "
+                            f"thousand (at most {MAX_PAYLOAD:,} are read)")], source)
     depth = json_depth(text)
     if depth > MAX_DEPTH:
-        raise ConfigError([f"the JSON is nested {depth:,} levels deep; a SafeTab-P config.json has 3 "
-                           f"(at most {MAX_DEPTH} are read)"], source)
+        raise ConfigError([(f"the JSON is nested {depth:,} levels deep; a SafeTab-P config.json has 3 "
+                            f"(at most {MAX_DEPTH} are read)")], source)
 
 
 def config_from_text(text: str, source: str) -> SafeTabConfig:

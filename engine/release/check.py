@@ -45,10 +45,21 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from calculators.config import ConfigError, SafeTabConfig
-from calculators.levels import GEO_LEVELS, GEO_LEVELS_PR, STAT_LEVEL_AGE_EDGES, STAT_LEVEL_CELLS, age_bins
+from calculators.levels import (
+    GEO_LEVELS,
+    GEO_LEVELS_PR,
+    STAT_LEVEL_AGE_EDGES,
+    STAT_LEVEL_CELLS,
+    age_bins,
+)
 from engine.errors import InputError, Problem, ProblemLog
 from engine.release.outputs import (
-    HEADERS, MANIFEST, SUPPRESSED_COLUMNS, T1_COLUMNS, T2_COLUMNS, operator_path,
+    HEADERS,
+    MANIFEST,
+    SUPPRESSED_COLUMNS,
+    T1_COLUMNS,
+    T2_COLUMNS,
+    operator_path,
 )
 from engine.release.publish import MARKER, NOT_FOR_RELEASE, marker_entries, sha256_of
 

@@ -36,7 +36,13 @@ import pyarrow.csv as pacsv
 
 from calculators.levels import STAT_LEVEL_AGE_EDGES, age_bins
 from engine.errors import OutputError, UsageError
-from engine.release.publish import NOT_FOR_RELEASE, StagedOutput, check_target, fsync_dir, os_message
+from engine.release.publish import (
+    NOT_FOR_RELEASE,
+    StagedOutput,
+    check_target,
+    fsync_dir,
+    os_message,
+)
 
 T1_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "COUNT"]
 T2_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "AGESTART", "AGEEND", "SEX", "COUNT"]
@@ -258,7 +264,7 @@ def not_for_release_text(reason: str) -> bytes:
     return ("NOT FOR RELEASE\n\n"
             f"These tables must not be published: {reason}.\n"
             "They were made by SafeTab-P Studio for demonstrations, tests or accuracy studies; see manifest.json.\n"
-            ).encode("utf-8")
+            ).encode()
 
 
 def operator_path(out_dir: str | Path) -> Path:

@@ -219,7 +219,7 @@ class _FolderLock:
                 break
             os.close(fd)
         self.fd = fd
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         info = f"process {os.getpid()} on {socket.gethostname()}, started {stamp}, {description}\n".encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, info, 0)
@@ -361,7 +361,7 @@ class StagedOutput:
             raise
         self.published = False
 
-    def __enter__(self) -> "StagedOutput":
+    def __enter__(self) -> StagedOutput:
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
@@ -396,8 +396,8 @@ class StagedOutput:
             self.hashes[rel] = sha256_of(path)
         head = [f"{MARKER_HEAD}: {self.description}",
                 *(f"# {c}" for c in comments),
-                f"# Written last, after every file below was on disk. Check with `sha256sum -c {MARKER}` "
-                "or `python -m engine check-output`."]
+                (f"# Written last, after every file below was on disk. Check with `sha256sum -c {MARKER}` "
+                 "or `python -m engine check-output`.")]
         body = [f"{self.hashes[rel]}  {rel}" for rel in sorted(self.hashes)]
         write_durable(self.stage / MARKER, ("\n".join(head + body) + "\n").encode("utf-8"))
         for root, _dirs, _names in os.walk(self.stage, topdown=False):

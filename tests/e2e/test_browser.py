@@ -264,7 +264,7 @@ def test_run_on_the_sample_data_and_download(server, page, tmp_path):
     assert manifest["mode"]["for_release"] is False
     assert "confidential" not in manifest  # the exact counts are in the operator file only
     operator = json.loads(_download(page, "Operator file (CONFIDENTIAL)"))
-    assert operator["persons"]["counted"] == 50_000
+    assert operator["confidential"]["persons"]["counted"] == 50_000 and "NEVER" in operator["note"]
 
 
 def test_configuration_export(server, page):

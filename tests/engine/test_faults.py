@@ -119,9 +119,9 @@ def _unshare_works() -> bool:
     if not shutil.which("unshare") or sys.platform != "linux":
         return False
     try:
-        return subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt 2>/dev/null "
-                               "|| mount -t tmpfs -o size=64k tmpfs /tmp"], capture_output=True,
-                              timeout=30).returncode == 0
+        probe = "mount -t tmpfs -o size=64k tmpfs /mnt 2>/dev/null || mount -t tmpfs -o size=64k tmpfs /tmp"
+        return subprocess.run(["unshare", "-m", "sh", "-c", probe], capture_output=True, timeout=30,
+                              check=False).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -132,7 +132,7 @@ needs_unshare = pytest.mark.skipif(not _unshare_works(), reason="no private moun
 def _in_namespace(script: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess:
     """Run a shell script in a private mount namespace (its mounts vanish with it)."""
     return subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
 
 
 def _start_paused(args, where: str, flag: Path) -> subprocess.Popen:

@@ -202,3 +202,4 @@ def test_release_downloads_are_marked_and_never_carry_the_operator_file(tmp_path
     assert "SHA256SUMS" in whole.namelist() and operator_path(seeded).is_file()
     assert not any("CONFIDENTIAL" in n for n in whole.namelist())
     assert files.for_release(seeded) is False
+    assert json.loads(files.operator_file(seeded))["confidential"]["persons"]["counted"] == 50_000
