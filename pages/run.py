@@ -227,7 +227,7 @@ if len(levels):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
 rel_dir = out.release_dir
-d = st.columns(6)
+d = st.columns(5)
 d[0].download_button("T1 files (zip)", files.release_zip(rel_dir, ["t1", "suppressed"]),
                      files.download_name("t1", rel_dir, "zip"), "application/zip", key="dl_t1", on_click="ignore",
                      icon=":material/download:")
@@ -242,13 +242,13 @@ d[3].download_button("config.json (the plan run)", out.config.to_json(), "config
 d[4].download_button("Everything (zip)", files.release_zip(rel_dir), files.download_name("release", rel_dir, "zip"),
                      "application/zip", key="dl_all", on_click="ignore", icon=":material/download:",
                      help="The release folder as written, with SHA256SUMS; without the operator file.")
-d[5].download_button("Operator file (CONFIDENTIAL)", files.operator_file(rel_dir),
-                     files.OPERATOR_DOWNLOAD, "application/json", key="dl_operator",
-                     on_click="ignore", icon=":material/lock:",
-                     help="Exact counts of the confidential input, for the operator's checks. Never publish it.")
-if not files.for_release(rel_dir):
-    st.caption("Every download of this run is marked NOT FOR RELEASE: in its file name and by a "
-               "NOT-FOR-RELEASE.txt inside each zip.")
+o = st.columns([1.3, 4])
+o[0].download_button("Operator file (CONFIDENTIAL)", files.operator_file(rel_dir), files.OPERATOR_DOWNLOAD,
+                     "application/json", key="dl_operator", on_click="ignore", icon=":material/lock:")
+o[1].caption("The operator file holds the exact counts of the confidential input, for the operator's checks: "
+             "never publish it. It is in none of the zips."
+             + ("" if files.for_release(rel_dir) else " Every download of this run is marked NOT FOR RELEASE: "
+                "in its file name and by a NOT-FOR-RELEASE.txt inside each zip."))
 
 st.markdown("**Browse**")
 present = [g for g in GEO_LEVELS if g in set(out.t1["REGION_TYPE"])]
