@@ -21,10 +21,10 @@ def test_help_explains_every_option_and_exit_codes():
     out = subprocess.run([sys.executable, "-m", "engine", "run", "--help"], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0
     for word in ("--seed", "--overwrite", "--no-coterminous", "--quiet", "NOT FOR RELEASE", "exit codes",
-                 "1  invalid input", "2  usage error"):
+                 "1  invalid input", "2  usage error", "130 interrupted", "SHA256SUMS", "CONFIDENTIAL-operator.json"):
         assert word in out.stdout, word
     top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=REPO, capture_output=True, text=True)
-    for cmd in ("validate", "run", "truth", "accuracy", "sample"):
+    for cmd in ("validate", "run", "truth", "accuracy", "sample", "check-output"):
         assert cmd in top.stdout
 
 
