@@ -40,14 +40,14 @@ def run_child(cmd: list[str], cwd: Path = REPO) -> tuple[int, str]:
 
 
 def ensure_sample(n: int, spec: Path, workdir: Path, fmt: str) -> Path:
+    from engine.release.publish import is_own_output
+
     root = workdir / f"nation-{n}-{spec.name}-{fmt}"
-    marker = root / ".complete"
-    if not marker.exists():
+    if not is_own_output(root):  # a complete sample carries SHA256SUMS (written last)
+        shutil.rmtree(root, ignore_errors=True)  # e.g. one made before samples were published whole
         print(f"  generating {n:,} persons into {root} ...", flush=True)
         subprocess.run([sys.executable, "-m", "engine", "sample", "--persons", str(n), "--spec", str(spec),
-                        "--format", fmt, "--overwrite", "--quiet", str(root)], cwd=REPO, check=True,
-                       stdout=subprocess.DEVNULL)
-        marker.write_text("ok")
+                        "--format", fmt, "--quiet", str(root)], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     return root
 
 
@@ -61,7 +61,7 @@ def bench_full(n: int, spec: Path, workdir: Path, fmt: str, repeat: int) -> dict
                                str(root / "params"), str(root / "data"), str(out)])
         if code != 0:
             raise SystemExit(f"engine run failed for {n:,} persons:\n{err}")
-        res = json.loads((out / "child.json").read_text())
+        res = json.loads(Path(f"{out}.child.json").read_text())
         if best is None or res["wall"] < best["wall"]:
             best = res
     m = json.loads((out / "manifest.json").read_text())
@@ -86,7 +86,8 @@ def _child_run(params: str, data: str, out: str) -> None:
     if proc.returncode != 0:
         raise SystemExit(proc.returncode)
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
-    Path(out, "child.json").write_text(json.dumps({"wall": wall, "rss_gb": rss}))
+    # beside OUT_DIR, not in it: --overwrite replaces only a folder the engine wrote whole
+    Path(f"{out}.child.json").write_text(json.dumps({"wall": wall, "rss_gb": rss}))
 
 
 def main() -> None:

@@ -1,23 +1,42 @@
-"""Command line: `python -m engine {validate,run,truth,accuracy,sample} ...`.
+"""Command line: `python -m engine {validate,run,truth,accuracy,sample,check-output} ...`.
 
-Exit codes: 0 success; 1 invalid input (the problems are printed, nothing is written);
-2 usage error (bad arguments, OUT_DIR not empty without --overwrite).
+Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
+OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
+run writing it): the problems are printed, nothing is written; 2 usage error (bad
+arguments, OUT_DIR not empty without --overwrite, OUT_DIR over an input folder);
+130 interrupted (Ctrl-C; nothing is written). Foreseeable operating-system errors are
+reported in one line, never as a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import logging
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Echoed error texts from libraries are cut to this many characters.
+_MESSAGE_CHARS = 300
 
 _EPILOG = """exit codes:
   0  success
   1  invalid input: every problem found is printed (file, line, column, value,
-     what was expected; the first 20 and the total) and nothing is written
-  2  usage error: unknown option, missing argument, or OUT_DIR not empty
+     what was expected; the first 20 and the total) and nothing is written;
+     or OUT_DIR cannot be written (a symbolic link, no permission, disk full,
+     another run writing it), checked before the computation where possible
+  2  usage error: unknown option, missing argument, OUT_DIR not empty (without
+     --overwrite), OUT_DIR is, contains or lies inside PARAMS_DIR or DATA_DIR, or
+     --overwrite of a folder that is not a complete earlier output of this tool
+  130 interrupted: nothing is written
+
+OUT_DIR safety: the output is written into a hidden .OUT_DIR.partial-* folder beside
+OUT_DIR and swapped in only when complete; SHA256SUMS (written last) marks a complete
+output. --overwrite replaces only such an output, and only once the new one is
+complete. A lock (.OUT_DIR.lock) stops a second run into the same OUT_DIR. The exact
+person counts go to OUT_DIR.CONFIDENTIAL-operator.json beside OUT_DIR, not into it.
 
 PARAMS_DIR holds config.json and the four spec files; DATA_DIR holds
 person-records.txt and GRF-C.txt (or .parquet files with the same columns).
@@ -54,6 +73,10 @@ class _Progress:
             self.bar = None
 
 
+#: Lower bounds of a sample's size, for the free-space check (a text row is at least 78 bytes).
+_TXT_BYTES_PER_PERSON, _PARQUET_BYTES_PER_PERSON = 78, 2
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m engine",
@@ -68,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("data_dir", metavar="DATA_DIR", type=Path, help="directory with person-records and GRF-C (.txt or .parquet)")
         if out:
             sp.add_argument("out_dir", metavar="OUT_DIR", type=Path, help="output directory (must be empty or absent)")
-            sp.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it already holds files")
+            sp.add_argument("--overwrite", action="store_true",
+                            help="replace OUT_DIR if it holds a complete earlier output of this tool "
+                                 "(the old one stays until the new one is complete)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
         sp.formatter_class = argparse.RawDescriptionHelpFormatter
         sp.epilog = _EPILOG
@@ -109,43 +134,100 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--spec", type=Path, default=None, metavar="DIR",
                     help="use these spec files (and config.json) instead of generated ones, e.g. the 2020 files")
     sp.add_argument("--format", choices=["txt", "parquet"], default="txt", help="data file format (default txt)")
-    sp.add_argument("--overwrite", action="store_true", help="replace OUT if it already holds files")
+    sp.add_argument("--overwrite", action="store_true",
+                    help="replace OUT if it holds a complete earlier sample of this tool")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
     sp.epilog = ("The nation grows with N like the real one (about 4,000 persons per tract, 100,000 per\n"
                  "county, 10,000 per place); data are written in chunks, so memory stays flat up to\n"
-                 "300 million persons.\n\nexit codes:\n  0  success\n  2  usage error (bad arguments, "
-                 "OUT not empty without --overwrite)")
+                 "300 million persons. OUT is written like OUT_DIR of `run`: staged beside OUT, published\n"
+                 "whole with SHA256SUMS, never left half-written (a full disk leaves OUT as it was).\n\n"
+                 "exit codes:\n  0  success\n  1  OUT cannot be written (a symbolic link, no permission, disk full,\n"
+                 "     another run writing it)\n  2  usage error (bad arguments, OUT not empty without --overwrite)")
+
+    sp = sub.add_parser("check-output", help="check that OUT_DIR is a complete, well-formed output of PARAMS_DIR")
+    sp.add_argument("params_dir", metavar="PARAMS_DIR", type=Path, help="directory with config.json and the 4 spec files")
+    sp.add_argument("out_dir", metavar="OUT_DIR", type=Path, help="the output folder of `run` or `truth`")
+    sp.add_argument("--data", dest="data_dir", type=Path, default=None, metavar="DATA_DIR",
+                    help="also check the regions against GRF-C of DATA_DIR (the person records are not read)")
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter
+    sp.epilog = ("Checks, as production's output validation does and more: SHA256SUMS (every file present and\n"
+                 "unchanged), manifest.json (no confidential counts, same config.json, NOT-FOR-RELEASE.txt\n"
+                 "exactly when not for release), the header of every file, the format of every column per\n"
+                 "REGION_TYPE, the state filter, no negative counts unless allowed, every population group of\n"
+                 "the universe once in t1/ or suppressed/, whole T2 tables only for released groups.\n\n"
+                 "exit codes:\n  0  OUT_DIR passes every check\n  1  problems found (file, line, column, value,\n"
+                 "     expected: the first 20 and the total), or PARAMS_DIR/DATA_DIR invalid\n  2  usage error")
     return p
+
+
+def _cut(text: object) -> str:
+    text = str(text)
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "..."
+
+
+class _StderrNotes(logging.Handler):
+    """Notes of the engine (e.g. leftovers of an interrupted run that were cleaned up)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print("Note: " + record.getMessage(), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from calculators.config import ConfigError
-    from engine.errors import InputError
+    from engine.errors import InputError, OutputError
+    from engine.release.publish import os_message
 
-    progress = _Progress(args.quiet)
+    notes = logging.getLogger("engine")
+    handler = _StderrNotes(logging.INFO)
+    notes.addHandler(handler)
+    notes.setLevel(logging.INFO)
+    progress = _Progress(getattr(args, "quiet", True))
+
+    def fail(code: int, *lines: str) -> int:
+        progress.close()
+        for line in lines:
+            print(line, file=sys.stderr)
+        return code
+
     try:
         return _dispatch(args, progress)
     except InputError as exc:
-        progress.close()
-        print(exc.report(), file=sys.stderr)
-        print("Nothing was written.", file=sys.stderr)
-        return EXIT_INVALID
+        return fail(EXIT_INVALID, exc.report(), "Nothing was written.")
     except ConfigError as exc:
-        progress.close()
-        print("Invalid input: " + str(exc), file=sys.stderr)
-        return EXIT_INVALID
+        return fail(EXIT_INVALID, "Invalid input: " + str(exc), "Nothing was written.")
+    except OutputError as exc:
+        return fail(EXIT_INVALID, f"Cannot write the output: {exc}", "Nothing was written; OUT_DIR is as it was.")
+    except UnicodeDecodeError as exc:
+        return fail(EXIT_INVALID, f"Invalid input: a file is not UTF-8 text ({_cut(exc)})", "Nothing was written.")
+    except MemoryError:
+        return fail(EXIT_INVALID, "Not enough memory for this input on this machine.", "Nothing was written.")
     except FileExistsError as exc:
-        progress.close()
-        print(f"Usage error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(EXIT_USAGE, f"Usage error: {_cut(exc)}")
+    except OSError as exc:
+        # Foreseeable system errors (unreadable file, full disk...): one line, no traceback.
+        what = "Cannot write the output" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG) \
+            else "Cannot read or write a file"
+        return fail(EXIT_INVALID, f"{what}: {_cut(os_message(exc))}", "Nothing was written.")
     except ValueError as exc:
-        progress.close()
-        print(f"Usage error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        if _is_arrow_error(exc):
+            return fail(EXIT_INVALID, f"Invalid input: {_cut(exc)}", "Nothing was written.")
+        return fail(EXIT_USAGE, f"Usage error: {_cut(exc)}")
+    except KeyboardInterrupt:
+        return fail(EXIT_INTERRUPTED, "Interrupted. Nothing was written; OUT_DIR is as it was.")
     finally:
         progress.close()
+        notes.removeHandler(handler)
+
+
+def _is_arrow_error(exc: BaseException) -> bool:
+    """pyarrow's parse errors (ArrowInvalid is a ValueError) come from bad input bytes."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a requirement
+        return False
+    return isinstance(exc, pa.ArrowException)
 
 
 def _dispatch(args, progress: _Progress) -> int:
@@ -190,18 +272,35 @@ def _dispatch(args, progress: _Progress) -> int:
         return EXIT_OK
 
     if args.command == "sample":
-        from engine.release.outputs import check_out_dir
+        from engine.release.publish import StagedOutput
         from engine.synthetic.nation import generate
 
-        check_out_dir(args.out_dir, args.overwrite)
+        with StagedOutput(args.out_dir, overwrite=args.overwrite, inputs=[("--spec", args.spec)],
+                          description="synthetic sample (invented persons)") as folder:
+            folder.ensure_space(args.persons * (_TXT_BYTES_PER_PERSON if args.format == "txt"
+                                                else _PARQUET_BYTES_PER_PERSON), "the sample")
 
-        def prog(done, total):
-            progress("generating persons", done, total)
+            def prog(done, total):
+                progress("generating persons", done, total)
 
-        summary = generate(args.out_dir, args.persons, seed=args.seed, spec_dir=args.spec, fmt=args.format,
-                           progress=prog)
+            summary = generate(folder.stage, args.persons, seed=args.seed, spec_dir=args.spec, fmt=args.format,
+                               progress=prog)
+            folder.publish([f"{summary.persons:,} persons, seed {summary.seed}, format {summary.fmt}"])
         progress.close()
-        print(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in vars(summary).items()
-                          if not isinstance(v, (list, dict))}, indent=2, default=str))
+        final = Path(args.out_dir)
+        shown = {k: (str(final / Path(v).relative_to(folder.stage)) if isinstance(v, Path) else v)
+                 for k, v in vars(summary).items() if not isinstance(v, (list, dict))}
+        print(json.dumps(shown, indent=2, default=str))
+        return EXIT_OK
+
+    if args.command == "check-output":
+        from engine.release.check import OutputInvalid, check_output, format_summary
+
+        try:
+            summary = check_output(args.params_dir, args.out_dir, data_dir=args.data_dir)
+        except OutputInvalid as exc:
+            print(exc.report(), file=sys.stderr)
+            return EXIT_INVALID
+        print(format_summary(summary))
         return EXIT_OK
     raise AssertionError(args.command)

@@ -94,3 +94,14 @@ class ProblemLog:
     def raise_if_any(self) -> None:
         if self.total:
             raise InputError(self.problems, self.total)
+
+
+class OutputError(Exception):
+    """OUT_DIR cannot be written (a symbolic link, no permission, a read-only or full disk,
+    another run writing it). Raised before the computation wherever it can be checked;
+    OUT_DIR is left as it was. The command line exits 1."""
+
+
+class UsageError(ValueError):
+    """The arguments ask for something unsafe or impossible (OUT_DIR not empty, OUT_DIR
+    over an input folder, --overwrite of a folder this tool did not write). Exit 2."""

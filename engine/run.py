@@ -149,22 +149,25 @@ def run(
     """Validate, tabulate and write a release (or, with `truth`, the noise-free tables).
 
     With `seed` the noise is reproducible and the manifest says "not for release".
-    Nothing is written unless the whole run succeeds.
+    Nothing is written unless the whole run succeeds. OUT_DIR is checked and locked
+    first, and the free disk space once the universe is known, before any noise
+    (`engine.release.publish`); `RunResult.manifest` is the full manifest, the
+    `confidential` block included, which manifest.json on disk leaves out.
     """
     from engine import noise as _noise
     from engine.release.manifest import build_manifest
-    from engine.release.outputs import ReleaseWriter, check_out_dir
+    from engine.release.outputs import ReleaseWriter, min_release_bytes
 
     started = time.perf_counter()
-    check_out_dir(Path(out_dir), overwrite)
-    if prepared is None:
-        prepared = prepare(params_dir, data_dir, progress)
-    source = None
-    if not truth:
-        source = _noise.RandomSource.seeded(seed) if seed is not None else _noise.RandomSource.secure()
-    noise = make_noise(prepared.inputs.config.privacy_defn, source)
-    writer = ReleaseWriter(out_dir, overwrite=overwrite)
+    writer = ReleaseWriter(out_dir, overwrite=overwrite, inputs=(("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir)))
     try:
+        if prepared is None:
+            prepared = prepare(params_dir, data_dir, progress)
+        writer.ensure_space(min_release_bytes(prepared))
+        source = None
+        if not truth:
+            source = _noise.RandomSource.seeded(seed) if seed is not None else _noise.RandomSource.secure()
+        noise = make_noise(prepared.inputs.config.privacy_defn, source)
         t0 = time.perf_counter()
         stats = _write_release(prepared, writer, noise, truth, coterminous, progress)
         t1 = time.perf_counter()

@@ -32,7 +32,7 @@ with left:
         if ss.get("cfg_upload_sig") != sig:
             ss["cfg_upload_sig"] = sig
             try:
-                new = SafeTabConfig.from_json(decode_utf8(data, up.name), up.name)
+                new = urlcodec.config_from_text(decode_utf8(data, up.name), up.name)
             except ConfigError as exc:
                 ss["cfg_upload_problems"] = (up.name, exc.problems)
             else:
@@ -52,7 +52,7 @@ with left:
         text = st.text_area("config.json text", value=cfg.to_json(), height=300, key=f"cfg_text_{cfg_hash}")
         if st.button("Check and apply", key="cfg_apply"):
             try:
-                new = SafeTabConfig.from_json(text, "pasted text")
+                new = urlcodec.config_from_text(text, "pasted text")
             except ConfigError as exc:
                 widgets.problems(f"Not applied; {len(exc.problems)} problem(s):", exc.problems)
             else:

@@ -1,8 +1,6 @@
 """Run the mechanism: the engine on the sample data, generated data or uploaded files,
 with the app's current configuration; browse, compare with the truth, download."""
 
-import json
-import tempfile
 import time
 from pathlib import Path
 
@@ -11,7 +9,7 @@ import streamlit as st
 
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
-from ui import charts, files, planner, runner, state, widgets
+from ui import charts, files, planner, runner, state, urlcodec, widgets, workdir
 
 state.page_setup()
 
@@ -23,9 +21,10 @@ st.caption(
 )
 
 ss = st.session_state
-if "workdir" not in ss:
-    ss["workdir"] = tempfile.mkdtemp(prefix="safetab-studio-")
-work = Path(ss["workdir"])
+if "workdir" not in ss or not ss["workdir"].alive:
+    workdir.sweep()  # folders of sessions whose server has stopped
+    ss["workdir"] = workdir.SessionDir()  # removed when the session ends
+work = ss["workdir"].path
 
 
 class _Bar:
@@ -121,7 +120,7 @@ else:
             if staged.config_text is not None:
                 if st.button("Use the uploaded config.json as the app's plan", key="up_cfg"):
                     try:
-                        state.set_config(SafeTabConfig.from_json(staged.config_text, "config.json"),
+                        state.set_config(urlcodec.config_from_text(staged.config_text, "config.json"),
                                          "uploaded config.json")
                         st.rerun()
                     except ConfigError as exc:
@@ -238,17 +237,29 @@ if len(levels):
     with st.expander("Tables published per level (stat levels, suppression)", expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
+rel_dir = out.release_dir
 d = st.columns(5)
-d[0].download_button("T1 files (zip)", files.zip_dir(out.release_dir, ["t1", "suppressed"]), "t1.zip",
-                     "application/zip", key="dl_t1", on_click="ignore", icon=":material/download:")
-d[1].download_button("T2 files (zip)", files.zip_dir(out.release_dir, ["t2"]), "t2.zip", "application/zip",
-                     key="dl_t2", on_click="ignore", icon=":material/download:")
-d[2].download_button("manifest.json", json.dumps(man, indent=2, default=str), "manifest.json", "application/json",
-                     key="dl_manifest", on_click="ignore", icon=":material/download:")
+d[0].download_button("T1 files (zip)", files.release_zip(rel_dir, ["t1", "suppressed"]),
+                     files.download_name("t1", rel_dir, "zip"), "application/zip", key="dl_t1", on_click="ignore",
+                     icon=":material/download:")
+d[1].download_button("T2 files (zip)", files.release_zip(rel_dir, ["t2"]), files.download_name("t2", rel_dir, "zip"),
+                     "application/zip", key="dl_t2", on_click="ignore", icon=":material/download:")
+d[2].download_button("manifest.json", (rel_dir / "manifest.json").read_bytes(),
+                     files.download_name("manifest", rel_dir, "json"), "application/json", key="dl_manifest",
+                     on_click="ignore", icon=":material/download:",
+                     help="What the run did; the exact person counts are not in it (see the operator file).")
 d[3].download_button("config.json (the plan run)", out.config.to_json(), "config.json", "application/json",
                      key="dl_config", on_click="ignore", icon=":material/download:")
-d[4].download_button("Everything (zip)", files.zip_dir(out.release_dir), "release.zip", "application/zip",
-                     key="dl_all", on_click="ignore", icon=":material/download:")
+d[4].download_button("Everything (zip)", files.release_zip(rel_dir), files.download_name("release", rel_dir, "zip"),
+                     "application/zip", key="dl_all", on_click="ignore", icon=":material/download:",
+                     help="The release folder as written, with SHA256SUMS; without the operator file.")
+o = st.columns([1.3, 4])
+o[0].download_button("Operator file (CONFIDENTIAL)", files.operator_file(rel_dir), files.OPERATOR_DOWNLOAD,
+                     "application/json", key="dl_operator", on_click="ignore", icon=":material/lock:")
+o[1].caption("The operator file holds the exact counts of the confidential input, for the operator's checks: "
+             "never publish it. It is in none of the zips."
+             + ("" if files.for_release(rel_dir) else " Every download of this run is marked NOT FOR RELEASE: "
+                "in its file name and by a NOT-FOR-RELEASE.txt inside each zip."))
 
 st.markdown("**Browse**")
 present = [g for g in GEO_LEVELS if g in set(out.t1["REGION_TYPE"])]
@@ -268,7 +279,8 @@ st.caption(f"{len(shown):,} of {len(base):,} rows. TRUE is the noise-free count 
            "ERROR = RELEASED − TRUE. Suppressed totals have no released value.")
 st.dataframe(shown, hide_index=True, height=360, key="br_table",
              column_config={"ITERATION_LEVEL": st.column_config.NumberColumn("LEVEL", format="%d")})
-widgets.download_csv(shown, f"{view.lower()}_filtered.csv", key="br_csv", label="Download these rows (CSV)")
+widgets.download_csv(shown, f"{view.lower()}_with_true_counts-NOT-FOR-RELEASE.csv", key="br_csv",
+                     label="Download these rows (CSV)")
 
 st.markdown("**Truth against release** (group totals T1 of the rows above)")
 pts = files.filter_results(out.t1, geos, its, search)
@@ -289,9 +301,10 @@ else:
     p1, p2 = st.columns([1.3, 1], gap="large")
     with p1:
         data = plot[(plot["True"] > 0) & (plot["Released"] > 0)] if log else plot
-        widgets.chart(charts.truth_vs_release(data, log=log), plot, "truth_vs_release.csv", key="tv_chart")
+        widgets.chart(charts.truth_vs_release(data, log=log), plot, "truth_vs_release-NOT-FOR-RELEASE.csv",
+                      key="tv_chart")
     with p2:
-        widgets.chart(charts.error_histogram(plot), plot, "errors.csv", key="err_chart")
+        widgets.chart(charts.error_histogram(plot), plot, "errors-NOT-FOR-RELEASE.csv", key="err_chart")
 
 st.markdown("**Accuracy report**: observed errors over repeated releases against the predicted MOE")
 a = st.columns([1, 1.5, 3])
@@ -318,10 +331,10 @@ if acc is not None:
         st.caption(f"{int(acc['trials'].max())} trial(s){' (seeded from the run seed + 1000)' if out.seeded else ''}. "
                    "p95_abs_error: the 95th percentile of |released − true|; predicted: the 95% MOE from the "
                    "calculators. Small groups deviate where clamping or suppression acts.")
-        widgets.table(acc, "accuracy.csv", key="acc_table")
+        widgets.table(acc, "accuracy-NOT-FOR-RELEASE.csv", key="acc_table")
         sel = acc[acc["geo_level"].isin(geos) & acc["iteration_level"].isin(its)]
         if len(sel):
-            widgets.chart(charts.accuracy(sel), sel, "accuracy_chart.csv", key="acc_chart")
+            widgets.chart(charts.accuracy(sel), sel, "accuracy_chart-NOT-FOR-RELEASE.csv", key="acc_chart")
             st.caption("The chart follows the geography and iteration filters above.")
     prod = runner.production_reports(ss.get("accuracy_dir"))
     if prod:

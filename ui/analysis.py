@@ -48,10 +48,17 @@ def sigmas(config: SafeTabConfig, level: PopulationGroupLevel) -> dict[str, Any]
 
 
 # --------------------------------------------------------------- adaptive
+#: The largest group size the curves show: beyond any real population (the world has
+#: about 8e9 persons), and exact in float64 and int64. Larger thresholds are never reached.
+MAX_GROUP_SIZE = 10**12
+
+
 def size_grid(thresholds: tuple[int, int, int], points: int = 240) -> np.ndarray:
-    """Group sizes 1 .. max(3 Theta_3, 100), log-spaced integers, thresholds included."""
-    top = max(3 * int(max(thresholds)), 100)
-    n = np.unique(np.round(np.geomspace(1, top, points)).astype(np.int64))
+    """Group sizes 1 .. max(3 Theta_3, 100), log-spaced integers, thresholds included;
+    capped at `MAX_GROUP_SIZE` (a threshold of 1e40 is legal but no group reaches it, and
+    Python integers that large break numpy's float and int64 arithmetic)."""
+    top = min(max(3 * int(max(thresholds)), 100), MAX_GROUP_SIZE)
+    n = np.unique(np.round(np.geomspace(1.0, float(top), points)).astype(np.int64))
     extra = [int(t) for t in thresholds if 1 <= t <= top]
     return np.unique(np.concatenate([n, np.array(extra, dtype=np.int64)]))
 
@@ -142,7 +149,11 @@ def thresholds_table(config: SafeTabConfig) -> pd.DataFrame:
             t = th[j - 1]
             row[f"Cell rel. MOE at Θ{j} ({name}, %)"] = 100 * STAT_LEVEL_CELLS[j] * m / t if t > 0 else None
         rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    for col in ("Θ₁", "Θ₂", "Θ₃"):
+        if col in df and df[col].dtype == object:  # thresholds beyond int64 (legal, never reached)
+            df[col] = df[col].astype(float)
+    return df
 
 
 # -------------------------------------------------------------- suppression

@@ -5,16 +5,20 @@
   missing or ignored.
 * `read_release` reads OUT_DIR/t1, t2 and suppressed (pipe-delimited) into DataFrames;
   `t1_with_truth` / `t2_with_truth` put a release beside the ground truth.
-* `zip_dir` packs output folders for download.
+* `zip_dir` packs folders; `release_zip` and `download_name` make the downloads of
+  an output folder, marked NOT-FOR-RELEASE in the file name and inside the zip where
+  the output must not be published.
 """
 
 from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -30,8 +34,13 @@ SPEC_NAMES = (
 )
 DATA_STEMS = ("person-records", "GRF-C")
 DATA_SUFFIXES = (".txt", ".parquet")
-#: Refuse zip members that would unpack to more than this (a guard, not a limit on data).
-MAX_UNZIPPED = 4 * 1024**3
+#: Bounds of what uploads may unpack to (zip bombs): the total size, the number of
+#: files in one zip, and the compression ratio of one member (text data compresses
+#: about 10:1; a zip bomb 1000:1). Members are streamed to disk, never read whole.
+MAX_UNZIPPED = 2 * 1024**3
+MAX_MEMBERS = 200
+MAX_RATIO = 200
+_CHUNK = 1 << 20
 
 
 @dataclass
@@ -60,57 +69,93 @@ def _target(name: str) -> str | None:
     return None
 
 
-def _expand(files: Iterable[tuple[str, bytes]], problems: list[str]) -> list[tuple[str, bytes]]:
-    """Unpack zips (any folder depth; names by their last part)."""
-    out: list[tuple[str, bytes]] = []
-    for name, data in files:
-        base = PurePosixPath(name.replace("\\", "/")).name
-        if base.lower().endswith(".zip"):
-            try:
-                with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                    total = sum(i.file_size for i in zf.infolist())
-                    if total > MAX_UNZIPPED:
-                        problems.append(f"{base}: unpacks to more than {MAX_UNZIPPED / 1024**3:.0f} GB")
-                        continue
-                    for info in zf.infolist():
-                        inner = PurePosixPath(info.filename.replace("\\", "/"))
-                        if info.is_dir() or inner.name.startswith(".") or "__MACOSX" in inner.parts:
-                            continue
-                        out.append((inner.name, zf.read(info)))
-            except (zipfile.BadZipFile, OSError, ValueError) as exc:
-                problems.append(f"{base}: not a readable zip file ({exc})")
-        else:
-            out.append((base, data))
-    return out
+class _Budget(Exception):
+    """An upload exceeds the bounds above."""
 
 
-def stage_uploads(files: Iterable[tuple[str, bytes]], dest: str | Path) -> StagedUpload:
+def _copy(src: IO[bytes], dest: Path, budget: list[int]) -> None:
+    """Stream src into dest, counting the bytes against budget[0] (the bytes still allowed)."""
+    with open(dest, "wb") as out:
+        while True:
+            chunk = src.read(_CHUNK)
+            if not chunk:
+                return
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise _Budget(f"the files unpack to more than {MAX_UNZIPPED / 1024**3:.0f} GB")
+            out.write(chunk)
+
+
+def _members(name: str, data: bytes | IO[bytes], problems: list[str]):
+    """(file name, opener) of an upload: itself, or the members of a zip (any folder
+    depth; names by their last part; hidden files and __MACOSX skipped)."""
+    base = PurePosixPath(name.replace("\\", "/")).name
+    if not base.lower().endswith(".zip"):
+        yield base, lambda: io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
+        return
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        problems.append(f"{base}: not a readable zip file ({str(exc)[:100]})")
+        return
+    with zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        if len(infos) > MAX_MEMBERS:
+            problems.append(f"{base}: holds {len(infos):,} files; at most {MAX_MEMBERS} are unpacked")
+            return
+        for info in infos:
+            inner = PurePosixPath(info.filename.replace("\\", "/"))
+            if inner.name.startswith(".") or "__MACOSX" in inner.parts:
+                continue
+            if _target(inner.name) is None:
+                yield inner.name, None  # listed as ignored, never unpacked
+                continue
+            if info.file_size > MAX_RATIO * max(info.compress_size, 1) and info.file_size > _CHUNK:
+                problems.append(f"{base}: {inner.name[:80]} is compressed more than {MAX_RATIO}:1, as a zip bomb is; "
+                                "not unpacked")
+                continue
+            yield inner.name, (lambda info=info: zf.open(info))
+
+
+def stage_uploads(files: Iterable[tuple[str, bytes | IO[bytes]]], dest: str | Path) -> StagedUpload:
     """Write uploaded files into dest/params and dest/data.
 
     Expected (SPEC §4): the 4 spec files, person-records.txt (or .parquet) and
     GRF-C.txt (or .parquet); config.json is optional (the app's configuration is run;
-    an uploaded config.json can be loaded into the app). A zip of them is unpacked.
+    an uploaded config.json can be loaded into the app). A zip of them is unpacked,
+    streamed to disk within `MAX_UNZIPPED`, `MAX_MEMBERS` and `MAX_RATIO`; files with
+    other names are listed as ignored and never unpacked.
     """
     dest = Path(dest)
     staged = StagedUpload(dest / "params", dest / "data")
     staged.params_dir.mkdir(parents=True, exist_ok=True)
     staged.data_dir.mkdir(parents=True, exist_ok=True)
     seen: dict[str, int] = {}
-    for name, data in _expand(files, staged.problems):
-        where = _target(name)
-        if where is None:
-            staged.ignored.append(name)
-            continue
-        seen[name] = seen.get(name, 0) + 1
-        folder = staged.params_dir if where == "params" else staged.data_dir
-        (folder / name).write_bytes(data)
-        if name not in staged.placed:
-            staged.placed.append(name)
-        if name == CONFIG_NAME:
-            try:
-                staged.config_text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                staged.problems.append("config.json: not UTF-8 text")
+    budget = [MAX_UNZIPPED]
+    for upload_name, data in files:
+        try:
+            for name, opener in _members(upload_name, data, staged.problems):
+                where = _target(name)
+                if where is None or opener is None:
+                    staged.ignored.append(name[:80])
+                    continue
+                seen[name] = seen.get(name, 0) + 1
+                folder = staged.params_dir if where == "params" else staged.data_dir
+                with opener() as src:
+                    _copy(src, folder / name, budget)
+                if name not in staged.placed:
+                    staged.placed.append(name)
+                if name == CONFIG_NAME:
+                    raw = (folder / name).read_bytes()[: 2 * 1024**2]
+                    try:
+                        staged.config_text = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        staged.problems.append("config.json: not UTF-8 text")
+        except _Budget as exc:
+            staged.problems.append(f"{upload_name[:80]}: {exc}; not unpacked further")
+            break
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
+            staged.problems.append(f"{upload_name[:80]}: a damaged zip file ({str(exc)[:100]})")
     for name, k in seen.items():
         if k > 1:
             staged.problems.append(f"{name} was given {k} times; give it once")
@@ -227,8 +272,9 @@ def filter_results(df: pd.DataFrame, geo_levels: Iterable[str] | None = None,
     return df[mask]
 
 
-def zip_dir(root: str | Path, subdirs: Iterable[str] | None = None) -> bytes:
-    """A zip (in memory) of root's files, or of the given subfolders of root."""
+def zip_dir(root: str | Path, subdirs: Iterable[str] | None = None, extra: Iterable[str] = ()) -> bytes:
+    """A zip (in memory) of root's files, or of the given subfolders of root plus the
+    `extra` files of root's top level that exist."""
     root = Path(root)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -239,7 +285,47 @@ def zip_dir(root: str | Path, subdirs: Iterable[str] | None = None) -> bytes:
             for p in sorted(folder.rglob("*")):
                 if p.is_file():
                     zf.write(p, p.relative_to(root).as_posix())
+        if subdirs is not None:
+            for name in extra:
+                if (root / name).is_file():
+                    zf.write(root / name, name)
     return buf.getvalue()
+
+
+#: Files of an output folder that go into every zip of a part of it: what the tables
+#: are (the published manifest) and, for seeded runs and the truth, the marker.
+RELEASE_NOTES = ("manifest.json", "NOT-FOR-RELEASE.txt")
+NOT_FOR_RELEASE_TAG = "NOT-FOR-RELEASE"
+
+
+def for_release(out_dir: str | Path) -> bool:
+    """False if the output folder carries the NOT-FOR-RELEASE marker (seeded, truth)."""
+    return not (Path(out_dir) / "NOT-FOR-RELEASE.txt").is_file()
+
+
+def download_name(stem: str, out_dir: str | Path, suffix: str) -> str:
+    """A download's file name: `stem.suffix`, or `stem-NOT-FOR-RELEASE.suffix` for an
+    output that must not be published (the marker of `engine.release.outputs`)."""
+    return f"{stem}{'' if for_release(out_dir) else '-' + NOT_FOR_RELEASE_TAG}.{suffix}"
+
+
+OPERATOR_DOWNLOAD = "operator-CONFIDENTIAL-never-publish.json"
+
+
+def operator_file(out_dir: str | Path) -> bytes:
+    """The operator file of an output folder (exact counts of the confidential input,
+    `engine.release.outputs.operator_path`), offered apart from every zip."""
+    from engine.release.outputs import operator_path
+
+    return operator_path(out_dir).read_bytes()
+
+
+def release_zip(out_dir: str | Path, subdirs: Iterable[str] | None = None) -> bytes:
+    """A zip of an output folder for download: the whole folder (SHA256SUMS included),
+    or the given subfolders plus manifest.json and NOT-FOR-RELEASE.txt, so that no part
+    loses what it is. The operator file with the exact counts lies outside the folder
+    and is never in these zips."""
+    return zip_dir(out_dir, subdirs, extra=RELEASE_NOTES)
 
 
 def stat_level_counts(manifest: dict) -> pd.DataFrame:

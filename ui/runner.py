@@ -85,9 +85,11 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
     # CEF reader (the 2020 plan) is run as "csv" and the page says so (`reads_as_csv`).
     run_config = config if not reads_as_csv(config) else config.updated(reader="csv")
     prepared = prepare(params_dir, data_dir, progress=_phase(report, "prepare"), config=run_config)
-    rel = run(params_dir, data_dir, work / "release", seed=seed, overwrite=True,
+    # Folder names say what must not be published (the folders also carry NOT-FOR-RELEASE.txt).
+    rel_name = "release" if seed is None else "release-seeded-NOT-FOR-RELEASE"
+    rel = run(params_dir, data_dir, work / rel_name, seed=seed, overwrite=True,
               progress=_phase(report, "release"), prepared=prepared)
-    tru = run(params_dir, data_dir, work / "truth", truth=True, overwrite=True,
+    tru = run(params_dir, data_dir, work / "truth-NOT-FOR-RELEASE", truth=True, overwrite=True,
               progress=_phase(report, "truth"), prepared=prepared)
     if report:
         report("Reading the results", 0.97)

@@ -5,6 +5,11 @@ Token = URL-safe base64 (no padding) of zlib-compressed compact JSON
 Every key of the configuration is kept; the configuration is checked as strictly as a
 config.json file (`SafeTabConfig.from_dict`). Decoding never raises anything but
 `ConfigError`, whose `.problems` say in plain words what is wrong.
+
+`config_from_text` is the one way the app reads configuration JSON a person typed,
+pasted or uploaded: text longer than `MAX_PAYLOAD` or nested deeper than `MAX_DEPTH`
+is refused before it is parsed (Python's JSON parser recurses, so a deeply nested text
+would otherwise raise RecursionError).
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import zlib
 from typing import Any
+
+import numpy as np
 
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import PopulationGroupLevel
@@ -23,6 +31,38 @@ PARAM = "config"
 VERSION = 1
 #: Decompressed payloads larger than this are refused (a configuration is ~2 kB).
 MAX_PAYLOAD = 1_000_000
+#: JSON nested deeper than this is refused (a link's payload is 4 levels deep).
+MAX_DEPTH = 32
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of [ ] and { } in JSON text (brackets inside strings do not count)."""
+    bare = _STRINGS.sub('""', text).encode("utf-8", "replace")
+    b = np.frombuffer(bare, dtype=np.uint8)
+    step = np.isin(b, (ord("["), ord("{"))).astype(np.int64) - np.isin(b, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def check_json_text(text: str, source: str) -> None:
+    """ConfigError unless `text` is small and shallow enough to parse safely."""
+    if len(text) > MAX_PAYLOAD:
+        raise ConfigError([(f"the text is {len(text):,} characters long; a SafeTab-P config.json is a few "
+                            f"thousand (at most {MAX_PAYLOAD:,} are read)")], source)
+    depth = json_depth(text)
+    if depth > MAX_DEPTH:
+        raise ConfigError([(f"the JSON is nested {depth:,} levels deep; a SafeTab-P config.json has 3 "
+                            f"(at most {MAX_DEPTH} are read)")], source)
+
+
+def config_from_text(text: str, source: str) -> SafeTabConfig:
+    """`SafeTabConfig.from_json` of text a person gave, bounded first (`check_json_text`);
+    only ConfigError, in plain words, for anything wrong with it."""
+    check_json_text(text, source)
+    try:
+        return SafeTabConfig.from_json(text, source)
+    except RecursionError:
+        raise ConfigError([f"the JSON is nested too deeply (at most {MAX_DEPTH} levels are read)"], source) from None
 
 
 def encode(config: SafeTabConfig, targets: dict[str, int] | None = None) -> str:
@@ -52,10 +92,12 @@ def decode(token: str) -> tuple[SafeTabConfig, dict[str, int]]:
             raise ConfigError(["the link's configuration is too large to be a SafeTab-P config"], source)
         if not inflater.eof:
             raise ValueError("truncated")
-        payload = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        check_json_text(text, source)
+        payload = json.loads(text)
     except ConfigError:
         raise
-    except (binascii.Error, zlib.error, ValueError, UnicodeDecodeError):
+    except (binascii.Error, zlib.error, ValueError, UnicodeDecodeError, RecursionError):
         raise ConfigError([damaged], source) from None
     if not isinstance(payload, dict) or "c" not in payload:
         raise ConfigError([damaged], source)

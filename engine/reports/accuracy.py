@@ -149,52 +149,56 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     "production" writes production's error_report.csv and multi_run_error_report.csv
     (`engine.reports.production`; the trials are kept as releases under
     OUT_DIR/single_runs/trial_<i>) and returns an empty table; "both" does both on the
-    same releases.
+    same releases. Everything goes through `engine.release.publish.StagedOutput` (which
+    checks and locks OUT_DIR before the work) with NOT-FOR-RELEASE.txt and the SHA256SUMS
+    marker: the errors are measured against the confidential truth.
     """
     from engine import noise as _noise
-    from engine.release.outputs import check_out_dir
+    from engine.release.outputs import not_for_release_text
+    from engine.release.publish import NOT_FOR_RELEASE, StagedOutput
     from engine.run import iter_published, make_noise, prepare
 
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
-    out_dir = Path(out_dir)
-    check_out_dir(out_dir, overwrite)
-    if prepared is None:
-        prepared = prepare(params_dir, data_dir, progress)
-    collector = AccuracyCollector()
-    if layout != "studio":
-        from engine.reports import production
+    inputs = [("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir), ("RELEASE_DIR", release_dir)]
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
+        if prepared is None:
+            prepared = prepare(params_dir, data_dir, progress)
+        collector = AccuracyCollector()
+        if layout != "studio":
+            from engine.reports import production
 
-        out_dir.mkdir(parents=True, exist_ok=True)
-        dirs = [Path(release_dir)] if release_dir is not None else production.draw_releases(
-            prepared, out_dir / "single_runs", trials, seed, progress)
-        production.write_reports(prepared, dirs, out_dir)
-        if layout == "production":
-            return pd.DataFrame()
-        for d in dirs:
-            collect_release_dir(prepared, d, collector)
-        collector.trials = len(dirs)
-        mode = ({"kind": "existing release", "release_dir": str(release_dir)} if release_dir is not None else
-                {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed,
-                 "releases": "single_runs/"})
-    elif release_dir is not None:
-        collect_release_dir(prepared, Path(release_dir), collector)
-        collector.trials = 1
-        mode = {"kind": "existing release", "release_dir": str(release_dir)}
-    else:
-        for t in range(trials):
-            source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
-            noise = make_noise(prepared.inputs.config.privacy_defn, source)
-            for counts, pub in iter_published(prepared, noise, progress=_trial_progress(progress, t, trials)):
-                collector.add_published(pub.plan, counts, pub)
-            collector.trials += 1
-        mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
-    df = collector.table()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out_dir / "accuracy.csv", index=False)
-    (out_dir / "accuracy.json").write_text(
-        json.dumps({"mode": mode, "rows": df.to_dict(orient="records")}, indent=2, default=float) + "\n",
-        encoding="utf-8")
+            dirs = [Path(release_dir)] if release_dir is not None else production.draw_releases(
+                prepared, folder.stage / "single_runs", trials, seed, progress)
+            production.write_reports(prepared, dirs, folder.stage)
+            for d in dirs if layout == "both" else ():
+                collect_release_dir(prepared, d, collector)
+            collector.trials = len(dirs)
+            mode = ({"kind": "existing release", "release_dir": str(release_dir)} if release_dir is not None else
+                    {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials,
+                     "seed": seed, "releases": "single_runs/"})
+        elif release_dir is not None:
+            collect_release_dir(prepared, Path(release_dir), collector)
+            collector.trials = 1
+            mode = {"kind": "existing release", "release_dir": str(release_dir)}
+        else:
+            for t in range(trials):
+                source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
+                noise = make_noise(prepared.inputs.config.privacy_defn, source)
+                for counts, pub in iter_published(prepared, noise, progress=_trial_progress(progress, t, trials)):
+                    collector.add_published(pub.plan, counts, pub)
+                collector.trials += 1
+            mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
+        reason = "accuracy figures measured against the confidential ground truth, without noise"
+        df = pd.DataFrame()
+        if layout != "production":
+            df = collector.table()
+            mode["note"] = "NOT FOR RELEASE: " + reason
+            folder.write_file("accuracy.csv", df.to_csv(index=False).encode("utf-8"))
+            folder.write_file("accuracy.json", (json.dumps({"mode": mode, "rows": df.to_dict(orient="records")},
+                                                           indent=2, default=float) + "\n").encode("utf-8"))
+        folder.write_file(NOT_FOR_RELEASE, not_for_release_text(reason))
+        folder.publish(["NOT FOR RELEASE: " + reason])
     return df
 
 

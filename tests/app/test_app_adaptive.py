@@ -63,3 +63,34 @@ def test_level_tables_and_curves_follow_the_level():
     fig = json.loads(charts[0].proto.spec)
     assert fig["layout"]["xaxis"]["title"]["text"].startswith("true population group size")
     assert {tr["name"] for tr in fig["data"]} >= {"total only", "sex × age23 (46 cells)"}
+
+
+def test_thresholds_beyond_any_population_do_not_break_the_page():
+    import base64
+    import zlib
+
+    from calculators.config import THRESHOLD_LIMIT
+    from calculators.presets import production_2020
+    from ui import analysis, urlcodec
+
+    # A link with thresholds of 1e40 (beyond the configuration's range): a message, no traceback.
+    data = production_2020().to_dict()
+    data["thresholds_p"]["(COUNTY, 2)"] = [10**40] * 3
+    raw = json.dumps({"v": 1, "c": data}, separators=(",", ":")).encode()
+    token = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
+    at = open_app(query={"config": token})  # asserts no exception
+    assert any("could not be used" in e.value and "1,000,000,000,000" in e.value for e in at.error)
+    at.switch_page("pages/adaptive.py").run()
+    assert not at.exception
+    assert config(at).thresholds(COUNTY2) == production_2020().thresholds(COUNTY2)
+    # Thresholds at the largest value the range allows: kept as typed, the page draws.
+    cfg = production_2020().with_thresholds(COUNTY2, [THRESHOLD_LIMIT] * 3)
+    at = open_app("adaptive", query={"config": urlcodec.encode(cfg)})
+    assert config(at).thresholds(COUNTY2) == (THRESHOLD_LIMIT,) * 3  # the value is kept, not changed
+    assert len(at.get("plotly_chart")) == 2
+    probs = analysis.stat_level_curves(config(at), COUNTY2)
+    assert probs["True group size"].max() == analysis.MAX_GROUP_SIZE
+    below = probs["True group size"] < THRESHOLD_LIMIT * 0.999
+    assert below.sum() > 100 and (probs[below]["P(total only)"] > 0.999).all()  # none reaches the thresholds
+    th = frame(at, "Θ₁", "Θ₂", "Θ₃")
+    assert th[(th["Geography"] == "COUNTY") & (th["Iterations"] == "Detailed")]["Θ₁"].iloc[0] == THRESHOLD_LIMIT

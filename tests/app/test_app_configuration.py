@@ -101,3 +101,31 @@ def test_other_settings():
     assert config(at).allow_negative_counts is False and config(at).privacy_defn == "puredp"
     at.multiselect(key="w_state_filter_us").set_value(["06", "11"]).run()
     assert config(at).state_filter_us == ["06", "11"]
+
+
+def test_hostile_nested_json_is_a_message_in_the_link_the_paste_and_the_upload():
+    import base64
+    import zlib
+
+    nested = "[" * 50_000 + "]" * 50_000
+    token = base64.urlsafe_b64encode(zlib.compress(('{"v": 1, "c": ' + nested + "}").encode(), 9)).decode()
+    at = open_app(query={"config": token.rstrip("=")})  # open_app asserts no exception
+    assert any("nested 50,001 levels deep" in e.value for e in at.error)
+    assert config(at).to_dict() == production_2020().to_dict()
+    at.switch_page("pages/configuration.py").run()
+    at.text_area[0].set_value('{"thresholds_p": ' + nested + "}").run()
+    at.button(key="cfg_apply").click().run()
+    assert not at.exception and any("nested" in e.value for e in at.error)
+    _upload(at, "deep.json", nested)
+    assert any("deep.json was not loaded" in e.value and "nested" in e.value for e in at.error)
+
+
+def test_uncaught_errors_never_show_a_traceback():
+    import tomllib
+    from pathlib import Path
+
+    from streamlit.config import ShowErrorDetailsConfigOptions
+
+    cfg = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
+    value = cfg["client"]["showErrorDetails"]
+    assert value == ShowErrorDetailsConfigOptions.NONE.value  # generic message only; details in the server log

@@ -28,8 +28,14 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert metric(at, "Population groups") == f"{len(out.t1):,}"
     assert metric(at, "Suppressed totals") == f"{int(out.t1['SUPPRESSED'].sum()):,}"
     labels = [b.label for b in at.download_button]
-    for want in ("T1 files (zip)", "T2 files (zip)", "manifest.json", "config.json (the plan run)"):
+    for want in ("T1 files (zip)", "T2 files (zip)", "manifest.json", "config.json (the plan run)",
+                 "Operator file (CONFIDENTIAL)"):
         assert want in labels
+    # a seeded run and its truth are marked in their folder names and inside, in the session's own folder
+    work = at.session_state["workdir"].path
+    assert out.release_dir.name == "release-seeded-NOT-FOR-RELEASE" and out.release_dir.parent.parent == work
+    assert out.truth_dir.name == "truth-NOT-FOR-RELEASE" and (out.truth_dir / "NOT-FOR-RELEASE.txt").is_file()
+    assert any("marked NOT FOR RELEASE" in c.value for c in at.caption)
     # browsing filters the stored results without running again
     at.multiselect(key="br_geo").set_value(["USA"]).run()
     at.text_input(key="br_search").set_value("alone").run()

@@ -145,9 +145,11 @@ def _screenshot(page, name: str):
     page.set_viewport_size({"width": WIDTH, "height": 1000})
 
 
-def _download(page, button_name: str) -> bytes:
+def _download(page, button_name: str, name_out: list | None = None) -> bytes:
     with page.expect_download() as info:
         page.get_by_role("button", name=button_name).first.click()
+    if name_out is not None:
+        name_out.append(info.value.suggested_filename)
     return Path(info.value.path()).read_bytes()
 
 
@@ -244,20 +246,25 @@ def test_run_on_the_sample_data_and_download(server, page, tmp_path):
     _settle(page, 1.0)
     assert "NOT FOR RELEASE: seeded" in page.inner_text("body")
     _screenshot(page, "run")
-    data = _download(page, "T1 files (zip)")
+    got = []
+    data = _download(page, "T1 files (zip)", got)
+    assert got == ["t1-NOT-FOR-RELEASE.zip"]  # a seeded run is marked where a person looks
     zpath = tmp_path / "t1.zip"
     zpath.write_bytes(data)
     with zipfile.ZipFile(zpath) as zf:
         names = zf.namelist()
-        t1 = [n for n in names if n.startswith("t1/")]
-        assert t1 and all(n.endswith(".csv") for n in t1)
+        assert {"NOT-FOR-RELEASE.txt", "manifest.json", "t1/NOT-FOR-RELEASE.txt"} <= set(names)
+        t1 = [n for n in names if n.startswith("t1/") and n.endswith(".csv") and n != "t1/headers.csv"]
+        assert t1
         rows = zf.read(t1[0]).decode().splitlines()
         assert rows[0] == "REGION_ID|REGION_TYPE|ITERATION_CODE|COUNT"
         assert len(rows) > 1 and all(r.count("|") == 3 for r in rows[1:])
         assert all(r.rsplit("|", 1)[1].lstrip("-").isdigit() for r in rows[1:])
     manifest = json.loads(_download(page, "manifest.json"))
     assert manifest["mode"]["for_release"] is False
-    assert manifest["confidential"]["persons"]["counted"] == 50_000
+    assert "confidential" not in manifest  # the exact counts are in the operator file only
+    operator = json.loads(_download(page, "Operator file (CONFIDENTIAL)"))
+    assert operator["confidential"]["persons"]["counted"] == 50_000 and "NEVER" in operator["note"]
 
 
 def test_configuration_export(server, page):

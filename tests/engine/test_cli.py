@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
+from engine.release.outputs import read_operator_file
 from tests.engine.conftest import REFERENCE, person, read_part_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,10 +21,10 @@ def test_help_explains_every_option_and_exit_codes():
     out = subprocess.run([sys.executable, "-m", "engine", "run", "--help"], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0
     for word in ("--seed", "--overwrite", "--no-coterminous", "--quiet", "NOT FOR RELEASE", "exit codes",
-                 "1  invalid input", "2  usage error"):
+                 "1  invalid input", "2  usage error", "130 interrupted", "SHA256SUMS", "CONFIDENTIAL-operator.json"):
         assert word in out.stdout, word
     top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=REPO, capture_output=True, text=True)
-    for cmd in ("validate", "run", "truth", "accuracy", "sample"):
+    for cmd in ("validate", "run", "truth", "accuracy", "sample", "check-output"):
         assert cmd in top.stdout
 
 
@@ -39,8 +40,15 @@ def test_usage_errors_exit_2(dataset, tmp_path, capsys):
     assert main(["run", str(dataset.params), str(dataset.data), str(out), "--quiet"]) == 2
     assert "not empty" in capsys.readouterr().err
     assert (out / "keep.txt").read_text() == "mine"
-    assert main(["run", str(dataset.params), str(dataset.data), str(out), "--quiet", "--overwrite", "--seed", "1"]) == 0
-    assert not (out / "keep.txt").exists() and (out / "manifest.json").exists()
+    # --overwrite replaces only an earlier output of this tool, never a folder of someone else's files
+    assert main(["run", str(dataset.params), str(dataset.data), str(out), "--quiet", "--overwrite", "--seed", "1"]) == 2
+    assert "did not write" in capsys.readouterr().err
+    assert (out / "keep.txt").read_text() == "mine"
+    (out / "keep.txt").unlink()
+    assert main(["run", str(dataset.params), str(dataset.data), str(out), "--quiet", "--seed", "1"]) == 0
+    first = (out / "manifest.json").read_text()
+    assert main(["run", str(dataset.params), str(dataset.data), str(out), "--quiet", "--overwrite", "--seed", "2"]) == 0
+    assert (out / "manifest.json").read_text() != first
 
 
 def test_toy_reference_runs_end_to_end(tmp_path):
@@ -52,7 +60,9 @@ def test_toy_reference_runs_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr
     m = json.loads((out / "manifest.json").read_text())
     # The toy config runs the US only (states 01, 02, 11): 8 persons, the 2 in Puerto Rico are not counted.
-    assert m["confidential"]["persons"] == {"counted": 8, "us": 8, "pr": 0}
+    # Exact counts are kept out of the release folder, in the operator file beside it.
+    assert "confidential" not in m
+    assert read_operator_file(out)["confidential"]["persons"] == {"counted": 8, "us": 8, "pr": 0}
     assert not any(k.startswith("(PR-") for k in m["levels"])
     # Production's S: code 1020 maps to two level-2 alone iterations, but one is
     # DETAILED_ONLY and the other COARSE_ONLY: h_r = 1 in each tabulation class, S = 9.

@@ -144,3 +144,67 @@ def test_the_toy_spec_has_the_planners_stability_as_in_production(tmp_path):
     assert planner.stability_of(cfg) == 9
     assert files.stability_differences(man, planner.stability_of(cfg)) == {}
     assert files.stability_differences(man, 18) == {k: 9 for k in man["levels"]}
+
+
+def _inputs_zip(person_records: bytes, compression=zipfile.ZIP_DEFLATED, extra: dict | None = None) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as zf:
+        for n in files.SPEC_NAMES:
+            zf.writestr(n, b"h\n")
+        zf.writestr("GRF-C.txt", b"g\n")
+        zf.writestr("person-records.txt", person_records)
+        for name, data in (extra or {}).items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_a_zip_bomb_is_refused_without_unpacking_it(tmp_path, monkeypatch):
+    import tracemalloc
+
+    bomb = _inputs_zip(b"0" * (64 * 1024**2))  # 64 MB of zeros in about 64 kB
+    assert len(bomb) < 200_000
+    tracemalloc.start()
+    st = files.stage_uploads([("inputs.zip", bomb)], tmp_path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert any("compressed more than 200:1" in p for p in st.problems), st.problems
+    assert not (st.data_dir / "person-records.txt").exists()
+    assert peak < 16 * 1024**2  # nothing was inflated into memory
+
+
+def test_unpacked_bytes_are_bounded_and_streamed(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "MAX_UNZIPPED", 3 * 1024**2)
+    rng_bytes = bytes(range(256)) * (4 * 1024**2 // 256)  # 4 MB that barely compress
+    st = files.stage_uploads([("inputs.zip", _inputs_zip(rng_bytes, zipfile.ZIP_STORED))], tmp_path)
+    assert any("unpack to more than" in p for p in st.problems), st.problems
+    monkeypatch.setattr(files, "MAX_MEMBERS", 5)
+    st = files.stage_uploads([("many.zip", _inputs_zip(b"p\n"))], tmp_path / "b")
+    assert any("holds 6 files; at most 5 are unpacked" in p for p in st.problems), st.problems
+
+
+def test_only_recognised_members_are_unpacked(tmp_path):
+    st = files.stage_uploads([("inputs.zip", _inputs_zip(b"p\n", extra={"big.bin": b"\0" * (8 * 1024**2)}))],
+                             tmp_path)
+    assert st.ok and st.ignored == ["big.bin"]
+    assert not list(tmp_path.rglob("big.bin"))
+
+
+def test_release_downloads_are_marked_and_never_carry_the_operator_file(tmp_path):
+    from engine.release.outputs import operator_path
+    from engine.run import run
+
+    needs = SAMPLE / "data" / "person-records.txt"
+    if not needs.is_file():
+        pytest.skip("sample_data/ is not there")
+    seeded = run(SAMPLE / "params", SAMPLE / "data", tmp_path / "seeded", seed=1).out_dir
+    assert files.download_name("t1", seeded, "zip") == "t1-NOT-FOR-RELEASE.zip"
+    z = zipfile.ZipFile(io.BytesIO(files.release_zip(seeded, ["t1", "suppressed"])))
+    names = set(z.namelist())
+    assert {"manifest.json", "NOT-FOR-RELEASE.txt", "t1/NOT-FOR-RELEASE.txt", "t1/headers.csv"} <= names
+    assert not any(n.startswith("t2/") for n in names) and "SHA256SUMS" not in names
+    assert "confidential" not in json.loads(z.read("manifest.json"))
+    whole = zipfile.ZipFile(io.BytesIO(files.release_zip(seeded)))
+    assert "SHA256SUMS" in whole.namelist() and operator_path(seeded).is_file()
+    assert not any("CONFIDENTIAL" in n for n in whole.namelist())
+    assert files.for_release(seeded) is False
+    assert json.loads(files.operator_file(seeded))["confidential"]["persons"]["counted"] == 50_000

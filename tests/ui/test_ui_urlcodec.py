@@ -71,3 +71,30 @@ def test_share_url():
     assert urlcodec.share_url("http://h:1/configuration", "T", page="configuration") == "http://h:1/?config=T"
     assert urlcodec.share_url("http://h:1/", "T") == "http://h:1/?config=T"
     assert urlcodec.share_url(None, "T") == "?config=T"
+
+
+def _token(text: str) -> str:
+    return base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_deeply_nested_link_or_text_is_refused_before_parsing(depth):
+    nested = "[" * depth + "]" * depth
+    with pytest.raises(ConfigError) as err:
+        urlcodec.decode(_token('{"v": 1, "c": ' + nested + "}"))
+    assert f"nested {depth + 1:,} levels deep" in err.value.problems[0]
+    with pytest.raises(ConfigError) as err:
+        urlcodec.config_from_text('{"max_race_codes": ' + nested + "}", "pasted text")
+    assert "nested" in err.value.problems[0] and err.value.source == "pasted text"
+
+
+def test_brackets_inside_strings_do_not_count_and_a_real_config_passes():
+    assert urlcodec.json_depth('{"a": "[[[[{{{{\\"]]", "b": [[1]]}') == 3
+    cfg = production_2020()
+    assert urlcodec.config_from_text(cfg.to_json(), "pasted text").to_dict() == cfg.to_dict()
+
+
+def test_oversized_text_is_refused_with_its_size():
+    with pytest.raises(ConfigError) as err:
+        urlcodec.config_from_text(" " * (urlcodec.MAX_PAYLOAD + 1), "config.json")
+    assert "1,000,001 characters" in err.value.problems[0]

@@ -135,8 +135,9 @@ def test_cli_writes_production_layouts_and_keeps_the_trials(dataset, tmp_path, c
     assert main(["accuracy", str(dataset.params), str(dataset.data), str(out), "--trials", "2", "--seed", "5",
                  "--layout", "production", "--quiet"]) == 0
     assert "multi_run_error_report.csv (production layouts)" in capsys.readouterr().out
-    assert sorted(p.name for p in out.iterdir()) == ["error_report.csv", "multi_run_error_report.csv", "single_runs"]
-    assert sorted(p.name for p in (out / "single_runs").iterdir()) == ["trial_0", "trial_1"]
+    assert sorted(p.name for p in out.iterdir()) == ["NOT-FOR-RELEASE.txt", "SHA256SUMS", "error_report.csv",
+                                                     "multi_run_error_report.csv", "single_runs"]
+    assert sorted(p.name for p in (out / "single_runs").iterdir() if p.is_dir()) == ["trial_0", "trial_1"]
     single = pd.read_csv(out / "error_report.csv", dtype=str)
     assert list(single.columns) == prod.ERROR_REPORT_COLUMNS
     multi = pd.read_csv(out / "multi_run_error_report.csv", dtype=str, keep_default_na=False)

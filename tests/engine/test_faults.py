@@ -1,0 +1,437 @@
+"""Fault injection: nothing lost, nothing leaked, nothing hangs (issue 11).
+
+Hostile or unlucky situations as a table of cases, each through the command line:
+OUT_DIR a symbolic link (or a dangling one), OUT_DIR over the inputs with --overwrite,
+an unwritable parent folder, a full disk (run and sample), operating-system errors and
+Ctrl-C, a kill -9 during the tabulation and during the swap, two runs into one folder.
+Every case ends in a clear message and exit code, without a traceback, with the inputs
+and any earlier release intact and no half-written folder left behind.
+
+Runs as root too (CI does): where chmod does not bite, the unwritable folder and the
+full disk are made real in a private mount namespace (`unshare -m`: a read-only bind
+mount, a tiny tmpfs), skipped where the system does not allow it; in-process injections
+of the same errors always run. Subprocesses are paused at a chosen point by a wrapper
+(`_PAUSED`) that signals through a file, so no test depends on timing; every wait has a
+deadline.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.release import outputs, publish
+from engine.release.check import check_output
+from engine.release.publish import MARKER
+from tests.engine.conftest import BLOCKS, Dataset, person
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "sample_data"
+DEADLINE = 120  # seconds any wait may take before the test fails
+
+# Runs `python -m engine ARGS`, but pauses (writing its pid to FLAG) at WHERE:
+# "tabulating" after the first rows are written, "swap" after the old release was
+# moved aside and before the new one is moved in (the fallback swap).
+_PAUSED = r"""
+import os, sys, time
+from pathlib import Path
+flag, where, argv = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+from engine.release import outputs, publish
+
+def pause():
+    flag.write_text(str(os.getpid()))
+    time.sleep(600)
+
+if where == "tabulating":
+    original = outputs._PartWriter.write
+    def write(self, table):
+        original(self, table)
+        pause()
+    outputs._PartWriter.write = write
+elif where == "swap":
+    publish._exchange = lambda a, b: False
+    real_rename = os.rename
+    def rename(a, b, *rest, **kw):
+        real_rename(a, b, *rest, **kw)
+        if ".old-" in os.fspath(b):
+            pause()
+    os.rename = rename
+from engine.cli import main
+sys.exit(main(argv))
+"""
+
+
+# ------------------------------------------------------------------ helpers
+def _dataset(root: Path) -> Dataset:
+    ds = Dataset(root / "in")
+    ds.persons = [person(age=20 + i % 60, sex=1 + i % 2, block=BLOCKS[i % 6], races=[("1010",), ("1020",)][i % 2])
+                  for i in range(60)]
+    return ds.write()
+
+
+@pytest.fixture
+def ds(tmp_path) -> Dataset:
+    return _dataset(tmp_path)
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _cli(args, capsys) -> tuple[int, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def _leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if ".partial-" in p.name or ".old-" in p.name)
+
+
+def _release(ds: Dataset, out: Path, capsys, seed=1) -> dict[str, str]:
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--seed", seed], capsys)
+    assert code == 0, text
+    return _digest(out)
+
+
+def _no_computation(monkeypatch):
+    """Fail the test if the run gets as far as reading the inputs."""
+    import engine.run
+
+    def refuse(*a, **k):
+        raise AssertionError("the computation started although OUT_DIR could have been refused before it")
+
+    monkeypatch.setattr(engine.run, "prepare", refuse)
+
+
+def _unshare_works() -> bool:
+    if not shutil.which("unshare") or sys.platform != "linux":
+        return False
+    try:
+        probe = "mount -t tmpfs -o size=64k tmpfs /mnt 2>/dev/null || mount -t tmpfs -o size=64k tmpfs /tmp"
+        return subprocess.run(["unshare", "-m", "sh", "-c", probe], capture_output=True, timeout=30,
+                              check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+needs_unshare = pytest.mark.skipif(not _unshare_works(), reason="no private mount namespaces here (unshare -m)")
+
+
+def _in_namespace(script: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess:
+    """Run a shell script in a private mount namespace (its mounts vanish with it)."""
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+
+
+def _start_paused(args, where: str, flag: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", _PAUSED, str(flag), where, *map(str, args)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(flag: Path, proc: subprocess.Popen) -> None:
+    end = time.monotonic() + DEADLINE
+    while not flag.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before the pause: {proc.communicate()}")
+        if time.monotonic() > end:
+            proc.kill()
+            raise AssertionError("the run did not reach the pause in time")
+        time.sleep(0.05)
+
+
+def _kill9(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == -signal.SIGKILL
+
+
+@pytest.fixture
+def procs():
+    started: list[subprocess.Popen] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+            p.communicate(timeout=DEADLINE)
+
+
+# ------------------------------------------------------------------ OUT_DIR refused before the work
+def _symlink_to_release(tmp, ds, capsys):
+    real = tmp / "real"
+    _release(ds, real, capsys)
+    (tmp / "out").symlink_to(real)
+    return tmp / "out", real
+
+
+def _dangling(tmp, ds, capsys):
+    (tmp / "out").symlink_to(tmp / "nowhere")
+    return tmp / "out", None
+
+
+REFUSED = {
+    # case: (make OUT_DIR -> (out, folder that must stay intact), extra args, exit code, message)
+    "symlinked OUT_DIR": (_symlink_to_release, ["--overwrite"], 1, "is a symbolic link"),
+    "dangling symlink": (_dangling, [], 1, "which points nowhere"),
+    "OUT_DIR = DATA_DIR": (lambda tmp, ds, c: (ds.data, ds.data), ["--overwrite"], 2,
+                           "is the input folder DATA_DIR"),
+    "OUT_DIR = parent of the inputs": (lambda tmp, ds, c: (ds.root, ds.root), ["--overwrite"], 2,
+                                       "contains the input folder PARAMS_DIR"),
+    "OUT_DIR inside PARAMS_DIR": (lambda tmp, ds, c: (ds.params / "out", ds.params), ["--overwrite"], 2,
+                                  "lies inside the input folder PARAMS_DIR"),
+    "OUT_DIR via a symlinked parent into DATA_DIR": (
+        lambda tmp, ds, c: ((tmp / "via").symlink_to(ds.data) or tmp / "via" / "out", ds.data), [], 2,
+        "lies inside the input folder DATA_DIR"),
+    "a folder of someone else's files": (
+        lambda tmp, ds, c: ((tmp / "out").mkdir() or (tmp / "out" / "thesis.tex").write_text("mine")) and
+        (tmp / "out", tmp / "out"), ["--overwrite"], 2, "holds files this tool did not write"),
+}
+
+
+@pytest.mark.parametrize("command", ["run", "truth", "accuracy"])
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_out_dir_is_refused_before_the_computation(ds, tmp_path, capsys, monkeypatch, case, command):
+    make, extra, code, message = REFUSED[case]
+    out, keep = make(tmp_path, ds, capsys)
+    inputs_before = {**_digest(ds.params), **_digest(ds.data)}
+    kept_before = _digest(keep) if keep is not None else None
+    _no_computation(monkeypatch)
+    got, text = _cli([command, ds.params, ds.data, out, "--quiet", *extra], capsys)
+    assert got == code, text
+    assert message in text and "Traceback" not in text
+    assert {**_digest(ds.params), **_digest(ds.data)} == inputs_before
+    if keep is not None:
+        assert _digest(keep) == kept_before
+    assert not _leftovers(tmp_path) and not _leftovers(ds.root)
+
+
+def test_sample_never_writes_over_its_spec_folder(tmp_path, capsys):
+    spec = tmp_path / "spec"
+    shutil.copytree(SAMPLE / "params", spec)
+    before = _digest(spec)
+    code, text = _cli(["sample", "--persons", 1000, "--spec", spec, "--overwrite", spec.parent, "--quiet"], capsys)
+    assert code == 2 and "contains the input folder --spec" in text
+    assert _digest(spec) == before
+
+
+# ------------------------------------------------------------------ unwritable parent folder
+def test_unwritable_parent_by_chmod(ds, tmp_path, capsys, monkeypatch):
+    if os.geteuid() == 0:
+        pytest.skip("root writes through chmod; see the read-only mount and the injected error")
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o500)
+    try:
+        _no_computation(monkeypatch)
+        code, text = _cli(["run", ds.params, ds.data, parent / "out", "--quiet"], capsys)
+    finally:
+        parent.chmod(0o700)
+    assert code == 1 and "permission denied" in text and "Traceback" not in text
+
+
+@needs_unshare
+def test_unwritable_parent_by_read_only_mount(ds, tmp_path):
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    proc = _in_namespace(f"mount --bind {parent} {parent} && mount -o remount,ro,bind {parent} && "
+                         f"{sys.executable} -m engine run {ds.params} {ds.data} {parent}/out --quiet")
+    assert proc.returncode == 1, proc.stderr
+    assert "read-only" in proc.stderr and "Traceback" not in proc.stderr
+    assert not any(parent.iterdir())
+
+
+def test_unwritable_parent_injected(ds, tmp_path, capsys, monkeypatch):
+    real_open = os.open
+
+    def deny(path, *a, **k):
+        if str(path).startswith(str(tmp_path / "ro")):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, *a, **k)
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(publish.os, "open", deny)
+    _no_computation(monkeypatch)
+    code, text = _cli(["run", ds.params, ds.data, tmp_path / "ro" / "out", "--quiet"], capsys)
+    assert code == 1 and "cannot write in the folder" in text and "permission denied" in text
+    assert "Traceback" not in text
+
+
+# ------------------------------------------------------------------ full disk
+def test_disk_too_small_is_found_before_the_tabulation(ds, tmp_path, capsys, monkeypatch):
+    class Full:
+        f_bavail, f_frsize = 1, 4096
+
+    earlier = _release(ds, tmp_path / "out", capsys)
+    monkeypatch.setattr(publish.os, "statvfs", lambda path: Full())
+    drawn = []
+    import engine.run
+
+    real = engine.run.make_noise
+    monkeypatch.setattr(engine.run, "make_noise", lambda *a: drawn.append(1) or real(*a))
+    code, text = _cli(["run", ds.params, ds.data, tmp_path / "out", "--quiet", "--overwrite"], capsys)
+    assert code == 1 and "not enough free disk space" in text and "Traceback" not in text
+    assert not drawn  # no noise was drawn
+    assert _digest(tmp_path / "out") == earlier and not _leftovers(tmp_path)
+
+
+def test_disk_full_while_writing_keeps_the_earlier_release(ds, tmp_path, capsys, monkeypatch):
+    earlier = _release(ds, tmp_path / "out", capsys)
+    written = [0]
+    real_write = outputs._HashingFile.write
+
+    def write(self, data):
+        written[0] += len(data)
+        if written[0] > 2000:
+            self.fh.write(b"partial")
+            raise outputs.OutputError(f"could not write {self.path.name}: "
+                                      f"{publish.os_message(OSError(errno.ENOSPC, 'No space left on device'))}")
+        return real_write(self, data)
+
+    monkeypatch.setattr(outputs._HashingFile, "write", write)
+    code, text = _cli(["run", ds.params, ds.data, tmp_path / "out", "--quiet", "--overwrite", "--seed", 9], capsys)
+    assert code == 1 and "the disk is full" in text and "Traceback" not in text
+    assert _digest(tmp_path / "out") == earlier and not _leftovers(tmp_path)
+
+
+def test_os_errors_of_the_file_system_are_one_line(ds, tmp_path, capsys, monkeypatch):
+    import engine.run
+
+    def enospc(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/big.tmp")
+
+    monkeypatch.setattr(engine.run, "prepare", enospc)
+    code, text = _cli(["run", ds.params, ds.data, tmp_path / "out", "--quiet"], capsys)
+    assert code == 1 and "Cannot write the output: the disk is full (/data/big.tmp)" in text
+    assert not (tmp_path / "out").exists() and not _leftovers(tmp_path)
+
+
+@needs_unshare
+def test_real_full_disk_for_run_and_sample(ds, tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    py = f"{sys.executable} -m engine"
+    # 1 MB: above the release's lower bound (so the run starts) but below its size (so a write fails);
+    # 64 kB: below the lower bound of a sample of 20,000 persons (found before generating);
+    # 128 kB: above the lower bound of 1,000 persons (78 kB) but below the sample's size
+    proc = _in_namespace(
+        f"mount -t tmpfs -o size=1m tmpfs {disk} && "
+        f"{py} run {SAMPLE}/params {SAMPLE}/data {disk}/out --quiet --seed 1; echo rc=$?; ls -A {disk}; "
+        f"umount {disk} && mount -t tmpfs -o size=64k tmpfs {disk} && "
+        f"{py} sample --persons 20000 {disk}/nation --quiet; echo rc=$?; ls -A {disk}; "
+        f"umount {disk} && mount -t tmpfs -o size=128k tmpfs {disk} && "
+        f"{py} sample --persons 1000 {disk}/small --quiet; echo rc=$?; ls -A {disk}", timeout=300)
+    out = proc.stdout.split()
+    assert out.count("rc=1") == 3, proc.stdout + proc.stderr
+    assert [w for w in out if not w.startswith("rc=")] == [], proc.stdout  # nothing left on the disk
+    assert proc.stderr.count("the disk is full") == 2 and "not enough free disk space" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_sample_disk_full_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    from engine.synthetic import nation
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(nation, "_write_grf", full)
+    code, text = _cli(["sample", "--persons", 1000, tmp_path / "nation", "--quiet"], capsys)
+    assert code == 1 and "the disk is full" in text and "Traceback" not in text
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ errors and interruptions
+ERRORS = {
+    "unreadable input": (PermissionError(errno.EACCES, "Permission denied", "/in/person-records.txt"), 1,
+                         "permission denied (/in/person-records.txt)"),
+    "bytes that are not UTF-8": (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), 1,
+                                 "Invalid input: a file is not UTF-8 text"),
+    "a Parquet parse error": ("arrow", 1, "Invalid input:"),
+    "a bad argument": (ValueError("--trials must be at least 1"), 2, "Usage error: --trials must be at least 1"),
+    "Ctrl-C": (KeyboardInterrupt(), 130, "Interrupted. Nothing was written"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_errors_during_the_run_are_messages_and_leave_nothing(ds, tmp_path, capsys, monkeypatch, case):
+    import pyarrow as pa
+
+    error, code, message = ERRORS[case]
+    if error == "arrow":
+        error = pa.ArrowInvalid("Expected 17 columns, got 3: " + "x" * 10_000)
+    earlier = _release(ds, tmp_path / "out", capsys)
+
+    def fail(self, table):
+        raise error
+
+    monkeypatch.setattr(outputs._PartWriter, "write", fail)  # in the middle of the tabulation
+    got, text = _cli(["run", ds.params, ds.data, tmp_path / "out", "--quiet", "--overwrite", "--seed", 2], capsys)
+    assert got == code and message in text, text
+    assert "Traceback" not in text and len(text) < 1000  # echoed library text is cut
+    assert _digest(tmp_path / "out") == earlier and not _leftovers(tmp_path)
+
+
+# ------------------------------------------------------------------ kill -9 and concurrent runs
+def test_kill_during_tabulation_keeps_the_earlier_release_and_the_next_run_cleans_up(ds, tmp_path, capsys, procs):
+    out = tmp_path / "out"
+    earlier = _release(ds, out, capsys)
+    flag = tmp_path / "paused"
+    proc = _start_paused(["run", ds.params, ds.data, out, "--quiet", "--overwrite", "--seed", 2], "tabulating", flag)
+    procs.append(proc)
+    _wait_for(flag, proc)
+    stale = _leftovers(tmp_path)
+    assert len(stale) == 1 and stale[0].startswith(".out.partial-")
+    _kill9(proc)
+    assert _digest(out) == earlier  # the earlier release is whole
+    check_output(ds.params, out)
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--overwrite", "--seed", 3], capsys)
+    assert code == 0, text
+    assert f"Note: removed {tmp_path / stale[0]}, left unfinished by an interrupted run" in text
+    assert not _leftovers(tmp_path) and _digest(out) != earlier
+    check_output(ds.params, out)
+
+
+def test_kill_during_the_swap_restores_the_earlier_release(ds, tmp_path, capsys, procs):
+    out = tmp_path / "out"
+    earlier = _release(ds, out, capsys)
+    flag = tmp_path / "paused"
+    proc = _start_paused(["run", ds.params, ds.data, out, "--quiet", "--overwrite", "--seed", 2], "swap", flag)
+    procs.append(proc)
+    _wait_for(flag, proc)
+    _kill9(proc)
+    assert not out.exists()  # killed between the two renames: both folders are whole, beside it
+    moved = [n for n in _leftovers(tmp_path) if ".old-" in n]
+    assert len(moved) == 1 and _digest(tmp_path / moved[0]) == earlier
+    # the next run, even one that writes nothing (OUT_DIR not empty), puts the earlier release back
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet"], capsys)
+    assert code == 2 and "restored" in text and "not empty" in text
+    assert _digest(out) == earlier and not _leftovers(tmp_path)
+    check_output(ds.params, out)
+
+
+def test_two_runs_into_one_folder(ds, tmp_path, capsys, procs):
+    out = tmp_path / "out"
+    flag = tmp_path / "paused"
+    first = _start_paused(["run", ds.params, ds.data, out, "--quiet", "--seed", 1], "tabulating", flag)
+    procs.append(first)
+    _wait_for(flag, first)
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--overwrite", "--seed", 2], capsys)
+    assert code == 1, text
+    assert f"is being written by another run (process {first.pid}" in text and "Traceback" not in text
+    assert len(_leftovers(tmp_path)) == 1  # the first run's staging folder is untouched
+    assert not out.exists()
+    _kill9(first)  # a killed run does not hold the lock any more (flock dies with the process)
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--seed", 2], capsys)
+    assert code == 0, text
+    assert not _leftovers(tmp_path) and (out / MARKER).is_file()
+    assert not (tmp_path / ".out.lock").exists()
