@@ -11,7 +11,7 @@ import streamlit as st
 
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
-from ui import charts, files, planner, runner, state, widgets
+from ui import charts, files, planner, run_report, runner, state, widgets
 
 state.page_setup()
 
@@ -236,8 +236,10 @@ d[2].download_button("manifest.json", json.dumps(man, indent=2, default=str), "m
                      key="dl_manifest", on_click="ignore", icon=":material/download:")
 d[3].download_button("config.json (the plan run)", out.config.to_json(), "config.json", "application/json",
                      key="dl_config", on_click="ignore", icon=":material/download:")
-d[4].download_button("Everything (zip)", files.zip_dir(out.release_dir), "release.zip", "application/zip",
-                     key="dl_all", on_click="ignore", icon=":material/download:")
+d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out), "release.zip", "application/zip",
+                     key="dl_all", on_click="ignore", icon=":material/download:",
+                     help="The release, the manifest and accuracy/ (this release against the truth, and the "
+                          "report over repeated releases if computed; NOT FOR RELEASE).")
 
 st.markdown("**Browse**")
 present = [g for g in GEO_LEVELS if g in set(out.t1["REGION_TYPE"])]
