@@ -70,14 +70,14 @@ def _build() -> memo.Memo:
 
 stem = f"decision-memo-{scenarios.file_stem(label)}-{datetime.now():%Y%m%d}"
 ok, why = images.available()
-c = st.columns([1.3, 1.3, 3], vertical_alignment="center")
-c[0].download_button("Decision memo (PDF)", lambda: memo_pdf.render(_build()), file_name=f"{stem}.pdf",
-                     mime="application/pdf", key="memo_pdf", on_click="ignore", type="primary",
-                     icon=":material/picture_as_pdf:", help="Takes a few seconds: every chart is drawn.")
-c[1].download_button("Decision memo (HTML)", lambda: memo_html.render(_build()).encode("utf-8"),
-                     file_name=f"{stem}.html", mime="text/html", key="memo_html", on_click="ignore",
-                     icon=":material/html:")
-c[2].markdown(f"**{label}**" + (" with the last run" if with_run else ""))
+with st.container(horizontal=True, vertical_alignment="center"):
+    st.download_button("Decision memo (PDF)", lambda: memo_pdf.render(_build()), file_name=f"{stem}.pdf",
+                       mime="application/pdf", key="memo_pdf", on_click="ignore", type="primary",
+                       icon=":material/picture_as_pdf:", help="Takes a few seconds: every chart is drawn.")
+    st.download_button("Decision memo (HTML)", lambda: memo_html.render(_build()).encode("utf-8"),
+                       file_name=f"{stem}.html", mime="text/html", key="memo_html", on_click="ignore",
+                       icon=":material/html:")
+    st.markdown(f"**{label}**" + (" with the last run" if with_run else ""))
 if not ok:
     st.warning(f"The charts cannot be drawn as pictures here: {why}. The PDF lists each chart's data instead, and the "
                "HTML memo holds interactive charts.", icon=":material/warning:")

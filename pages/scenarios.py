@@ -44,44 +44,42 @@ def _on_save():
 
 if not ss.get("sc_name"):
     ss["sc_name"] = state.source_label()[: scenarios.MAX_NAME]
-sv = st.columns([2.2, 3, 1.4], vertical_alignment="bottom")
+sv = st.columns([2.2, 3], vertical_alignment="bottom")
 sv[0].text_input("Name", key="sc_name", max_chars=scenarios.MAX_NAME,
                  help=f"Up to {scenarios.MAX_NAME} characters; names are unique whatever their case.")
 sv[1].text_input("Note (optional)", key="sc_note", max_chars=scenarios.MAX_NOTE,
                  placeholder="e.g. what the committee asked for")
 taken = next((n for n in by_name if n.casefold() == " ".join(ss.get("sc_name", "").split()).casefold()), None)
-with sv[2]:
-    if taken:
-        st.checkbox(f"Replace “{taken}”", key="sc_replace")
+with st.container(horizontal=True, vertical_alignment="center"):
     st.button("Save the current plan", key="sc_save", type="primary", icon=":material/save:", on_click=_on_save,
               disabled=bool(taken and not ss.get("sc_replace")) or store_problem is not None)
-st.markdown(f"Current plan: **{state.source_label()}**")
+    if taken:
+        st.checkbox(f"Replace the saved “{taken}”", key="sc_replace")
+    st.markdown(f"Current plan: **{state.source_label()}**")
 
 # ------------------------------------------------------------------ list
 st.subheader(f"Saved scenarios ({len(items)})")
 if items:
     rows = []
     for s in items:
+        row = {"Name": s.name, "Created (UTC)": s.created.replace("T", " ")[:16],
+               "Modified (UTC)": s.modified.replace("T", " ")[:16]}
         if s.ok:
             sm = planner.plan_summary(s.config, state.delta())
             u = planner.units(s.config)
-            rows.append({
-                "Name": s.name, "Modified (UTC)": s.modified.replace("T", " ")[:19],
-                "Created (UTC)": s.created.replace("T", " ")[:19],
-                "Privacy": "pure DP" if u["puredp"] else "zCDP",
-                "Release budget": f"{u['budget']} = {sm['rho_release']:.4g}",
-                f"ε at δ = {state.delta():g}": sm["eps_tight"],
-                "Levels on": sm["levels_tabulated"], "r": s.config.max_race_codes, "γ": float(s.config.gamma),
-                "p": float(s.config.zero_suppression_chance), "Note": s.note,
-            })
+            row["Plan"] = (f"{'pure DP' if u['puredp'] else 'zCDP'}, {u['budget']} = {sm['rho_release']:.4g}, "
+                           f"ε = {sm['eps_tight']:.3g}, r = {s.config.max_race_codes}, γ = {s.config.gamma:g}, "
+                           f"p = {s.config.zero_suppression_chance:g}, {sm['levels_tabulated']} levels")
         else:
-            rows.append({"Name": s.name, "Modified (UTC)": s.modified.replace("T", " ")[:19],
-                         "Created (UTC)": s.created.replace("T", " ")[:19], "Privacy": "INVALID",
-                         "Note": "; ".join(s.problems)[:200]})
+            row["Plan"] = "INVALID: " + "; ".join(s.problems)[:200]
+        row["Note"] = s.note
+        rows.append(row)
     listing = pd.DataFrame(rows)
     widgets.table(listing, "scenarios.csv", key="sc_list",
-                  column_config={f"ε at δ = {state.delta():g}": st.column_config.NumberColumn(format="%.3f"),
-                                 "Note": st.column_config.TextColumn(width="large")})
+                  column_config={"Plan": st.column_config.TextColumn(width="large"),
+                                 "Created (UTC)": st.column_config.TextColumn(width="small"),
+                                 "Modified (UTC)": st.column_config.TextColumn(width="small")},
+                  caption=f"ε of the release at δ = {state.delta():g} (tight; pure DP: the ε itself).")
     bad = [s for s in items if not s.ok]
     if bad:
         st.warning("Some scenarios no longer pass validation (they were saved by another version?); they can "
@@ -89,9 +87,9 @@ if items:
 
     if ss.get("sc_pick") not in by_name:
         ss["sc_pick"] = items[0].name
-    act = st.columns([2.2, 1.3, 1.3, 1.3], vertical_alignment="bottom")
-    pick = act[0].selectbox("Scenario", list(by_name), key="sc_pick")
+    pick = st.selectbox("Scenario", list(by_name), key="sc_pick", width=420)
     chosen = by_name[pick]
+    act = st.container(horizontal=True)
 
     def _on_load():
         s = by_name.get(ss.get("sc_pick"))
@@ -100,16 +98,16 @@ if items:
             state.flash("success", f"Scenario “{s.name}” is now the plan on every page (Undo in the sidebar "
                                    "goes back).")
 
-    act[1].button("Load as the current plan", key="sc_load", icon=":material/upload:", on_click=_on_load,
+    act.button("Load as the current plan", key="sc_load", icon=":material/upload:", on_click=_on_load,
                   disabled=not chosen.ok)
     if chosen.ok:
-        act[2].download_button("Download the plan file", scenarios.scenario_file_text(chosen),
+        act.download_button("Download its plan file", scenarios.scenario_file_text(chosen),
                                file_name=f"{scenarios.file_stem(chosen.name)}.plan.json",
                                mime="application/json", key="sc_dl_one", on_click="ignore",
                                icon=":material/download:",
                                help="Name, config.json and MOE targets in one JSON file; import it here or on the "
                                     "Configuration page.")
-    with act[3].popover("Rename or delete", icon=":material/edit:"):
+    with act.popover("Rename or delete", icon=":material/edit:"):
         def _on_rename():
             try:
                 new = store.rename(ss["sc_pick"], ss.get("sc_new_name", ""))
@@ -193,12 +191,12 @@ opts = plan_controls.choices(items)
 if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
     saved = [s.name for s in items if s.ok][:2]
     ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
-cc = st.columns([4, 1.2, 1.4], vertical_alignment="bottom")
-picked = cc[0].multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
-                           help="Cells that differ from the first plan are highlighted.")
+picked = st.multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
+                        help="Cells that differ from the first plan are highlighted.")
 ss.setdefault("sc_only", False)
-only_diff = cc[1].toggle("Only rows that differ", key="sc_only")
-cc[2].page_link("pages/memo.py", label="Decision memo of these plans", icon=":material/picture_as_pdf:")
+with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+    only_diff = st.toggle("Only rows that differ", key="sc_only")
+    st.page_link("pages/memo.py", label="Decision memo (PDF, HTML) of these plans", icon=":material/picture_as_pdf:")
 
 if len(picked) < 2:
     st.info("Pick two or more plans to compare.")

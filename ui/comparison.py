@@ -173,14 +173,15 @@ def summary(plans: Sequence[Plan], delta: float = planner.DEFAULT_DELTA) -> pd.D
     """The plans' settings and privacy accounting (SPEC §1), one row per quantity:
     privacy definition, r, S, γ, p, negative counts, runs, states, the budget of the
     US run, the PR run and the release (unbounded and bounded neighbours), ε at δ
-    (tight and classic; pure DP: ε itself, δ = 0) and the levels tabulated."""
+    (tight and classic; pure DP: ε itself, δ = 0) and the levels tabulated. Budgets
+    are ρ for zCDP plans and ε for pure-DP plans (row "Privacy definition")."""
     names = unique_names([p.name for p in plans])
     cols: dict[str, dict[str, Any]] = {}
     for name, p in zip(names, plans, strict=True):
         cfg, s = p.config, planner.plan_summary(p.config, delta)
         pure = cfg.privacy_defn == "puredp"
         cols[name] = {
-            "Privacy definition": "pure DP (ε, geometric)" if pure else "zCDP (ρ, discrete Gaussian)",
+            "Privacy definition": "pure DP (ε)" if pure else "zCDP (ρ)",
             "Race multiplicity r": cfg.max_race_codes,
             "Stability S": s["S"],
             "Stage-1 fraction γ": float(cfg.gamma),
@@ -188,14 +189,14 @@ def summary(plans: Sequence[Plan], delta: float = planner.DEFAULT_DELTA) -> pd.D
             "Negative counts allowed": _fmt_bool(cfg.allow_negative_counts),
             "Runs": " + ".join(r for r, on in (("US", cfg.run_us), ("PR", cfg.run_pr)) if on),
             "US states in the run": len(cfg.state_filter_us),
-            "Budget of the US run (ρ / ε)": s["rho_us"],
-            "Budget of the PR run (ρ / ε)": s["rho_pr"],
-            "Budget of the release = max(US, PR) (ρ / ε)": s["rho_release"],
-            "Budget of the release, bounded neighbours (×2)": s["rho_release_bounded"],
-            f"ε of the release at δ = {delta:g} (tight; pure DP: ε, δ = 0)": s["eps_tight"],
-            f"ε of the release at δ = {delta:g} (classic)": s["eps_classic"],
-            f"ε of the release, bounded, at δ = {delta:g} (tight)": s["eps_tight_bounded"],
-            "Population group levels tabulated (of 20)": s["levels_tabulated"],
+            "Budget, US run (ρ / ε)": s["rho_us"],
+            "Budget, PR run (ρ / ε)": s["rho_pr"],
+            "Budget, release = max(US, PR)": s["rho_release"],
+            "Budget, release, bounded (×2)": s["rho_release_bounded"],
+            f"ε, release, tight (δ = {delta:g})": s["eps_tight"],
+            f"ε, release, classic (δ = {delta:g})": s["eps_classic"],
+            f"ε, release, bounded, tight": s["eps_tight_bounded"],
+            "Levels tabulated (of 20)": s["levels_tabulated"],
         }
     quantities = list(next(iter(cols.values())))
     rows = []

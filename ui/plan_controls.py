@@ -64,7 +64,7 @@ def sidebar() -> None:
     cur = state.snapshot()
     prev, nxt = history.peek(ss, history.K_UNDO), history.peek(ss, history.K_REDO)
     with st.sidebar:
-        c = st.columns(3, gap="small")
+        c = st.columns(2, gap="small")
         c[0].button("Undo", key="sb_undo", icon=":material/undo:", on_click=undo, disabled=not n_undo,
                     width="stretch",
                     help=(f"Undo ({n_undo} step{'s' * (n_undo != 1)}): {history.describe(cur, prev)}"
@@ -73,8 +73,8 @@ def sidebar() -> None:
                     width="stretch",
                     help=(f"Redo ({n_redo} step{'s' * (n_redo != 1)}): {history.describe(cur, nxt)}"
                           if nxt else "Nothing to redo."))
-        with c[2].popover("Save", icon=":material/save:", width="stretch",
-                          help="Save the current plan as a named scenario (kept on disk across restarts)."):
+        with st.popover("Save as scenario", icon=":material/save:", width="stretch",
+                        help="Save the current plan as a named scenario (kept on disk across restarts)."):
             if "sb_save_name" not in ss or not ss.get("sb_save_name"):
                 ss["sb_save_name"] = state.source_label()[: scenarios.MAX_NAME]
             st.text_input("Scenario name", key="sb_save_name", max_chars=scenarios.MAX_NAME)
@@ -85,7 +85,7 @@ def sidebar() -> None:
                 taken = False
             if taken:
                 st.checkbox("A scenario of this name exists: replace it", key="sb_save_replace")
-            st.button("Save as scenario", key="sb_save", type="primary", on_click=_on_sidebar_save,
+            st.button("Save", key="sb_save", type="primary", on_click=_on_sidebar_save,
                       disabled=taken and not ss.get("sb_save_replace"))
             st.page_link(SCENARIOS_PAGE, label="All scenarios, compare, memo", icon=":material/folder_open:")
 

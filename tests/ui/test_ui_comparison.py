@@ -73,7 +73,7 @@ def test_summary_puts_both_privacy_definitions_on_one_page(plans):
     s = comparison.summary(plans).set_index("Quantity")
     assert s.loc["Privacy definition", "pure"].startswith("pure DP")
     assert s.loc["Stability S", "r = 3"] == "4" and s.loc["Stability S", "2020"] == "9"
-    assert s.loc["Budget of the release = max(US, PR) (ρ / ε)", "2020"] == "4.944"
+    assert s.loc["Budget, release = max(US, PR)", "2020"] == "4.944"
     assert bool(s.loc["Stability S", DIFFERS]) and not bool(s.loc["Stage-1 fraction γ", DIFFERS])
 
 
