@@ -77,8 +77,8 @@ if items:
     listing = pd.DataFrame(rows)
     widgets.table(listing, "scenarios.csv", key="sc_list",
                   column_config={"Plan": st.column_config.TextColumn(width="large"),
-                                 "Created (UTC)": st.column_config.TextColumn(width="small"),
-                                 "Modified (UTC)": st.column_config.TextColumn(width="small")},
+                                 "Created (UTC)": st.column_config.TextColumn(width="medium"),
+                                 "Modified (UTC)": st.column_config.TextColumn(width="medium")},
                   caption=f"ε of the release at δ = {state.delta():g} (tight; pure DP: the ε itself).")
     bad = [s for s in items if not s.ok]
     if bad:

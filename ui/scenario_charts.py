@@ -61,7 +61,7 @@ def level_bars(df: pd.DataFrame, title: str, y_title: str, log_y: bool = False) 
     fig.update_layout(barmode="group", bargap=0.25)
     fig.update_xaxes(tickangle=-40, tickfont=dict(size=12))
     if log_y:
-        fig.update_yaxes(type="log", title_text=f"{y_title} (log scale)")
+        fig.update_yaxes(type="log", dtick=1, title_text=f"{y_title} (log scale)")  # ticks at 1, 10, 100
     return fig
 
 
@@ -96,8 +96,8 @@ def moe_budget_curves(plans: Sequence[Plan], method: str = planner.EXACT) -> go.
     _layout(fig, f"MOE of one stage-2 cell against the level budget {b}: one curve per plan",
             f"level budget {b} ({'pure DP' if puredp else 'zCDP'}, log scale)",
             "exact 95% MOE (persons, log scale)")
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="log", dtick=1)  # one tick a decade: 0.001, 0.01, ... (no "2, 5" ticks)
+    fig.update_yaxes(type="log", dtick=1)
     return fig
 
 
@@ -144,9 +144,9 @@ def adaptive_overlay(data: pd.DataFrame, plans: Sequence[Plan], level: Populatio
     _layout(fig, f"{planner.level_label(level)}: expected accuracy by true group size, one line per plan", "", "",
             height=440)
     fig.update_layout(margin=dict(t=85))
-    fig.update_xaxes(type="log", title_text="true group size (persons, log scale)")
+    fig.update_xaxes(type="log", dtick=1, title_text="true group size (persons, log scale)")
     fig.update_yaxes(title_text="95% MOE (persons)", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="MOE / expected cell count (%, log scale)", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="MOE / expected cell count (%, log scale)", type="log", dtick=1, row=1, col=2)
     return fig
 
 
