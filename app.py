@@ -15,7 +15,7 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ui import compare, state, widgets
+from ui import compare, plan_controls, state, widgets
 
 st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
 
@@ -30,6 +30,8 @@ SECTIONS = {
         st.Page("pages/suppression.py", title="Suppression", icon=":material/visibility_off:"),
         st.Page("pages/run.py", title="Run the mechanism", icon=":material/play_circle:"),
         st.Page("pages/configuration.py", title="Configuration", icon=":material/settings:"),
+        st.Page("pages/scenarios.py", title="Scenarios", icon=":material/folder_open:"),
+        st.Page("pages/memo.py", title="Decision memo", icon=":material/picture_as_pdf:"),
     ],
     "Compare methods": [
         st.Page("pages/compare_index.py", title="Methods at a glance", icon=":material/compare_arrows:"),
@@ -39,6 +41,7 @@ SECTIONS = {
 
 page = st.navigation(SECTIONS)
 widgets.sidebar_summary()
+plan_controls.sidebar()
 state.show_flashes()
 page.run()
 state.sync_url()

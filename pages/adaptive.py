@@ -5,7 +5,7 @@ import streamlit as st
 
 from calculators.config import ConfigError
 from calculators.levels import PopulationGroupLevel
-from ui import analysis, charts, planner, state, widgets
+from ui import analysis, charts, history, planner, state, widgets
 
 state.page_setup()
 
@@ -95,9 +95,10 @@ else:
             st.rerun()
         if st.button("Use this target for every level", key="ad_apply_all",
                      help="Each tabulated level gets thresholds derived from its own noise scale."):
-            for lvl in state.config().tabulated_levels():
-                if not _set_thresholds(lvl, _derived(lvl)):
-                    break
+            with history.batch(st.session_state):  # one step to undo
+                for lvl in state.config().tabulated_levels():
+                    if not _set_thresholds(lvl, _derived(lvl)):
+                        break
             st.rerun()
     st.caption(f"Derived with `calculators.adaptive.derive_thresholds` (exact {u['law']} MOEs): "
                "average cell: Θⱼ = ⌈cⱼ · cell MOE / target⌉; total: Θⱼ = ⌈MOE(sum of cⱼ cells) / target⌉, "

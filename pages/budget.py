@@ -1,10 +1,9 @@
 """Budget and MOE planner: rho <-> MOE per population group level, r, gamma, presets,
-two plans side by side, MOE against rho."""
+MOE against rho (plans side by side: the Scenarios page)."""
 
 import streamlit as st
 
-from calculators import presets
-from calculators.config import ConfigError, SafeTabConfig
+from calculators.config import ConfigError
 from ui import charts, planner, state, widgets
 
 state.page_setup()
@@ -188,63 +187,5 @@ with right:
 
 # ----------------------------------------------------------------- compare
 st.divider()
-st.subheader("Two plans side by side")
-choices = {"Current plan": lambda: state.config(), "2020 production plan": presets.production_2020}
-if has_sample:
-    choices["Sample-data plan"] = lambda: SafeTabConfig.read(state.sample_config_path())
-if "snapshot" in st.session_state:
-    choices["Snapshot"] = lambda: st.session_state["snapshot"]
-cc = st.columns([1, 1, 1.2, 1])
-for k, default in (("cmp_a", "Current plan"), ("cmp_b", "Sample-data plan" if has_sample else "2020 production plan")):
-    if st.session_state.get(k) not in choices:
-        st.session_state[k] = default
-a_name = cc[0].selectbox("Plan A", list(choices), key="cmp_a")
-b_name = cc[1].selectbox("Plan B", list(choices), key="cmp_b")
-with cc[2]:
-    st.write("")
-    if st.button("Save the current plan as the snapshot", key="snap", icon=":material/photo_camera:",
-                 help="Keep a copy of the current plan to compare it with later changes."):
-        st.session_state["snapshot"] = state.config()
-        st.rerun()
-st.session_state.setdefault("cmp_only", True)
-only_diff = cc[3].toggle("Only differences", key="cmp_only")
-try:
-    a_cfg, b_cfg = choices[a_name](), choices[b_name]()
-except ConfigError as exc:
-    widgets.problems("A plan to compare could not be read:", exc.problems)
-else:
-    lv = planner.compare_levels(a_cfg, b_cfg, method)
-    keys = planner.compare_keys(a_cfg, b_cfg)
-    n_diff = int(lv["Differs"].sum())
-    st.markdown(f"**A = {a_name}, B = {b_name}:** {n_diff} of {len(lv)} levels differ, "
-                f"{int(keys['Differs'].sum())} config keys differ. Differences are highlighted.")
-    sa, sb = planner.plan_summary(a_cfg, state.delta()), planner.plan_summary(b_cfg, state.delta())
-    mc = st.columns(3)
-
-    same_units = a_cfg.privacy_defn == b_cfg.privacy_defn
-
-    def _delta(d: float, fmt: str) -> str | None:
-        # a zCDP rho and a pure-DP epsilon are not comparable numbers
-        return None if abs(d) < 1e-12 or not same_units else f"{d:{fmt}} vs A"
-
-    if not same_units:
-        st.info(f"Plan A uses {a_cfg.privacy_defn} and plan B {b_cfg.privacy_defn}: their budgets are in different "
-                "units (ρ and ε), so no differences of budgets are shown.", icon=":material/info:")
-    mc[0].metric(f"{planner.units(b_cfg)['budget']} release, A → B", f"{sb['rho_release']:.4g}",
-                 delta=_delta(sb["rho_release"] - sa["rho_release"], "+.4g"), delta_color="off")
-    mc[1].metric(f"ε tight at δ = {state.delta():.0e}, A → B", f"{sb['eps_tight']:.2f}",
-                 delta=_delta(sb["eps_tight"] - sa["eps_tight"], "+.2f"), delta_color="off")
-    mc[2].metric("Levels tabulated, A → B", f"{sb['levels_tabulated']}",
-                 delta=_delta(sb["levels_tabulated"] - sa["levels_tabulated"], "+d"), delta_color="off")
-
-    def _hl(row):
-        return ["background-color: #fde2e1" if row["Differs"] else "" for _ in row]
-
-    if n_diff == 0 and not keys["Differs"].any():
-        st.success("The two plans are identical.")
-    shown_lv = lv[lv["Differs"]] if only_diff else lv
-    widgets.table(shown_lv, "compare_levels.csv", key="cmp_levels", height=35 * (len(shown_lv) + 1) + 3, styler=shown_lv.style.apply(_hl, axis=1).format(
-        {c: "{:.5g}" for c in shown_lv.columns[2:4]}))
-    shown_keys = keys[keys["Differs"]] if only_diff else keys
-    with st.expander(f"config.json keys ({int(keys['Differs'].sum())} differ)", expanded=False):
-        widgets.table(shown_keys, "compare_keys.csv", key="cmp_keys", styler=shown_keys.style.apply(_hl, axis=1))
+st.page_link("pages/scenarios.py", label="Compare this plan with saved scenarios and presets, any number side by side",
+             icon=":material/compare_arrows:")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from calculators.config import ConfigError, SafeTabConfig, decode_utf8
 from calculators.levels import US_STATE_CODES
-from ui import state, urlcodec, widgets
+from ui import scenarios, state, urlcodec, widgets
 
 state.page_setup()
 
@@ -25,19 +25,20 @@ cfg = state.config()
 left, right = st.columns(2, gap="large")
 with left:
     st.subheader("Import")
-    up = st.file_uploader("A SafeTab-P config.json", type=["json"], key="cfg_upload")
+    up = st.file_uploader("A SafeTab-P config.json, or a plan file (.plan.json: keeps the plan's name and MOE targets)",
+                          type=["json"], key="cfg_upload")
     if up is not None:
         data = up.getvalue()
         sig = hashlib.sha256(data).hexdigest()
         if ss.get("cfg_upload_sig") != sig:
             ss["cfg_upload_sig"] = sig
-            try:
-                new = urlcodec.config_from_text(decode_utf8(data, up.name), up.name)
-            except ConfigError as exc:
-                ss["cfg_upload_problems"] = (up.name, exc.problems)
+            try:  # a config.json, or a plan file (which keeps the plan's name and MOE targets)
+                plan = scenarios.read_plan_file(data, up.name)
+            except scenarios.ScenarioError as exc:
+                ss["cfg_upload_problems"] = (up.name, [str(exc)])
             else:
                 ss.pop("cfg_upload_problems", None)
-                state.set_config(new, f"imported {up.name}")
+                state.set_config(plan.config, plan.name if plan.is_plan_file else f"imported {up.name}", plan.targets)
                 state.flash("success", f"Loaded {up.name}: it is now the plan on every page.")
                 st.rerun()
         bad = ss.get("cfg_upload_problems")
@@ -66,6 +67,10 @@ with right:
     st.markdown(f"Current plan: **{state.source_label()}**")
     st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
                        key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
+    st.download_button("Download the plan file (name, config.json and MOE targets)",
+                       scenarios.plan_file_text(state.source_label()[: scenarios.MAX_NAME], cfg, state.targets()),
+                       file_name=f"{scenarios.file_stem(state.source_label())}.plan.json", mime="application/json",
+                       key="cfg_plan_download", on_click="ignore", icon=":material/download:")
     st.subheader("Shareable link")
     token = state.current_token()
     url = urlcodec.share_url(st.context.url, token, page="configuration")

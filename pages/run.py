@@ -9,7 +9,7 @@ import streamlit as st
 
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
-from ui import charts, files, planner, runner, state, urlcodec, widgets, workdir
+from ui import charts, files, planner, run_report, runner, state, urlcodec, widgets, workdir
 
 state.page_setup()
 
@@ -250,9 +250,12 @@ d[2].download_button("manifest.json", (rel_dir / "manifest.json").read_bytes(),
                      help="What the run did; the exact person counts are not in it (see the operator file).")
 d[3].download_button("config.json (the plan run)", out.config.to_json(), "config.json", "application/json",
                      key="dl_config", on_click="ignore", icon=":material/download:")
-d[4].download_button("Everything (zip)", files.release_zip(rel_dir), files.download_name("release", rel_dir, "zip"),
-                     "application/zip", key="dl_all", on_click="ignore", icon=":material/download:",
-                     help="The release folder as written, with SHA256SUMS; without the operator file.")
+d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, runner.production_reports(
+                         ss.get("accuracy_dir"))), run_report.EVERYTHING_DOWNLOAD, "application/zip", key="dl_all",
+                     on_click="ignore", icon=":material/download:",
+                     help="The release folder as written (with SHA256SUMS) and accuracy/: this release against the "
+                          "truth, and the reports over repeated releases if computed. The accuracy is measured "
+                          "against the confidential truth, so this zip is NOT FOR RELEASE. Without the operator file.")
 o = st.columns([1.3, 4])
 o[0].download_button("Operator file (CONFIDENTIAL)", files.operator_file(rel_dir), files.OPERATOR_DOWNLOAD,
                      "application/json", key="dl_operator", on_click="ignore", icon=":material/lock:")

@@ -31,3 +31,20 @@ def _tests_leave_tracked_files_alone():
     if before is not None and after is not None and after != before:
         changed = sorted(set(after[0].split()) ^ set(before[0].split())) or after[0].split()
         pytest.fail(f"the tests modified tracked files: {changed}", pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scenario_store_in_a_temp_folder(tmp_path_factory):
+    """The app's scenario store (ui.scenarios) lives in a temp folder for the whole run,
+    for the app tests and for the browser test's server alike (it inherits the
+    environment): the tests never touch the user's saved scenarios."""
+    import os
+
+    folder = tmp_path_factory.mktemp("studio-data")
+    old = os.environ.get("SAFETAB_STUDIO_DATA")
+    os.environ["SAFETAB_STUDIO_DATA"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("SAFETAB_STUDIO_DATA", None)
+    else:
+        os.environ["SAFETAB_STUDIO_DATA"] = old

@@ -56,6 +56,10 @@ class RunOutput:
     params_dir: Path | None = None
     data_dir: Path | None = None
     seconds: float = 0.0
+    #: The last report over repeated releases (`accuracy`) and the accuracy of this
+    #: release against the truth (`ui.run_report.release_accuracy`), once computed.
+    trials: pd.DataFrame | None = field(default=None, repr=False)
+    release_report: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
     def seeded(self) -> bool:
@@ -107,7 +111,8 @@ def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Repor
     """`engine.reports.accuracy.accuracy_report` on the run's prepared inputs: `trials` fresh
     releases (seeded from the run's seed + 1000 if the run was seeded) against the truth.
     Both layouts: the project's table is returned, production's two reports are written
-    into work_dir (`production_reports` reads them back)."""
+    into work_dir (`production_reports` reads them back). The table is also kept on the
+    output (`output.trials`) for the downloads and the memo."""
     from engine.reports.accuracy import accuracy_report
 
     seed = None if output.seed is None else output.seed + 1000
@@ -122,9 +127,10 @@ def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Repor
             frac = (k - 1 + frac) / n
         report(f"{stage} ({int(done):,} of {int(total):,})", frac)
 
-    return accuracy_report(output.params_dir, output.data_dir, work_dir, trials=int(trials), seed=seed,
-                           overwrite=True, progress=cb if report else None, prepared=output.prepared,
-                           layout="both")
+    output.trials = accuracy_report(output.params_dir, output.data_dir, work_dir, trials=int(trials), seed=seed,
+                                    overwrite=True, progress=cb if report else None, prepared=output.prepared,
+                                    layout="both")
+    return output.trials
 
 
 def production_reports(work_dir: str | Path | None) -> dict[str, bytes]:

@@ -24,7 +24,7 @@ import streamlit as st
 
 from calculators import presets
 from calculators.config import ConfigError, SafeTabConfig
-from ui import planner, urlcodec
+from ui import history, planner, urlcodec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,8 @@ def init() -> None:
     token = st.query_params.get(urlcodec.PARAM)
     if token:
         try:
-            cfg, targets = urlcodec.decode(token)
+            decoded = urlcodec.decode(token)
+            cfg, targets = decoded
         except ConfigError as exc:
             flash("error", "The configuration in the link could not be used, so the 2020 production "
                            "plan is loaded instead:\n" + "\n".join(f"- {p}" for p in exc.problems))
@@ -81,8 +82,10 @@ def init() -> None:
             return
         base = planner.default_targets(cfg, planner.BOUND)
         base.update(targets)
-        set_config(cfg, "shared link", base)
-        flash("success", "Configuration restored from the link.")
+        name = getattr(decoded, "name", None)
+        set_config(cfg, name or "shared link", base)
+        ss[K_EDITED] = bool(getattr(decoded, "edited", False))
+        flash("success", f"Configuration restored from the link{f': {name}' if name else ''}.")
     else:
         load_production()
 
@@ -112,7 +115,8 @@ def page_setup() -> None:
 KEPT_WIDGETS = (
     "ad_level", "ad_mode", "ad_target", "ad_rule", "ad_log", "sup_level", "sup_frac", "sup_n",
     "run_source", "run_noise", "run_seed", "gen_persons", "gen_seed", "br_geo", "br_it", "br_search",
-    "br_view", "tv_log", "acc_trials", "cmp_a", "cmp_b", "cmp_only", "w_delta",
+    "br_view", "tv_log", "acc_trials", "w_delta", "sc_compare", "sc_only", "sc_level", "sc_pick",
+    "memo_kind",
 )
 
 
@@ -152,6 +156,7 @@ def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str,
     (a preset, a file, a link); without, the current plan is marked edited."""
     ss = st.session_state
     old = ss.get(K_CONFIG)
+    before = snapshot() if old is not None else None
     if targets is None:
         targets = planner.reconcile_targets(ss.get(K_TARGETS, {}), old, cfg, method())
     ss[K_CONFIG] = cfg
@@ -161,6 +166,21 @@ def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str,
         ss[K_EDITED] = False
     elif old is None or old.to_dict() != cfg.to_dict():
         ss[K_EDITED] = True
+    if before is not None:  # every change is a step of undo (ui.history)
+        history.record(ss, before, snapshot())
+
+
+def snapshot() -> history.Snapshot:
+    """The plan as undo / redo and scenarios see it."""
+    ss = st.session_state
+    return history.Snapshot(config(), targets(), ss.get(K_SOURCE, PRODUCTION), bool(ss.get(K_EDITED)))
+
+
+def restore(snap: history.Snapshot) -> None:
+    """Make a snapshot the plan again (undo / redo; not itself a step)."""
+    ss = st.session_state
+    ss[K_CONFIG], ss[K_TARGETS] = snap.config, dict(snap.targets)
+    ss[K_SOURCE], ss[K_EDITED] = snap.source, snap.edited
 
 
 def update(**changes: Any) -> bool:
@@ -214,7 +234,8 @@ def show_flashes() -> None:
 
 # ------------------------------------------------------------------ the URL
 def current_token() -> str:
-    return urlcodec.encode(config(), targets())
+    ss = st.session_state
+    return urlcodec.encode(config(), targets(), name=ss.get(K_SOURCE), edited=bool(ss.get(K_EDITED)))
 
 
 def sync_url() -> None:

@@ -1,7 +1,8 @@
 """The shareable link: a configuration (and the planner's MOE targets) as a URL token.
 
 Token = URL-safe base64 (no padding) of zlib-compressed compact JSON
-``{"v": 1, "c": <config.json keys>, "t": {"(GEO, LEVEL)": moe target}}``.
+``{"v": 1, "c": <config.json keys>, "t": {"(GEO, LEVEL)": moe target}, "n": plan name,
+"e": 1 if edited}`` ("t", "n" and "e" optional).
 Every key of the configuration is kept; the configuration is checked as strictly as a
 config.json file (`SafeTabConfig.from_dict`). Decoding never raises anything but
 `ConfigError`, whose `.problems` say in plain words what is wrong.
@@ -65,17 +66,51 @@ def config_from_text(text: str, source: str) -> SafeTabConfig:
         raise ConfigError([f"the JSON is nested too deeply (at most {MAX_DEPTH} levels are read)"], source) from None
 
 
-def encode(config: SafeTabConfig, targets: dict[str, int] | None = None) -> str:
-    """The URL token of a configuration and (optionally) its MOE targets."""
+#: The longest plan name a link carries.
+MAX_NAME = 80
+
+
+class Decoded(tuple):
+    """What `decode` returns: the pair (configuration, MOE targets), which unpacks as
+    before, plus the plan's name (`.name`, None if the link has none) and whether the
+    plan was edited since it got that name (`.edited`)."""
+
+    name: str | None
+    edited: bool
+
+    def __new__(cls, config: SafeTabConfig, targets: dict[str, int], name: str | None = None,
+                edited: bool = False):
+        self = super().__new__(cls, (config, targets))
+        self.name, self.edited = name, edited
+        return self
+
+
+def _name(value: Any) -> str | None:
+    """A plan name from a link: printable text, spaces collapsed, at most MAX_NAME."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join("".join(ch for ch in value if ch.isprintable()).split())[:MAX_NAME]
+    return text or None
+
+
+def encode(config: SafeTabConfig, targets: dict[str, int] | None = None, name: str | None = None,
+           edited: bool = False) -> str:
+    """The URL token of a configuration and (optionally) its MOE targets and the plan's
+    name (key "n"; "e": 1 if edited since it got that name)."""
     payload: dict[str, Any] = {"v": VERSION, "c": config.to_dict()}
     if targets:
         payload["t"] = {k: int(v) for k, v in sorted(targets.items()) if v is not None}
+    if _name(name):
+        payload["n"] = _name(name)
+        if edited:
+            payload["e"] = 1
     raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8")
     return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii").rstrip("=")
 
 
-def decode(token: str) -> tuple[SafeTabConfig, dict[str, int]]:
-    """(configuration, MOE targets) of a token; ConfigError in plain words if damaged."""
+def decode(token: str) -> Decoded:
+    """(configuration, MOE targets) of a token, with `.name` and `.edited` (`Decoded`);
+    ConfigError in plain words if damaged."""
     source = "shared link"
     damaged = (
         "the link's configuration is damaged or incomplete (was the address cut off "
@@ -119,7 +154,7 @@ def decode(token: str) -> tuple[SafeTabConfig, dict[str, int]]:
                 continue
             if m >= 1:
                 targets[key] = m
-    return config, targets
+    return Decoded(config, targets, _name(payload.get("n")), payload.get("e") == 1)
 
 
 def share_url(base_url: str | None, token: str, page: str | None = None) -> str:

@@ -274,3 +274,99 @@ def test_configuration_export(server, page):
     _screenshot(page, "configuration")
     exported = json.loads(_download(page, "Download config.json"))
     assert exported == production_2020().to_dict()
+
+
+def _screenshot_at(page, name: str, width: int):
+    """A full-page screenshot at a given window width (1280 and 1920 px: what committee
+    members use), then back to the default size."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": width, "height": 1000})
+    time.sleep(1.0)
+    _settle(page)
+    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": width, "height": min(int(height) + 20, 9000)})
+    time.sleep(1.5)
+    page.screenshot(path=str(SHOTS / f"{name}-{width}.png"))
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    time.sleep(0.5)
+
+
+def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_path):
+    import io
+
+    from pypdf import PdfReader
+
+    from calculators import budget, suppression
+
+    _open(page, f"{server}/scenarios", "Save the current plan")
+    name = page.get_by_label("Name", exact=True)
+    name.fill("Production copy")
+    name.press("Enter")
+    _settle(page)
+    page.get_by_role("button", name="Save the current plan").click()
+    page.get_by_text("Saved the current plan as scenario").first.wait_for()
+    _settle(page)
+    # a second plan: r = 3 on the planner, saved from the sidebar
+    _open(page, f"{server}/budget", "Stability S = 9")
+    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
+    slider.focus()
+    slider.press("Home")  # r = 1
+    page.get_by_text("Stability S = 3").wait_for()
+    _settle(page)
+    sidebar = page.locator("[data-testid='stSidebar']")
+    sidebar.get_by_role("button", name="Undo").click()
+    page.get_by_text("Stability S = 9").wait_for()
+    assert "Undone: max_race_codes: 1 → 8" in page.inner_text("body")
+    _settle(page)
+    sidebar.get_by_role("button", name="Redo").click()
+    page.get_by_text("Stability S = 3").wait_for()
+    _settle(page)
+    sidebar.get_by_role("button", name="Save as scenario").click()
+    box = page.get_by_label("Scenario name")
+    box.fill("r = 1 draft")
+    box.press("Enter")
+    _settle(page)
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.get_by_text("Saved the current plan as scenario “r = 1 draft”").first.wait_for()
+    # the comparison: current plan and the two scenarios
+    _open(page, f"{server}/scenarios", "Compare plans side by side")
+    page.get_by_text("3 plans:").first.wait_for()
+    _settle(page, 1.0)
+    body = page.inner_text("body")
+    assert "Production copy" in body and "r = 1 draft" in body
+    for width in (1280, 1920):
+        _screenshot_at(page, "scenarios", width)
+    # the memo of the comparison, as a PDF
+    _open(page, f"{server}/memo", "What the memo holds")
+    page.get_by_text("A comparison of plans").click()
+    page.get_by_text("3 plans compared").first.wait_for()
+    _settle(page)
+    for width in (1280, 1920):
+        _screenshot_at(page, "memo", width)
+    with page.expect_download(timeout=240_000) as info:
+        page.get_by_role("button", name="Decision memo (PDF)").click()
+    data = Path(info.value.path()).read_bytes()
+    reader = PdfReader(io.BytesIO(data))
+    text = "\n".join(p.extract_text() for p in reader.pages)
+    assert "3 plans compared" in text and "r = 1 draft: Suppression" in text
+    lines = text.splitlines()
+    i = lines.index("MOE exact")
+    row = next(line for line in lines[i + 1:] if line.startswith("COUNTY Detailed")).split()
+    moe_r1 = str(int(budget.moe_for_rho(0.159, 3, 0.1, exact=True)))
+    # a new browser session starts on the 2020 plan: current plan, "r = 1 draft", "Production copy"
+    assert row[2:] == ["11", moe_r1, "11", "yes"]
+    t = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 3), 0.9999)
+    assert f"(T = {t})" in text
+    assert sum(len(p.images) for p in reader.pages) > 10
+
+
+def test_a_plan_file_keeps_its_name_when_imported(server, page, tmp_path):
+    from calculators.presets import production_2020
+    from ui import scenarios
+
+    f = tmp_path / "committee.plan.json"
+    f.write_text(scenarios.plan_file_text("Committee import", production_2020().updated(max_race_codes=5)))
+    _open(page, f"{server}/configuration", "Shareable link")
+    page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(f))
+    page.get_by_text("Current plan: Committee import").first.wait_for()
+    assert "r = 5 (S = 6)" in page.locator("[data-testid='stSidebar']").inner_text()

@@ -1,0 +1,135 @@
+"""Scenarios, undo / redo, share links with a name, and the decision memo page, as a user
+drives them (AppTest). The store lives in the session's temp folder (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators import budget
+from calculators.levels import PopulationGroupLevel
+from calculators.presets import production_2020
+from tests.app.conftest import config, frame, open_app, texts
+from ui import scenarios, urlcodec
+
+COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """An empty store of this test's own (so tests do not see each other's scenarios)."""
+    monkeypatch.setenv(scenarios.ENV_DATA, str(tmp_path / "data"))
+    return scenarios.ScenarioStore()
+
+
+def test_save_from_the_page_and_find_it_after_a_restart(store):
+    at = open_app("scenarios")
+    assert "No scenario is saved yet" in texts(at)
+    at.session_state["config"] = production_2020().updated(max_race_codes=3)
+    at.text_input(key="sc_name").set_value("r = 3 for the committee").run()
+    at.text_input(key="sc_note").set_value("asked on 4 May").run()
+    at.button(key="sc_save").click().run()
+    s = store.get("r = 3 for the committee")
+    assert s.config.max_race_codes == 3 and s.note == "asked on 4 May"
+    assert "Current plan: **r = 3 for the committee**" in texts(at)  # the plan takes the name
+    again = open_app("scenarios")  # a new session: what a restart sees
+    listing = frame(again, "Name", "Modified (UTC)")
+    assert list(listing["Name"]) == ["r = 3 for the committee"] and "r = 3," in listing["Plan"].item()
+
+
+def test_a_taken_name_needs_consent(store):
+    store.save("Plan A", production_2020())
+    at = open_app("scenarios")
+    at.text_input(key="sc_name").set_value("plan a").run()
+    assert at.button(key="sc_save").disabled
+    at.checkbox(key="sc_replace").check().run()
+    at.session_state["config"] = production_2020().updated(max_race_codes=2)
+    at.button(key="sc_save").click().run()
+    assert store.get("Plan A").config.max_race_codes == 2 and len(store.all()) == 1
+
+
+def test_load_rename_and_delete(store):
+    store.save("Low budget", production_2020().with_rho(COUNTY2, 0.05), {"(COUNTY, 2)": 20})
+    store.save("Other", production_2020())
+    at = open_app("scenarios")
+    at.selectbox(key="sc_pick").set_value("Low budget").run()
+    at.button(key="sc_load").click().run()
+    assert config(at).rho(COUNTY2) == 0.05 and at.session_state["moe_targets"]["(COUNTY, 2)"] == 20
+    assert "Scenario “Low budget” is now the plan" in texts(at)
+    at.text_input(key="sc_new_name").set_value("Low county budget").run()
+    at.button(key="sc_rename").click().run()
+    assert set(store.names()) == {"Low county budget", "Other"}
+    assert "Current plan: **Low county budget**" in texts(at)  # the loaded plan follows its new name
+    at.selectbox(key="sc_pick").set_value("Other").run()
+    assert at.button(key="sc_delete").disabled  # not without the tick
+    at.checkbox(key="sc_delete_sure").check().run()
+    at.button(key="sc_delete").click().run()
+    assert store.names() == ["Low county budget"]
+
+
+def test_compare_three_plans_with_their_numbers(store):
+    store.save("r = 3", production_2020().updated(max_race_codes=3))
+    store.save("County 0.3", production_2020().with_rho(COUNTY2, 0.3))
+    at = open_app("scenarios")
+    at.multiselect(key="sc_compare").set_value(["2020 production plan", "r = 3", "County 0.3"]).run()
+    assert not at.exception
+    moe = [f for f in (d.value for d in at.dataframe) if {"r = 3", "County 0.3"} <= set(f.columns)
+           and "Quantity" not in f.columns]
+    exact = next(f for f in moe if f.loc[(f["Geography"] == "COUNTY") & (f["Iterations"] == "Detailed"),
+                                          "County 0.3"].item() == budget.moe_for_rho(0.3, 9, 0.1, exact=True))
+    row = exact[(exact["Geography"] == "COUNTY") & (exact["Iterations"] == "Detailed")].iloc[0]
+    assert row["r = 3"] == budget.moe_for_rho(0.159, 4, 0.1, exact=True) and row["Differs"]
+    summary = frame(at, "Quantity", "r = 3")
+    assert summary.set_index("Quantity").loc["Stability S", "r = 3"] == "4"
+    assert "3 plans:" in texts(at)
+    at.toggle(key="sc_only").set_value(True).run()
+    shown = frame(at, "Quantity", "r = 3")
+    assert shown["Differs"].all() and len(shown) < len(summary)
+
+
+def test_undo_and_redo_in_the_sidebar():
+    at = open_app("budget")
+    assert at.button(key="sb_undo").disabled and at.button(key="sb_redo").disabled
+    at.slider(key="w_r").set_value(3).run()
+    at.number_input(key="w_gamma").set_value(0.2).run()
+    assert (config(at).max_race_codes, config(at).gamma) == (3, 0.2)
+    at.button(key="sb_undo").click().run()
+    assert (config(at).max_race_codes, config(at).gamma) == (3, 0.1)
+    assert "Undone: privacy_budget_p_stage_1_fraction: 0.2 → 0.1" in texts(at)
+    at.button(key="sb_undo").click().run()
+    assert config(at).to_dict() == production_2020().to_dict()
+    assert at.button(key="sb_undo").disabled
+    assert at.slider(key="w_r").value == 8  # the controls show the plan undone
+    at.button(key="sb_redo").click().run()
+    at.button(key="sb_redo").click().run()
+    assert (config(at).max_race_codes, config(at).gamma) == (3, 0.2)
+    assert at.button(key="sb_redo").disabled
+
+
+def test_save_from_the_sidebar(store):
+    at = open_app("overview")
+    at.text_input(key="sb_save_name").set_value("Sidebar plan").run()
+    at.button(key="sb_save").click().run()
+    assert store.names() == ["Sidebar plan"]
+
+
+def test_a_share_link_keeps_the_plans_name():
+    cfg = production_2020().updated(max_race_codes=4)
+    at = open_app("overview", query={"config": urlcodec.encode(cfg, name="Committee plan B")})
+    assert config(at).max_race_codes == 4
+    assert "**Current plan:** Committee plan B" in texts(at)
+    tok = at.query_params["config"]
+    tok = tok[0] if isinstance(tok, list) else tok
+    assert urlcodec.decode(tok).name == "Committee plan B"
+
+
+def test_memo_page_offers_the_pdf_and_html_of_the_plan_or_a_comparison(store):
+    store.save("r = 3", production_2020().updated(max_race_codes=3))
+    at = open_app("memo")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Decision memo (PDF)" in labels and "Decision memo (HTML)" in labels
+    body = texts(at)
+    assert "No run in this session" in body and "Budget and MOE planner" in body
+    at.radio(key="memo_kind").set_value("comparison").run()
+    at.multiselect(key="sc_compare").set_value(["Current plan", "r = 3"]).run()
+    body = texts(at)
+    assert "2 plans compared" in body and "r = 3: Suppression" in body

@@ -1,0 +1,442 @@
+"""The decision memo: the current plan, or a comparison of plans, as one document
+(pure; no Streamlit). `ui.memo_html` and `ui.memo_pdf` print it.
+
+A memo is a list of sections of text, tables and figures. Every table and figure is
+built by the same helpers as the app's pages, so the memo shows the numbers the pages
+show: `ui.planner` (plan table, MOEs, summary, race multiplicity, MOE against ρ),
+`ui.analysis` (adaptive tables and curves, suppression thresholds and curves),
+`ui.charts` (the pages' figures), `ui.comparison` and `ui.scenario_charts` (plans side
+by side) and `ui.run_report` (the last run). Levels that share their budget and
+thresholds have identical curves, so the memo draws them once and names them all.
+
+Every memo carries its date, the project version (pyproject.toml), the privacy
+definition and delta, and the MOE method used for the "meets its target" verdicts.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from calculators import budget
+from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
+from ui import analysis, charts, comparison, files, planner, scenario_charts
+from ui.comparison import DIFFERS, Plan, cell_text, unique_names
+
+ROOT = Path(__file__).resolve().parent.parent
+DASH = "—"
+#: Section titles of a plan, of a comparison, and of the last run.
+PLAN_SECTIONS = ("Parameters", "Privacy accounting", "Budget and MOE planner", "Adaptive tables", "Suppression")
+COMPARISON_SECTIONS = ("Plans side by side", "By population group level", "Charts that overlay the plans",
+                       "config.json keys that differ")
+RUN_SECTION = "The last run: accuracy"
+
+
+# ------------------------------------------------------------------ the model
+@dataclass
+class Table:
+    title: str
+    df: pd.DataFrame
+    caption: str = ""
+    #: (row position, column) of cells to highlight (differences between plans).
+    highlight: list[tuple[int, str]] = field(default_factory=list)
+    #: Rows (positions) whose label is highlighted (the row differs).
+    rows: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Figure:
+    title: str
+    fig: go.Figure
+    data: pd.DataFrame
+    caption: str = ""
+
+
+@dataclass
+class Text:
+    text: str
+    kind: str = "p"  # "p", "note" (shaded) or "warning"
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Table | Figure | Text] = field(default_factory=list)
+    level: int = 1
+
+
+@dataclass
+class RunInfo:
+    """The last run of the session, as the memo shows it."""
+
+    summary: pd.DataFrame
+    levels: pd.DataFrame
+    release_report: pd.DataFrame | None
+    trials: pd.DataFrame | None
+    same_plan: bool
+
+
+@dataclass
+class Memo:
+    title: str
+    subtitle: str
+    date: str
+    version: str
+    facts: list[tuple[str, str]]
+    sections: list[Section]
+
+    def figures(self) -> list[Figure]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Figure)]
+
+    def tables(self) -> list[Table]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Table)]
+
+
+# ------------------------------------------------------------------ formatting
+def project_version(root: Path = ROOT) -> str:
+    """`version` of pyproject.toml ("unknown" if it cannot be read)."""
+    try:
+        with open(root / "pyproject.toml", "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def _slice(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    return df[[c for c in columns if c in df.columns]]
+
+
+# ------------------------------------------------------------------ one plan
+def _budget_word(cfg) -> str:
+    return planner.units(cfg)["budget"]
+
+
+def _facts(plan: Plan, method: str, delta: float) -> list[tuple[str, str]]:
+    cfg, s = plan.config, planner.plan_summary(plan.config, delta)
+    b = _budget_word(cfg)
+    pure = cfg.privacy_defn == "puredp"
+    out = [
+        ("Plan", plan.name),
+        ("Privacy definition", "pure DP (budgets ε, geometric noise, δ = 0)" if pure
+         else f"zCDP (budgets ρ, discrete Gaussian noise), ε reported at δ = {delta:g}"),
+        (f"{b} of the release = max(US, PR)", f"{cell_text(s['rho_release'])} (bounded neighbours: "
+                                             f"{cell_text(s['rho_release_bounded'])})"),
+    ]
+    if not pure:
+        out.append(("ε of the release (tight / classic)", f"{s['eps_tight']:.4g} / {s['eps_classic']:.4g} "
+                                                          f"(bounded: {s['eps_tight_bounded']:.4g})"))
+    out += [
+        ("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}"),
+        ("r, S, γ, p", f"r = {cfg.max_race_codes}, S = {s['S']}, γ = {cfg.gamma:g}, "
+                       f"p = {cfg.zero_suppression_chance:g}"),
+        ("MOE targets met with", planner.METHOD_SHORT[method]),
+    ]
+    return out
+
+
+def accounting_table(plan: Plan, delta: float) -> pd.DataFrame:
+    """Per level: run, on/off, budget, share of its run, ε of the level alone at δ
+    (unbounded and bounded neighbours; pure DP: ε and 2ε) (SPEC §1)."""
+    cfg = plan.config
+    pure = cfg.privacy_defn == "puredp"
+    t = planner.plan_table(cfg, plan.targets, planner.BOUND)
+    b = _budget_word(cfg)
+    eps, eps_b = [], []
+    for lvl in POPULATION_GROUP_LEVELS:
+        rho = cfg.rho(lvl) if cfg.runs_geo(lvl) else 0.0
+        if rho <= 0:
+            eps.append(None)
+            eps_b.append(None)
+        elif pure:
+            eps.append(float(rho))
+            eps_b.append(float(2 * rho))
+        else:
+            eps.append(float(budget.epsilon_tight(rho, delta)))
+            eps_b.append(float(budget.epsilon_tight(2 * rho, delta)))
+    out = pd.DataFrame({
+        planner.GEO: t[planner.GEO], planner.ITER: t[planner.ITER], planner.RUN: t[planner.RUN],
+        planner.ON: t[planner.ON], b: t[planner.RHO], planner.label(planner.SHARE, cfg): t[planner.SHARE],
+        "ε of the level" + ("" if pure else f" at δ = {delta:g}"): eps,
+        "ε of the level, bounded": eps_b,
+    })
+    return out
+
+
+def _distinct(cfg, levels: Sequence[PopulationGroupLevel]) -> list[list[PopulationGroupLevel]]:
+    """Levels grouped by equal (budget, thresholds): their curves are the same."""
+    groups: dict[tuple, list[PopulationGroupLevel]] = {}
+    for lvl in levels:
+        sig = (cfg.rho(lvl), tuple(cfg.thresholds(lvl)), lvl.is_state_or_above)
+        groups.setdefault(sig, []).append(lvl)
+    return list(groups.values())
+
+
+def _names(levels: Sequence[PopulationGroupLevel]) -> str:
+    return planner.group_name(list(levels))
+
+
+def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "") -> list[Section]:
+    """Parameters, privacy accounting, planner, adaptive tables and suppression of one plan."""
+    cfg, targets = plan.config, plan.targets
+    u = planner.units(cfg)
+    b = u["budget"]
+    secs: list[Section] = []
+
+    # --- parameters
+    keys = comparison.config_keys([plan])
+    keys = keys.drop(columns=[DIFFERS]).rename(columns={keys.columns[1]: "Value"})
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[0]}", [
+        Text(f"The plan's config.json ({len(keys)} keys; thresholds one row per level). MOE targets are the "
+             f"planner's; they are not part of config.json."),
+        Table("config.json", keys),
+    ]))
+
+    # --- privacy accounting
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[1]}", [
+        Text(("Pure DP: the levels of a run add up (basic composition); US and Puerto Rico persons are "
+              "disjoint, so the release costs the larger run. Bounded neighbours (change one person) cost twice "
+              "unbounded ones (add or remove one person). Smaller ε is more private.") if u["puredp"] else
+             ("zCDP: the levels of a run add up (sequential composition); US and Puerto Rico persons are "
+              "disjoint, so the release costs the larger run. Bounded neighbours (change one person) cost twice "
+              f"unbounded ones (add or remove one person). ε is the (ε, δ)-DP guarantee at δ = {delta:g}: tight "
+              "(Canonne-Kamath-Steinke) and classic ρ + 2√(ρ ln 1/δ). Smaller ρ and ε are more private.")),
+        Table("The release", planner.summary_table(cfg, delta)),
+        Table("Each level", accounting_table(plan, delta),
+              caption=f"ε of one level alone; the release's ε is that of the summed {b}, not the sum of these."),
+    ]))
+
+    # --- planner
+    table = planner.plan_table(cfg, targets, method)
+    missed = planner.missed_targets(table)
+    rhos = [r for r, _ in planner.rho_groups(cfg)]
+    lo, hi = min([1e-3] + [r / 2 for r in rhos]), max([10.0] + [r * 2 for r in rhos])
+    S = planner.stability_of(cfg)
+    curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
+    points = planner.level_points(cfg, method)
+    blocks: list[Table | Figure | Text] = [
+        Text(f"MOE = 95% margin of error of one published stage-2 cell, in persons. Two figures: the design "
+             f"paper's ⌊1.96σ⌋ and the exact {u['law']} MOE (smallest m with P(|noise| ≤ m) ≥ 95%). The verdict "
+             f"“Meets target?” uses the {planner.METHOD_SHORT[method]}."),
+        Table("Budget and MOE per level", planner.relabel(table, cfg)),
+    ]
+    if missed:
+        blocks.append(Text(f"{len(missed)} level(s) miss their MOE target: {', '.join(missed)}.", "warning"))
+    mt = planner.moe_table(cfg, targets)
+    if len(mt):
+        blocks.append(Table("Noise and MOE of every stage", planner.relabel(mt, cfg),
+                            caption="σ² (b under pure DP) of each stage; MOEs in persons."))
+    blocks.append(Figure(f"MOE against {b}", charts.moe_vs_rho(curve, points, planner.label(
+        planner.METHOD_SHORT[method], cfg), units=u), planner.relabel(curve, cfg),
+        caption=f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels."))
+    long = planner.race_multiplicity_long(cfg, method)
+    if not long.empty:
+        blocks.append(Figure("Race multiplicity r", charts.race_multiplicity(long, units=u),
+                             planner.relabel(long, cfg)))
+        blocks.append(Table("MOE by race multiplicity r", planner.race_multiplicity_table(cfg, method),
+                            caption=f"Row r = {cfg.max_race_codes} is this plan; budgets and γ as they are.",
+                            rows=[cfg.max_race_codes - 1]))
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[2]}", blocks))
+
+    # --- adaptive tables
+    levels = cfg.tabulated_levels()
+    blocks = []
+    if levels:
+        blocks.append(Table("Thresholds of every level", analysis.thresholds_table(cfg),
+                            caption="Relative MOE of a cell of the table a threshold opens, for a group exactly at "
+                                    "the threshold spread evenly over the table's cells."))
+        for grp in _distinct(cfg, levels):
+            lvl = grp[0]
+            th = cfg.thresholds(lvl)
+            name = _names(grp)
+            blocks.append(Table(f"{name}: the four possible tables (Θ = {', '.join(f'{t:,}' for t in th)})",
+                                analysis.level_tables(cfg, lvl)))
+            probs = analysis.stat_level_curves(cfg, lvl)
+            blocks.append(Figure(f"{name}: which table a group gets",
+                                 charts.stat_level_probabilities(probs, th, log_x=True), probs))
+            moes = analysis.moe_curves(cfg, lvl)
+            blocks.append(Figure(f"{name}: expected accuracy by true size",
+                                 charts.expected_moe(moes, th, log_x=True), moes))
+    else:
+        blocks.append(Text("No population group level is tabulated.", "warning"))
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[3]}", blocks))
+
+    # --- suppression
+    p = cfg.zero_suppression_chance
+    blocks = [Text(f"Zero-suppression chance p = {p:g}. At sub-state levels a total-only (stat level 0) group's "
+                   "total is released only if its noisy value is above T, the smallest count with "
+                   "P(noise ≤ T) ≥ p; released counts are biased upward. State and above are never suppressed.")]
+    if levels:
+        blocks.append(Table("Threshold T per level", analysis.suppression_table(cfg, p)))
+    sub = [lvl for lvl in levels if not lvl.is_state_or_above]
+    if p > 0 and sub:
+        for grp in _distinct(cfg, sub):
+            lvl = grp[0]
+            sig = analysis.sigmas(cfg, lvl)
+            t = analysis.threshold_for(cfg, lvl, p)
+            curves = analysis.suppression_curves(t, sig["stage2"], noise=sig["noise"])
+            name = _names(grp)
+            blocks.append(Figure(f"{name}: chance of suppression (T = {t})",
+                                 charts.suppression_probability(curves, t), curves))
+            blocks.append(Figure(f"{name}: bias of what is released", charts.release_bias(curves, t), curves))
+            ns = sorted({0, max(t // 2, 0), max(t, 0), 2 * max(t, 1)})
+            rows = [{"True count n": n, **analysis.value_at(n, t, sig["stage2"], sig["noise"])} for n in ns]
+            blocks.append(Table(f"{name}: what happens to one true count", pd.DataFrame(rows)))
+    elif p == 0:
+        blocks.append(Text("Suppression is off (p = 0): every total is released."))
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[4]}", blocks))
+    return secs
+
+
+# ------------------------------------------------------------------ the last run
+def run_section(run: RunInfo) -> Section:
+    blocks: list[Table | Figure | Text] = [
+        Text("The last run of this session on the Run page. Errors compare the release with the true counts of "
+             "the confidential input: for checking the plan, NOT FOR RELEASE.", "note"),
+    ]
+    if not run.same_plan:
+        blocks.append(Text("The plan has changed since this run: the run used the plan named below, not "
+                           "necessarily the plan of this memo.", "warning"))
+    blocks.append(Table("The run", run.summary))
+    if len(run.levels):
+        blocks.append(Table("Tables published per level", run.levels))
+    n_trials = int(run.trials["trials"].max()) if run.trials is not None and len(run.trials) else 0
+    for label, rep in (("Accuracy of this release against the truth", run.release_report),
+                       (f"Accuracy over {n_trials} repeated releases", run.trials)):
+        if rep is None or not len(rep):
+            continue
+        blocks.append(Table(label, rep, caption="p95_abs_error: 95th percentile of |released − true| (persons); "
+                                                "predicted_moe95_exact: the calculators' 95% MOE."))
+        blocks.append(Figure(f"{label}: observed against predicted", charts.accuracy(rep), rep))
+    return Section(RUN_SECTION, blocks)
+
+
+def run_info(out, meta: dict | None, current_config) -> RunInfo:
+    """A RunInfo of a `ui.runner.RunOutput` (its own release's accuracy is computed once)."""
+    from ui import run_report
+
+    return RunInfo(run_report.summary(out, meta), files.stat_level_counts(out.manifest),
+                   run_report.release_accuracy(out), out.trials,
+                   out.config.to_dict() == current_config.to_dict())
+
+
+# ------------------------------------------------------------------ memos
+def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DEFAULT_DELTA,
+              run: RunInfo | None = None, now: datetime | None = None) -> Memo:
+    """The decision memo of one plan."""
+    sections = plan_sections(plan, method, delta)
+    if run is not None:
+        sections.append(run_section(run))
+    return Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
+                _date(now), project_version(), _facts(plan, method, delta), sections)
+
+
+def _signature(plans: Sequence[Plan], lvl: PopulationGroupLevel) -> tuple:
+    return tuple((p.config.rho(lvl) if p.config.runs_geo(lvl) else 0.0,
+                  tuple(p.config.thresholds(lvl)) if lvl.key in p.config.thresholds_p else (),
+                  planner.stability_of(p.config), p.config.gamma, p.config.privacy_defn,
+                  p.config.zero_suppression_chance) for p in plans) + (lvl.is_state_or_above,)
+
+
+def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: float = planner.DEFAULT_DELTA,
+                    run: RunInfo | None = None, now: datetime | None = None,
+                    details: dict[str, tuple[str, str, str]] | None = None) -> Memo:
+    """The decision memo of several plans side by side (the first is the reference),
+    then each plan in full. `details`: name -> (created, modified, note) of saved
+    scenarios."""
+    if len(plans) < 2:
+        raise ValueError("a comparison needs two or more plans")
+    names = unique_names([p.name for p in plans])
+    plans = [Plan(n, p.config, p.targets) for n, p in zip(names, plans, strict=True)]
+    details = details or {}
+    listing = pd.DataFrame([{
+        "Plan": p.name,
+        "Privacy definition": "pure DP" if p.config.privacy_defn == "puredp" else "zCDP",
+        "Created (UTC)": details.get(p.name, ("", "", ""))[0].replace("T", " ")[:19] or DASH,
+        "Modified (UTC)": details.get(p.name, ("", "", ""))[1].replace("T", " ")[:19] or DASH,
+        "Note": details.get(p.name, ("", "", ""))[2] or DASH,
+    } for p in plans])
+
+    def cmp_table(title: str, df: pd.DataFrame, caption: str = "") -> Table:
+        return Table(title, df, caption, comparison.differing_cells(df, names),
+                     [i for i, d in enumerate(df[DIFFERS]) if d])
+
+    summ = comparison.summary(plans, delta)
+    head = [
+        Text(f"{len(plans)} plans. Highlighted: values that differ from the first plan, {names[0]}; "
+             "rows that differ are marked. Budgets are ρ (zCDP) or ε (pure DP); smaller is more private."),
+        Table("The plans", listing),
+        cmp_table("Settings and privacy accounting", summ),
+    ]
+    if len({p.config.privacy_defn for p in plans}) > 1:
+        head.append(Text("These plans mix zCDP and pure DP: budgets are in different units (ρ and ε). Compare them "
+                         "by their MOEs, thresholds and ε.", "warning"))
+    secs = [Section(COMPARISON_SECTIONS[0], head)]
+    lv_blocks: list[Table | Figure | Text] = []
+    for m, (title, helptext) in comparison.MEASURES.items():
+        df = comparison.by_level(plans, m, method, delta)
+        lv_blocks.append(cmp_table(title, df, helptext))
+        if m in ("epsilon", "moe_exact", "suppression"):
+            lv_blocks.append(Figure(f"{title} by level", scenario_charts.level_bars(
+                df, f"{title} by level, one bar per plan", title, log_y=m != "suppression"), df))
+    secs.append(Section(COMPARISON_SECTIONS[1], lv_blocks))
+
+    ov: list[Table | Figure | Text] = []
+    for defn in ("zcdp", "puredp"):
+        group = [p for p in plans if p.config.privacy_defn == defn]
+        if group:
+            ov.append(Figure(f"MOE against the level budget ({'pure DP' if defn == 'puredp' else 'zCDP'})",
+                             scenario_charts.moe_budget_curves(group, method),
+                             comparison.by_level(group, "moe_exact", method, delta)))
+    seen: dict[tuple, list[PopulationGroupLevel]] = {}
+    for lvl in POPULATION_GROUP_LEVELS:
+        if any(p.config.rho(lvl) > 0 and p.config.runs_geo(lvl) for p in plans):
+            seen.setdefault(_signature(plans, lvl), []).append(lvl)
+    for grp in seen.values():
+        lvl, name = grp[0], _names(grp)
+        ad = scenario_charts.adaptive_data(plans, lvl)
+        if len(ad):
+            fig = scenario_charts.adaptive_overlay(ad, plans, lvl)
+            fig.update_layout(title_text=f"{name}: expected accuracy by true group size, one line per plan")
+            ov.append(Figure(f"{name}: adaptive tables", fig, ad))
+        sd = scenario_charts.suppression_data(plans, lvl)
+        if len(sd):
+            fig = scenario_charts.suppression_overlay(sd, lvl)
+            fig.update_layout(title_text=f"{name}: suppression by true count, one line per plan")
+            ov.append(Figure(f"{name}: suppression", fig, sd))
+    secs.append(Section(COMPARISON_SECTIONS[2], ov))
+    keys = comparison.config_keys(plans)
+    diff_keys = keys[keys[DIFFERS]].reset_index(drop=True)
+    secs.append(Section(COMPARISON_SECTIONS[3], [
+        cmp_table("Keys that differ", diff_keys) if len(diff_keys) else Text("The plans' config.json are identical."),
+    ]))
+    for p in plans:
+        for s in plan_sections(p, method, delta, prefix=f"{p.name}: "):
+            s.level = 2
+            secs.append(s)
+    if run is not None:
+        secs.append(run_section(run))
+    facts = [("Plans", ", ".join(names)), ("Reference (first) plan", names[0]),
+             ("MOE targets met with", planner.METHOD_SHORT[method]),
+             ("δ for ε of zCDP plans", f"{delta:g}")]
+    return Memo(f"SafeTab-P decision memo: {len(plans)} plans compared", ", ".join(names), _date(now),
+                project_version(), facts, secs)
+
+
+def outline(plans: Sequence[Plan], with_run: bool = False) -> list[str]:
+    """The section titles the memo of these plans will have (cheap: nothing computed)."""
+    if len(plans) == 1:
+        titles = list(PLAN_SECTIONS)
+    else:
+        names = unique_names([p.name for p in plans])
+        titles = list(COMPARISON_SECTIONS) + [f"{n}: {t}" for n in names for t in PLAN_SECTIONS]
+    return titles + ([RUN_SECTION] if with_run else [])
+
+
+def _date(now: datetime | None) -> str:
+    return (now or datetime.now().astimezone()).strftime("%Y-%m-%d %H:%M %Z").strip()
