@@ -35,6 +35,7 @@ entity (the greedy tract grouping is polynomial and capped by `max_evaluations`)
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -223,10 +224,13 @@ def _solve(parents: Any, target: Any, usable: Any, offsets: np.ndarray | None,
     if not np.issubdtype(f.dtype, np.integer):
         if not np.all(f == np.round(f)):
             raise ValueError(f"{name} must hold whole numbers")
-        f = f.astype(np.int64)
     f = f.astype(np.int64)
     f[tree.n_children > 0] = 0
-    u = _usable(tree, usable)
+    return _solve_tree(tree, f, _usable(tree, usable), offsets)
+
+
+def _solve_tree(tree: _Tree, f: np.ndarray, u: np.ndarray, offsets: np.ndarray | None) -> tuple[int | None, np.ndarray]:
+    """One optimal decomposition of the integer target f (per node, 0 on inner nodes)."""
     if offsets is None:
         lo, hi = min(0, int(f.min())) - 1, max(0, int(f.max())) + 1
         offsets = np.arange(lo, hi + 1)
@@ -314,6 +318,130 @@ def combine_costs(parents: Any, leaf_in: Any, leaf_out: Any, usable: Any = None)
     cost = np.stack([a, b], axis=2)
     cost = np.where(cost < 0, _INF, cost)
     return _root_costs(tree, a, _usable(tree, usable), leaf_cost=cost)
+
+
+@dataclass(frozen=True)
+class Composition:
+    """An area as a signed sum of tree nodes and extra sets (`compose`)."""
+
+    count: int | None  # units used; None: not composable
+    nodes: np.ndarray  # rows (node, sign)
+    extras: np.ndarray  # rows (extra set, sign)
+    scope: int  # -1: every usable extra was a candidate; else the node whose extras were
+    candidates: int  # extra sets searched
+    max_extras: int  # largest number of extras tried together
+    exhaustive: bool  # every signed subset of the candidates was tried
+
+
+def _depths(tree: _Tree) -> np.ndarray:
+    d = np.zeros(tree.n, dtype=np.int64)
+    for k, nodes in enumerate(tree.levels):
+        d[nodes] = k
+    return d
+
+
+def _ancestor_at(tree: _Tree, depth: np.ndarray, nodes: np.ndarray, level: int) -> np.ndarray:
+    """The ancestor at depth `level` of each node (nodes at least that deep)."""
+    a = np.asarray(nodes, dtype=np.int64).copy()
+    while True:
+        deep = depth[a] > level
+        if not deep.any():
+            return a
+        a[deep] = tree.parents[a[deep]]
+
+
+def _lowest_common_ancestor(tree: _Tree, depth: np.ndarray, nodes: np.ndarray) -> int:
+    a = _ancestor_at(tree, depth, nodes, int(depth[nodes].min()))
+    while len(np.unique(a)) > 1:
+        a = tree.parents[a]
+    return int(a[0])
+
+
+def _below(tree: _Tree, depth: np.ndarray, node: int) -> np.ndarray:
+    """Boolean per node: in the subtree of `node`."""
+    inside = np.zeros(tree.n, dtype=bool)
+    deep = np.flatnonzero(depth >= depth[node])
+    inside[deep] = _ancestor_at(tree, depth, deep, int(depth[node])) == node
+    return inside
+
+
+def compose(parents: Any, target: Any, extras: Any = None, usable: Any = None, extras_usable: Any = None,
+            max_solves: int = 20_000) -> Composition:
+    """The fewest units, each used once with sign +1 or -1, whose signed sum is the area.
+
+    Units are the usable tree nodes plus extra sets of leaves that do not nest in the
+    tree (places and AIANNH areas crossing tracts). `target` is 0/1 per leaf (or any
+    integers), `extras` is (sets, leaves or nodes), boolean. For each signed choice X
+    of extras, the rest (target - sum of X) is decomposed exactly on the tree
+    (`signed_decomposition`); the best total wins (ties: fewer extras).
+
+    Which extras are tried: all usable ones when their 3^m signed subsets fit in
+    `max_solves` (then the result is the exact minimum). Otherwise those inside the
+    smallest subtree holding the area and every usable extra meeting it (`scope`, found
+    by growing the area's lowest common ancestor until no extra sticks out), all their
+    signed subsets if they fit, else all subsets up to the largest size that fits
+    (`exhaustive` False). At most `max_solves` tree solves, each linear in the tree.
+    """
+    tree = _tree(parents)
+    f = _per_leaf(tree, np.asarray(target), "target").astype(np.int64)
+    f[tree.n_children > 0] = 0
+    u = _usable(tree, usable)
+    if extras is None:
+        ex = np.zeros((0, tree.n), dtype=bool)
+    else:
+        e = np.asarray(extras).astype(bool)
+        if e.ndim != 2:
+            raise ValueError("extras must be a 2-D boolean array (sets x leaves)")
+        ex = _per_leaf(tree, e.T, "extras").T.copy()
+        ex[:, tree.n_children > 0] = False
+    eu = np.ones(len(ex), dtype=bool) if extras_usable is None else np.asarray(extras_usable, dtype=bool)
+    if eu.shape != (len(ex),):
+        raise ValueError(f"extras_usable must have one value per extra set ({len(ex)})")
+    if max_solves < 1:
+        raise ValueError("max_solves must be >= 1")
+    pool = np.flatnonzero(eu & ex.any(axis=1))
+    scope = -1
+    if 3 ** len(pool) > max_solves and np.any(f != 0):
+        depth = _depths(tree)
+        scope = _lowest_common_ancestor(tree, depth, np.flatnonzero(f != 0))
+        while True:
+            inside = _below(tree, depth, scope)
+            meet = pool[ex[pool][:, inside].any(axis=1)]
+            out = ex[meet][:, ~inside].any(axis=0)
+            if not out.any():
+                break
+            scope = _lowest_common_ancestor(tree, depth, np.r_[scope, np.flatnonzero(out)])
+        pool = meet
+    m = len(pool)
+    sizes, total = [], 0
+    for j in range(m + 1):
+        c = math.comb(m, j) * 2 ** j
+        if total + c > max_solves:
+            break
+        sizes.append(j)
+        total += c
+    best: tuple[int, np.ndarray, np.ndarray] | None = None
+    inner = tree.n_children > 0
+    for j in sizes:
+        if best is not None and best[0] <= j:
+            break  # j extras alone already cost as much
+        for comb in itertools.combinations(pool, j):
+            for signs in itertools.product((1, -1), repeat=j):
+                rest = f.copy()
+                for sgn, x in zip(signs, comb):
+                    rest -= sgn * ex[x]
+                rest[inner] = 0
+                cost, dec = _solve_tree(tree, rest, u, None)
+                if cost is None or (best is not None and cost + j >= best[0]):
+                    continue
+                chosen = np.array([[x, sgn] for x, sgn in zip(comb, signs)], dtype=np.int64).reshape(-1, 2)
+                best = (cost + j, dec, chosen)
+    largest = sizes[-1] if sizes else 0
+    exhaustive = len(sizes) == m + 1
+    if best is None:
+        empty = np.zeros((0, 2), np.int64)
+        return Composition(None, empty, empty, scope, m, largest, exhaustive)
+    return Composition(best[0], best[1], best[2], scope, m, largest, exhaustive)
 
 
 # ------------------------------------------------------------------------ bypassing

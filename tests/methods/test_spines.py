@@ -409,3 +409,80 @@ def test_optimised_spines_are_valid_trees_within_the_fanout_bounds(data):
         assert spines.osed(res.parents_after, inside)[0] == res.osed_after[e]
         assert spines.osed(res.parents_before, inside)[0] == res.osed_before[e]
         assert spines.osed(res.parents_after, ~inside)[0] == res.cost_after[e, 1]
+
+
+# ------------------------------------------------------------------ composition
+def _brute_force_with_extras(parents, target, extras, usable, extras_usable, max_units):
+    sets = np.vstack([_leaf_sets(parents)[usable], np.asarray(extras, dtype=np.int64)[extras_usable]])
+    for d in range(max_units + 1):
+        for comb in itertools.combinations(range(len(sets)), d):
+            sub = sets[list(comb)]
+            for signs in itertools.product((1, -1), repeat=d):
+                got = np.asarray(signs, dtype=np.int64) @ sub if d else np.zeros(sets.shape[1], np.int64)
+                if np.array_equal(got, target):
+                    return d
+    return None
+
+
+@settings(derandomize=True, max_examples=120, deadline=None)
+@given(data=st.data())
+def test_compose_with_extra_sets_is_minimal(data):
+    parents, n_leaves = data.draw(_trees(max_nodes=8))
+    target = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n_leaves, max_size=n_leaves)))
+    k = data.draw(st.integers(0, 3))
+    extras = np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=n_leaves, max_size=n_leaves),
+                                         min_size=k, max_size=k)), dtype=bool).reshape(k, n_leaves)
+    usable = np.array(data.draw(st.lists(st.booleans(), min_size=len(parents), max_size=len(parents))))
+    eu = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)), dtype=bool)
+    res = spines.compose(parents, target, extras, usable=usable, extras_usable=eu)
+    assert res.exhaustive
+    want = _brute_force_with_extras(parents, target, extras, usable, eu, max_units=6)
+    assert res.count == want
+    if res.count is not None:
+        got = _signed_sum(parents, res.nodes) + (res.extras[:, 1] @ extras[res.extras[:, 0]].astype(int)
+                                                 if len(res.extras) else 0)
+        assert np.array_equal(got, target)
+        assert usable[res.nodes[:, 0]].all() and eu[res.extras[:, 0]].all()
+
+
+def _two_counties():
+    """Nation (0, not a unit) > counties 1, 2 > ten tracts each (3..22) > one piece each
+    (23..42, not units). Pieces 23..32 are county 1's."""
+    parents = np.array([-1, 0, 0] + [1] * 10 + [2] * 10 + list(range(3, 23)))
+    usable = np.ones(len(parents), bool)
+    usable[[0]] = False
+    usable[23:] = False
+    return parents, usable
+
+
+def test_compose_finds_a_place_of_whole_tracts_outside_the_area():
+    parents, usable = _two_counties()
+    area = np.zeros(20, dtype=np.int64)
+    area[:5] = 1  # county 1's first five tracts
+    q = np.zeros(20, bool)
+    q[5:10] = True  # a place made of county 1's other five tracts
+    others = np.zeros((12, 20), bool)
+    for i in range(12):  # places in county 2
+        others[i, 10 + i % 10] = True
+    extras = np.vstack([others, q])
+    res = spines.compose(parents, area, extras, usable=usable, max_solves=100)
+    assert res.count == 2 and res.nodes.tolist() == [[1, 1]] and res.extras.tolist() == [[12, -1]]
+    assert res.scope == 1 and res.candidates == 1 and res.exhaustive
+    # Without the place: the five tracts.
+    assert spines.compose(parents, area, usable=usable).count == 5
+
+
+def test_compose_says_when_the_search_was_capped():
+    parents, usable = _two_counties()
+    area = np.zeros(20, dtype=np.int64)
+    area[:3] = 1
+    extras = np.zeros((8, 20), bool)
+    for i in range(8):
+        extras[i, i] = True
+    res = spines.compose(parents, area, extras, usable=usable, max_solves=40)
+    assert not res.exhaustive and res.candidates == 8 and res.max_extras == 1
+    assert res.count == 3  # three tracts either way
+    usable[3] = False  # the first tract is suppressed: county 1 minus its other seven tracts
+    assert spines.compose(parents, area, usable=usable).count == 8
+    usable[1] = False  # ...and county 1 too: nothing else covers the first tract's piece
+    assert spines.compose(parents, area, usable=usable).count is None
