@@ -516,6 +516,17 @@ def availability(units: PublishedUnits, tables: dict[PopulationGroupLevel, Level
                         frame(units.extra_geo, units.extra_region), noise, not allow_negative_counts)
 
 
+def structural_availability(units: PublishedUnits) -> Availability:
+    """Every unit published, nothing known of its noise: the geography alone (how many
+    units an area takes when no group is suppressed)."""
+    def frame(n: int) -> pd.DataFrame:
+        return pd.DataFrame({"tabulated": np.ones(n, bool), "released": np.ones(n, bool), "truth": 0,
+                             "published": 0, "stat_level": 0, "variance": np.nan, "scale": np.nan, "cells": 0,
+                             "source": [f"unit {i}" for i in range(n)], "same_blocks_as": ""})
+
+    return Availability("", 0, frame(len(units.geo)), frame(len(units.extra_geo)), noise_family.GAUSSIAN, False)
+
+
 @dataclass
 class AreaResult:
     """A custom area composed of published units (`compose_area`)."""
@@ -613,6 +624,8 @@ def compose_area(units: PublishedUnits, avail: Availability, area: np.ndarray, s
         return AreaResult(False, reason, rows.drop(columns=["_s"], errors="ignore"), None, ideal.count, needed,
                           search=search, **base)
     rows = _rows_for(units, avail, real)
+    if rows["variance"].isna().any():  # the geography alone (structural_availability)
+        return AreaResult(True, "", rows.drop(columns=["_s"]), real.count, ideal.count, needed, search=search, **base)
     s = rows["_s"].to_numpy(np.int64)
     truth = int(np.sum(s * rows["truth"].to_numpy(np.int64)))
     estimate = int(np.sum(s * rows["published"].to_numpy(np.int64)))
@@ -662,3 +675,44 @@ def nearest_unit(avail: Availability, units: PublishedUnits, truth: int, exclude
     d.update(moe_exact=int(moe), moe_exact_is_exact=exact,
              moe_normal=int(budget.moe_bound(d["variance"])) if d["variance"] > 0 else 0)
     return d
+
+
+# ------------------------------------------------------------------ text reports
+def format_study(study: SpineStudy) -> str:
+    """The spine study as text (command line)."""
+    e = study.entities
+    lines = [f"Spine optimisation of {study.counties} counties in {study.seconds:.3f} s "
+             f"({study.evaluations} tract-group merges tested; fan-out cutoff {study.settings['fanout_cutoff']}, "
+             f"entity threshold {study.settings['entity_threshold']})."]
+    lines.append(study.units.rename(columns={"before": "Census spine", "after": "optimised spine"})
+                 .to_string(index=False))
+    for kind, sel in (("places", e["level"] != "AIANNH"), ("AIANNH areas", e["level"] == "AIANNH")):
+        if sel.any():
+            b, a = e.loc[sel, "osed_census"], e.loc[sel, "osed_optimised"]
+            lines.append(f"OSED of {sel.sum()} {kind}: mean {b.mean():.2f} -> {a.mean():.2f}, "
+                         f"max {b.max()} -> {a.max()}, on the spine (distance 1) {int((b == 1).sum())} -> "
+                         f"{int((a == 1).sum())}")
+    lines.append(e.rename(columns={"osed_census": "OSED Census spine", "osed_optimised": "OSED optimised",
+                                   "osed_safetab_tree": "OSED SafeTab-P tracts (-1: impossible)"})
+                 .drop(columns=["index"]).to_string(index=False))
+    return "\n".join(lines)
+
+
+def format_area(res: AreaResult, seeded: bool = False) -> str:
+    """A custom area's composition as text (command line)."""
+    lines = []
+    if res.composable:
+        lines.append(f"Composable from {res.count} published unit(s) ({res.search}):")
+        cols = ["sign", "unit"] + (["truth", "published", "stat_level", "variance"] if seeded else [])
+        lines.append(res.units[cols].to_string(index=False))
+        if seeded and res.variance is not None:
+            lines.append(f"Composed count {res.estimate} (truth {res.truth}); variance {res.variance:.1f}; "
+                         f"95% MOE {res.moe_exact} ({'exact law of the sum' if res.moe_exact_is_exact else 'approximation'}"
+                         f"), normal approximation {res.moe_normal}. Seeded study: NOT a release.")
+    else:
+        lines.append(f"Not composable from published units: {res.reason}.")
+        if res.needed_but_suppressed:
+            lines.append(f"With every unit published it would take {res.count_if_all_published} unit(s); "
+                         f"not available: {', '.join(res.needed_but_suppressed)}.")
+    lines.append(f"On the Census spine (if block groups and blocks were published): {res.census_osed} unit(s).")
+    return "\n".join(lines)
