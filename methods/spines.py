@@ -275,12 +275,17 @@ def signed_decomposition(parents: Any, target: Any, usable: Any = None) -> tuple
 def osed_distances(parents: Any, in_entities: Any, usable: Any = None) -> np.ndarray:
     """OSED of many entities at once: `in_entities` is (leaves or nodes) x entities,
     boolean. Returns one distance per entity (NOT_COMPOSABLE where impossible)."""
+    return osed_costs(parents, in_entities, usable)[0]
+
+
+def osed_costs(parents: Any, in_entities: Any, usable: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """(c_k, c_notk) at the root for many entities: the OSED of each entity and of its
+    complement (the inputs of `combine_costs` when the tree is one county of many)."""
     tree = _tree(parents)
     m = _per_leaf(tree, np.asarray(in_entities).astype(bool), "in_entities")
     if m.ndim == 1:
         m = m[:, None]
-    cin, _ = _root_costs(tree, m.astype(np.int64), _usable(tree, usable))
-    return cin
+    return _root_costs(tree, m.astype(np.int64), _usable(tree, usable))
 
 
 def _root_costs(tree: _Tree, member: np.ndarray, usable: np.ndarray, leaf_cost: np.ndarray | None = None,

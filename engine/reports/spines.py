@@ -204,21 +204,24 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
     starts = np.r_[0, np.cumsum(blocks_per_county)]
     tract_code = np.array([int(k[5:11]) for k in spine.label[:nb]], dtype=np.int64)
     bg_code = np.array([int(k[11]) for k in spine.label[:nb]], dtype=np.int64)
-    results = []
+    results, safetab = [], []
     units_after = {lvl: 0 for lvl in SPINE_LEVELS}
     bypass = {lvl: [0, 0] for lvl in ("TRACT GROUP", "TRACT", "BLOCK GROUP")}
     evaluations = stopped = 0
-    t0 = time.perf_counter()
+    seconds = 0.0
+    piece_of_block = geography.block_piece[spine.blocks]
     for c in range(len(counties)):
         b = order[starts[c]:starts[c + 1]]
+        t0 = time.perf_counter()
         res = spines.optimize_spine(tract_code[b], bg_code[b], spine.entity[:, b], fanout_cutoff=fanout_cutoff,
                                     entity_threshold=entity_threshold, max_evaluations=max_evaluations)
+        seconds += time.perf_counter() - t0
         results.append(res)
         evaluations += res.evaluations
         stopped += int(res.stopped_early)
+        safetab.append(_safetab_county_costs(tract_code[b], piece_of_block[b], spine.entity[:, b], res.entity_id))
         if progress:
             progress("optimising the spine, county by county", c + 1, len(counties))
-    seconds = time.perf_counter() - t0
     for res in results:
         for lvl_i, name in ((spines.TRACT_GROUP, "TRACT GROUP"), (spines.TRACT, "TRACT"),
                             (spines.BLOCK_GROUP, "BLOCK GROUP")):
@@ -229,7 +232,8 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
                                 (spines.BLOCK_GROUP, "BLOCK GROUP")):
                 bypass[name][k] += int(np.sum(gone & (res.level_after == lvl_i)))
 
-    # Nation-wide OSED: counties are the leaves of the upper tree (nation > USA > states).
+    # Nation-wide OSED: counties are the leaves of the upper tree (nation > USA > states),
+    # the same above the counties for the Census spine and SafeTab-P's published tree.
     upper = np.flatnonzero(np.isin(spine.level, [SPINE_LEVELS.index(x) for x in ("NATION", "USA", "STATE", "COUNTY")]))
     pos = np.full(len(spine.parents), -1, np.int64)
     pos[upper] = np.arange(len(upper))
@@ -238,7 +242,7 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
     leaf_of_county = pos[counties]
     osed = {}
     chunk = max(1, 5_000_000 // max(1, len(upper)))
-    for which in ("before", "after"):
+    for which in ("before", "after", "safetab"):
         out = np.zeros(n_ent, dtype=np.int64)
         for lo in range(0, n_ent, chunk):
             hi = min(n_ent, lo + chunk)
@@ -246,7 +250,7 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
             cout = np.ones((len(upper), hi - lo), np.int64)
             for c, res in enumerate(results):
                 sel = (res.entity_id >= lo) & (res.entity_id < hi)
-                cost = res.cost_before if which == "before" else res.cost_after
+                cost = {"before": res.cost_before, "after": res.cost_after, "safetab": safetab[c]}[which]
                 cin[leaf_of_county[c], res.entity_id[sel] - lo] = cost[sel, 0]
                 cout[leaf_of_county[c], res.entity_id[sel] - lo] = cost[sel, 1]
             out[lo:hi] = spines.combine_costs(up_parents, cin, cout, usable=usable)[0]
@@ -261,12 +265,9 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
     for r in range(2):
         has = spine.entity[r] >= 0
         touched[county_of[has], spine.entity[r][has]] = True
-    units = published_units(geography)
-    safetab_tree = spines.osed_distances(units.parents, units.leaf_members(spine, member), usable=units.is_unit)
-
     entities = spine.entities.assign(
         blocks=blocks, counties=touched.sum(axis=0), osed_census=osed["before"], osed_optimised=osed["after"],
-        osed_safetab_tree=safetab_tree)
+        osed_safetab_tree=osed["safetab"])
     before = spine.units().set_index("level")["units"]
     unit_rows = []
     for name in ("STATE", "COUNTY", "TRACT GROUP", "TRACT", "BLOCK GROUP", "BLOCK"):
@@ -280,6 +281,24 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
         seconds=seconds, counties=len(counties), evaluations=evaluations, stopped_early=stopped,
         settings={"fanout_cutoff": fanout_cutoff, "entity_threshold": entity_threshold,
                   "max_evaluations": max_evaluations})
+
+
+def _safetab_county_costs(tract: np.ndarray, piece: np.ndarray, entity: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """(c_k, c_notk) of entities `ids` in one county on SafeTab-P's published tree there:
+    county > tracts > pieces, pieces not published (NOT_COMPOSABLE where impossible)."""
+    t_codes, t_of = np.unique(tract, return_inverse=True)
+    p_codes, p_first, p_of = np.unique(piece, return_index=True, return_inverse=True)
+    nt, npc = len(t_codes), len(p_codes)
+    parents = np.r_[npc + t_of.ravel()[p_first], np.full(nt, npc + nt), -1]
+    usable = np.r_[np.zeros(npc, bool), np.ones(nt + 1, bool)]
+    member = np.zeros((npc, len(ids)), dtype=bool)
+    col = {int(x): i for i, x in enumerate(ids)}
+    for r in range(entity.shape[0]):
+        for p, e in enumerate(entity[r][p_first].tolist()):  # a piece lies in one place and one AIANNH area
+            if e in col:
+                member[p, col[e]] = True
+    cin, cout = spines.osed_costs(parents, member, usable)
+    return np.stack([cin, cout], axis=1)
 
 
 # ------------------------------------------------------------- published units
@@ -617,10 +636,16 @@ def compose_area(units: PublishedUnits, avail: Availability, area: np.ndarray, s
                    for x, _s in ideal.extras.tolist() if not rel_extra[x]]
     search = _search_text(real if real.count is not None else ideal, units)
     if real.count is None:
-        reason = ("a unit it needs is suppressed or not tabulated for this group, and no other combination of "
-                  "released units makes the area" if ideal.count is not None else
-                  "no combination of the units tabulated for this group makes the area")
+        levels = sorted(set(units.geo[tab_nodes]) | set(units.extra_geo[tab_extra]),
+                        key=lambda g: (_TREE_US + _TREE_PR + _EXTRA_LEVELS).index(g))
+        reason = ("a unit it needs is suppressed for this group, and no other combination of released units "
+                  "makes the area" if ideal.count is not None else
+                  f"this group is tabulated only for {', '.join(levels) or 'no geography level'} in the plan, "
+                  "and no combination of those units makes the area")
         rows = _rows_for(units, avail, ideal) if ideal.count is not None else empty
+        if ideal.count is not None and not rows["variance"].isna().any():
+            # Truths are known (it is a study) even where the counts were suppressed.
+            base["truth"] = int(np.sum(rows["_s"].to_numpy(np.int64) * rows["truth"].to_numpy(np.int64)))
         return AreaResult(False, reason, rows.drop(columns=["_s"], errors="ignore"), None, ideal.count, needed,
                           search=search, **base)
     rows = _rows_for(units, avail, real)
@@ -646,8 +671,9 @@ def compose_area(units: PublishedUnits, avail: Availability, area: np.ndarray, s
 
 
 def _search_text(comp: spines.Composition, units: PublishedUnits) -> str:
+    inside = units.label(comp.scope).lower() if comp.scope >= 0 else ""
     where = "every place and AIANNH area of the group" if comp.scope < 0 else \
-        f"the places and AIANNH areas inside {units.label(comp.scope) or 'the nation'}"
+        f"the places and AIANNH areas inside {inside or 'the nation'}"
     if comp.exhaustive:
         return (f"exact: every signed combination of {where} ({comp.candidates}) with the states, counties and "
                 "tracts was tried")

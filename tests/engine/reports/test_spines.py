@@ -230,6 +230,8 @@ def test_a_suppressed_unit_is_avoided_or_makes_the_area_not_composable(sample):
     # The area (place blocks of tract 06001000200) is a piece: without the place, it cannot be made.
     assert not res.composable and "suppressed" in res.reason
     assert sorted(res.units["unit"]) == ["PLACE 0600100", "TRACT 06001000100"]  # what it would take
+    u = res.units.set_index("unit")["truth"]
+    assert res.truth == u["PLACE 0600100"] - u["TRACT 06001000100"] and res.estimate is None  # a study knows it
 
 
 def test_coterminous_members_publish_the_released_source_and_share_its_noise(sample):
