@@ -459,6 +459,12 @@ def _mechanism(mechanism: str) -> str:
     raise ValueError(f"mechanism must be 'laplace' (or 'geometric') or 'gaussian' (got {mechanism!r})")
 
 
+def _check_share(name: str, v: Any) -> None:
+    ok = isinstance(v, (int, float, np.integer, np.floating, Fraction)) and not isinstance(v, bool)
+    if not ok or not v >= 0 or (isinstance(v, (float, np.floating)) and not math.isfinite(v)):
+        raise ValueError(f"{name} must be a finite number >= 0 (got {v!r})")
+
+
 def _shares(k: Any, parent_share: Any, child_share: Any) -> tuple[int, Any, list]:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k (the number of children) must be a whole number >= 1 (got {k!r})")
@@ -467,9 +473,7 @@ def _shares(k: Any, parent_share: Any, child_share: Any) -> tuple[int, Any, list
     if len(children) != k:
         raise ValueError(f"child_share has {len(children)} values for k = {k} children")
     for name, v in [("parent_share", parent_share)] + [("child_share", c) for c in children]:
-        if not (isinstance(v, (int, float, np.integer, np.floating)) or hasattr(v, "numerator")) or not v >= 0 \
-                or (isinstance(v, float) and not math.isfinite(v)):
-            raise ValueError(f"{name} must be a finite number >= 0 (got {v!r})")
+        _check_share(name, v)
     if any(c == 0 for c in children):
         raise ValueError("every child_share must be > 0 (the children are measured)")
     return k, parent_share, children
@@ -510,9 +514,13 @@ def should_bypass(k: int, parent_share: Any, child_share: Any, mechanism: str) -
     """
     mech = _mechanism(mechanism)
     k, sp, children = _shares(k, parent_share, child_share)
+    return _bypass_rule(k, sp, min(children), mech)
+
+
+def _bypass_rule(k: int, parent_share: Any, min_child_share: Any, mech: str) -> bool:
     if mech == "gaussian":
         return k == 1
-    return (k - 1) * sp <= 2 * min(children)
+    return (k - 1) * parent_share <= 2 * min_child_share
 
 
 def bypass_spine(parents: Any, shares: Any, mechanism: str, bypass_cutoff: int | None = BYPASS_CUTOFF
@@ -536,6 +544,8 @@ def bypass_spine(parents: Any, shares: Any, mechanism: str, bypass_cutoff: int |
     sh = list(shares)
     if len(sh) != tree.n:
         raise ValueError(f"shares must have one value per node ({tree.n})")
+    for v in sh:
+        _check_share("shares", v)
     exact = any(isinstance(s, Fraction) for s in sh)
     p = tree.parents.copy()
     children: list[set[int]] = [set() for _ in range(tree.n)]
@@ -551,7 +561,8 @@ def bypass_spine(parents: Any, shares: Any, mechanism: str, bypass_cutoff: int |
             # A unit without a share measures nothing: removing it changes nothing.
             if sh[unit] != 0:
                 siblings = len(children[parent]) - 1
-                if not should_bypass(len(kids), sh[unit], [sh[c] for c in kids], mech):
+                if min(sh[c] for c in kids) <= 0 or not _bypass_rule(len(kids), sh[unit],
+                                                                     min(sh[c] for c in kids), mech):
                     continue
                 if len(kids) > 1 and bypass_cutoff is not None and siblings + len(kids) > bypass_cutoff:
                     continue

@@ -256,17 +256,13 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
             out[lo:hi] = spines.combine_costs(up_parents, cin, cout, usable=usable)[0]
         osed[which] = out
 
-    member = np.zeros((nb, n_ent), dtype=bool)
-    for r in range(2):
-        has = spine.entity[r] >= 0
-        member[np.flatnonzero(has), spine.entity[r][has]] = True
-    blocks = member.sum(axis=0)
-    touched = np.zeros((len(counties), n_ent), dtype=bool)
-    for r in range(2):
-        has = spine.entity[r] >= 0
-        touched[county_of[has], spine.entity[r][has]] = True
+    has = spine.entity >= 0
+    ids = spine.entity[has]  # (block, entity) memberships, both kinds
+    blocks = np.bincount(ids, minlength=n_ent)
+    pairs = np.unique(np.stack([np.broadcast_to(county_of, spine.entity.shape)[has], ids]), axis=1)
+    touched = np.bincount(pairs[1], minlength=n_ent)
     entities = spine.entities.assign(
-        blocks=blocks, counties=touched.sum(axis=0), osed_census=osed["before"], osed_optimised=osed["after"],
+        blocks=blocks, counties=touched, osed_census=osed["before"], osed_optimised=osed["after"],
         osed_safetab_tree=osed["safetab"])
     before = spine.units().set_index("level")["units"]
     unit_rows = []

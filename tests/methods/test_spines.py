@@ -486,3 +486,12 @@ def test_compose_says_when_the_search_was_capped():
     assert spines.compose(parents, area, usable=usable).count == 8
     usable[1] = False  # ...and county 1 too: nothing else covers the first tract's piece
     assert spines.compose(parents, area, usable=usable).count is None
+
+
+def test_bypass_spine_checks_shares():
+    with pytest.raises(ValueError, match="one value per node"):
+        spines.bypass_spine(TRACT, [1] * 3, "laplace")
+    with pytest.raises(ValueError, match="finite number >= 0"):
+        spines.bypass_spine(TRACT, [1] * 10 + [-1], "laplace")
+    with pytest.raises(ValueError, match="mechanism"):
+        spines.bypass_spine(TRACT, [1] * 11, "exponential")
