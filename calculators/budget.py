@@ -336,24 +336,37 @@ def _half_width(scale: float, noise: str) -> int:
 
 
 def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    from scipy.signal import fftconvolve
+    """Full convolution; by FFT (numpy's, no heavy import) for large inputs."""
+    if len(x) * len(y) <= 1_000_000:
+        return np.convolve(x, y)
+    n = len(x) + len(y) - 1
+    size = 1 << (n - 1).bit_length()
+    out = np.fft.irfft(np.fft.rfft(x, size) * np.fft.rfft(y, size), size)[:n]
+    return np.clip(out, 0.0, None)  # FFT round-off can leave tiny negatives; probabilities are >= 0
 
-    # FFT round-off can leave tiny negatives; probabilities are >= 0
-    return np.clip(fftconvolve(x, y), 0.0, None) if len(x) * len(y) > 1_000_000 else np.convolve(x, y)
+
+def _trim(pmf: np.ndarray, tail: float) -> np.ndarray:
+    """Drop the same number of points from both ends of a symmetric centred pmf while
+    the mass dropped on each side stays below `tail` (0: keep everything)."""
+    if tail <= 0 or len(pmf) < 3:
+        return pmf
+    k = int(np.searchsorted(np.cumsum(pmf[: len(pmf) // 2]), tail, side="left"))
+    return pmf[k : len(pmf) - k] if k else pmf
 
 
-def _sum_pmf(scale: float, cells: int, noise: str) -> np.ndarray:
+def _sum_pmf(scale: float, cells: int, noise: str, tail: float = 0.0) -> np.ndarray:
     """pmf of a sum of `cells` independent cells, centred (binary powering of the
-    convolution keeps the number of convolutions at O(log cells))."""
+    convolution keeps the number of convolutions at O(log cells)); `tail` > 0 trims
+    the negligible tails after every convolution."""
     half = _half_width(scale, noise)
     p = np.asarray(noise_family.law(noise).pmf(np.arange(-half, half + 1), scale), dtype=float)
     total, power, c = np.array([1.0]), p, cells
     while c:
         if c & 1:
-            total = _convolve(total, power)
+            total = _trim(_convolve(total, power), tail)
         c >>= 1
         if c:
-            power = _convolve(power, power)
+            power = _trim(_convolve(power, power), tail)
     return total
 
 
@@ -372,6 +385,10 @@ def _moe_of_sum_convolved(s2: float, cells: int, confidence: float, noise: str =
     return _central_moe(_sum_pmf(s2, cells, noise), confidence)
 
 
+#: Mass a convolved sum may drop on each side (far below any MOE's resolution).
+_TAIL = 1e-18
+
+
 def moe_of_independent_sum(parts: list[tuple[Any, int]], confidence: float = 0.95,
                            noise: str = "gaussian") -> tuple[int, bool]:
     """MOE of a sum (or difference: the laws are symmetric) of independent noisy cells
@@ -381,8 +398,8 @@ def moe_of_independent_sum(parts: list[tuple[Any, int]], confidence: float = 0.9
     `parts` lists (scale, cells): `cells` independent cells with scale sigma2 (zCDP)
     or geometric b (pure DP). A sum of discrete Gaussians is not a discrete Gaussian,
     so the law of the sum is computed by convolving the exact pmfs (mass beyond
-    exp(-40) per cell dropped) and the MOE is the smallest m with P(|sum| <= m) >=
-    confidence. Returns (moe, True). When the convolved support would exceed 4
+    exp(-40) per cell dropped, and at most 1e-18 a side after each convolution) and the
+    MOE is the smallest m with P(|sum| <= m) >= confidence. Returns (moe, True). When the convolved support would exceed 4
     million points, returns the discrete-Gaussian MOE of the same total variance
     and False (an approximation: wide sums are close to Gaussian).
     """
@@ -404,7 +421,7 @@ def moe_of_independent_sum(parts: list[tuple[Any, int]], confidence: float = 0.9
         merged[s] = merged.get(s, 0) + c
     pmf = np.array([1.0])
     for s, c in sorted(merged.items()):
-        pmf = _convolve(pmf, _sum_pmf(s, c, noise))
+        pmf = _trim(_convolve(pmf, _sum_pmf(s, c, noise, _TAIL)), _TAIL)
     return _central_moe(pmf, confidence), True
 
 

@@ -258,3 +258,22 @@ def test_nearest_unit_of_the_same_size(sample):
     rel = np.r_[av.node.loc[av.node["released"], "truth"], av.extra.loc[av.extra["released"], "truth"]]
     assert d["released"] and abs(d["truth"] - 100) == np.min(np.abs(rel - 100))
     assert (d["moe_exact"], d["moe_exact_is_exact"]) == budget.moe_of_independent_sum([(d["scale"], d["cells"])])
+
+
+def test_pure_dp_plan_composes_with_geometric_noise(dataset):
+    from tests.engine.conftest import person
+
+    dataset.config["privacy_defn"] = "puredp"
+    dataset.persons = [person(block=b) for b in dataset.blocks for _ in range(40)]
+    dataset.write()
+    prepared = prepare(dataset.params, dataset.data)
+    tables = level_tables(prepared, make_noise("puredp", _noise.RandomSource.seeded(3)))
+    geo = prepared.inputs.geography
+    units = rs.published_units(geo)
+    av = rs.availability(units, tables, 2, "3001", geo.coterminous_sets())
+    assert av.noise == "geometric"
+    res = rs.compose_area(units, av, rs.parse_area("county 01001\n- place 0110000", geo), rs.census_spine(geo))
+    assert res.composable and res.count == 2 and res.truth == 40
+    parts = [(s, int(c)) for s, c in zip(res.units["scale"], res.units["cells"])]
+    assert (res.moe_exact, res.moe_exact_is_exact) == budget.moe_of_independent_sum(parts, noise="geometric")
+    assert res.variance == pytest.approx(res.units["variance"].sum())
