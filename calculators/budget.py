@@ -40,6 +40,7 @@ __all__ = [
     "moe_bound",
     "moe_exact",
     "moe_for_rho",
+    "moe_of_independent_sum",
     "moe_of_sum",
     "noise_scale",
     "noise_scale_exact",
@@ -330,33 +331,101 @@ def rho_level_for_exact_moe(
 _MAX_CONVOLVED = 4_000_000
 
 
+def _half_width(scale: float, noise: str) -> int:
+    """Support half-width of one cell beyond which the mass is below exp(-40)."""
+    if noise == noise_family.GAUSSIAN:
+        return int(math.sqrt(80 * scale)) + 3
+    return int(40 * scale) + 3  # 2 a^(h+1) / (1 + a) < exp(-40)
+
+
+def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Full convolution; by FFT (numpy's, no heavy import) for large inputs."""
+    if len(x) * len(y) <= 1_000_000:
+        return np.convolve(x, y)
+    n = len(x) + len(y) - 1
+    size = 1 << (n - 1).bit_length()
+    out = np.fft.irfft(np.fft.rfft(x, size) * np.fft.rfft(y, size), size)[:n]
+    return np.clip(out, 0.0, None)  # FFT round-off can leave tiny negatives; probabilities are >= 0
+
+
+def _trim(pmf: np.ndarray, tail: float) -> np.ndarray:
+    """Drop the same number of points from both ends of a symmetric centred pmf while
+    the mass dropped on each side stays below `tail` (0: keep everything)."""
+    if tail <= 0 or len(pmf) < 3:
+        return pmf
+    k = int(np.searchsorted(np.cumsum(pmf[: len(pmf) // 2]), tail, side="left"))
+    return pmf[k : len(pmf) - k] if k else pmf
+
+
+def _sum_pmf(scale: float, cells: int, noise: str, tail: float = 0.0) -> np.ndarray:
+    """pmf of a sum of `cells` independent cells, centred (binary powering of the
+    convolution keeps the number of convolutions at O(log cells)); `tail` > 0 trims
+    the negligible tails after every convolution."""
+    half = _half_width(scale, noise)
+    p = np.asarray(noise_family.law(noise).pmf(np.arange(-half, half + 1), scale), dtype=float)
+    total, power, c = np.array([1.0]), p, cells
+    while c:
+        if c & 1:
+            total = _trim(_convolve(total, power), tail)
+        c >>= 1
+        if c:
+            power = _trim(_convolve(power, power), tail)
+    return total
+
+
+def _central_moe(pmf: np.ndarray, confidence: float) -> int:
+    """Smallest m with P(|X| <= m) >= confidence for a centred pmf of odd length."""
+    centre = len(pmf) // 2
+    inside = pmf[centre] + np.concatenate(
+        [[0.0], np.cumsum(pmf[centre + 1 :] + pmf[centre - 1 :: -1][: len(pmf) - centre - 1])]
+    )
+    return int(np.argmax(inside >= confidence))
+
+
 def _moe_of_sum_convolved(s2: float, cells: int, confidence: float, noise: str = "gaussian") -> int:
     """Exact MOE of a sum of `cells` independent cells of a noise law with scale s2, by
     numerical convolution (FFT; binary powering)."""
-    from scipy.signal import fftconvolve
+    return _central_moe(_sum_pmf(s2, cells, noise), confidence)
 
-    if noise == noise_family.GAUSSIAN:
-        half = int(math.sqrt(80 * s2)) + 3  # mass beyond is below exp(-40)
-    else:
-        half = int(40 * s2) + 3  # 2 a^(h+1) / (1 + a) < exp(-40)
-    p = np.asarray(noise_family.law(noise).pmf(np.arange(-half, half + 1), s2), dtype=float)
 
-    def conv(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        # FFT round-off can leave tiny negatives; probabilities are >= 0
-        return np.clip(fftconvolve(x, y), 0.0, None) if len(x) * len(y) > 1_000_000 else np.convolve(x, y)
+#: Mass a convolved sum may drop on each side (far below any MOE's resolution).
+_TAIL = 1e-18
 
-    total, power, c = np.array([1.0]), p, cells
-    while c:  # binary powering keeps the number of convolutions at O(log cells)
-        if c & 1:
-            total = conv(total, power)
-        c >>= 1
-        if c:
-            power = conv(power, power)
-    centre = len(total) // 2
-    inside = total[centre] + np.concatenate(
-        [[0.0], np.cumsum(total[centre + 1 :] + total[centre - 1 :: -1][: len(total) - centre - 1])]
-    )
-    return int(np.argmax(inside >= confidence))
+
+def moe_of_independent_sum(parts: list[tuple[Any, int]], confidence: float = 0.95,
+                           noise: str = "gaussian") -> tuple[int, bool]:
+    """MOE of a sum (or difference: the laws are symmetric) of independent noisy cells
+    of different scales, e.g. a custom area composed of published totals of several
+    geography levels.
+
+    `parts` lists (scale, cells): `cells` independent cells with scale sigma2 (zCDP)
+    or geometric b (pure DP). A sum of discrete Gaussians is not a discrete Gaussian,
+    so the law of the sum is computed by convolving the exact pmfs (mass beyond
+    exp(-40) per cell dropped, and at most 1e-18 a side after each convolution) and the
+    MOE is the smallest m with P(|sum| <= m) >= confidence. Returns (moe, True). When the convolved support would exceed 4
+    million points, returns the discrete-Gaussian MOE of the same total variance
+    and False (an approximation: wide sums are close to Gaussian).
+    """
+    law = noise_family.law(noise)
+    norm = []
+    for scale, cells in parts:
+        if isinstance(cells, bool) or int(cells) != cells or cells < 1:
+            raise ValueError(f"cells must be a whole number >= 1 (got {cells!r})")
+        _check_positive("scale", scale, "a noise scale")
+        norm.append((float(scale), int(cells)))
+    if not norm:
+        return 0, True
+    width = sum((2 * _half_width(s, noise) + 1) * c for s, c in norm)
+    if width > _MAX_CONVOLVED:
+        var = sum(float(law.variance(s)) * c for s, c in norm)
+        return int(discrete_gaussian.moe(var, confidence)), False
+    merged: dict[float, int] = {}
+    for s, c in norm:
+        merged[s] = merged.get(s, 0) + c
+    pmf = np.array([1.0])
+    for s, c in sorted(merged.items()):
+        pmf = _trim(_convolve(pmf, _sum_pmf(s, c, noise, _TAIL)), _TAIL)
+    return _central_moe(pmf, confidence), True
 
 
 def moe_of_sum(

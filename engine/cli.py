@@ -1,4 +1,4 @@
-"""Command line: `python -m engine {validate,run,truth,accuracy,sample,check-output} ...`.
+"""Command line: `python -m engine {validate,run,truth,accuracy,sample,check-output,spines} ...`.
 
 Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
 OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
@@ -158,6 +158,27 @@ def _parser() -> argparse.ArgumentParser:
                  "the universe once in t1/ or suppressed/, whole T2 tables only for released groups.\n\n"
                  "exit codes:\n  0  OUT_DIR passes every check\n  1  problems found (file, line, column, value,\n"
                  "     expected: the first 20 and the total), or PARAMS_DIR/DATA_DIR invalid\n  2  usage error")
+
+    sp = sub.add_parser("spines", help="geographic spines: how far places and AIANNH areas are from a TopDown-style "
+                                       "spine, before and after its optimisation; compose an area from published units")
+    common(sp, out=False)
+    sp.add_argument("--fanout-cutoff", type=int, default=12,
+                    help="block groups and tract groups hold at most floor(sqrt(n) + this) units (default 12)")
+    sp.add_argument("--entity-threshold", type=int, default=9,
+                    help="tract groups are optimised for entities farther than this (default 9)")
+    sp.add_argument("--out", type=Path, default=None, metavar="FILE.csv",
+                    help="write the table of places and AIANNH areas (OSED before and after) as CSV")
+    sp.add_argument("--area", type=Path, default=None, metavar="FILE",
+                    help="compose this area from SafeTab-P's published units instead: one '[+|-] [LEVEL] ID' a "
+                         "line (e.g. 'place 0600100' then '- tract 06001000100')")
+    sp.add_argument("--iteration", default=None, metavar="CODE",
+                    help="with --area: the population group (iteration code) whose published totals are "
+                         "composed; runs a seeded study (NOT a release) for the variance and exact MOE")
+    sp.add_argument("--seed", type=int, default=0, help="seed of that study (default 0)")
+    sp.epilog = ("OSED (off-spine entity distance, Abowd et al. 2021): the fewest units added or subtracted\n"
+                 "to make an area. The spine is block > block group (first digit of TABBLK) > tract >\n"
+                 "county > state; the optimisation regroups block groups and tract groups county by\n"
+                 "county.\n\n" + _EPILOG)
     return p
 
 
@@ -303,4 +324,52 @@ def _dispatch(args, progress: _Progress) -> int:
             return EXIT_INVALID
         print(format_summary(summary))
         return EXIT_OK
+    if args.command == "spines":
+        return _spines(args, progress)
     raise AssertionError(args.command)
+
+
+def _spines(args, progress: _Progress) -> int:
+    from engine.inputs.validate import load_inputs
+    from engine.reports import spines as rs
+
+    if min(args.fanout_cutoff, args.entity_threshold) < 0:
+        raise ValueError("--fanout-cutoff and --entity-threshold must be >= 0")
+    if args.iteration is not None and args.area is None:
+        raise ValueError("--iteration needs --area")
+    if args.area is None:
+        geo = load_inputs(args.params_dir, args.data_dir).geography
+        study = rs.spine_study(geo, args.fanout_cutoff, args.entity_threshold, progress=progress)
+        progress.close()
+        print(rs.format_study(study))
+        if args.out:
+            study.entities.to_csv(args.out, index=False)
+            print(f"Wrote {args.out}")
+        return EXIT_OK
+    if not args.area.is_file():
+        raise ValueError(f"--area {args.area}: no such file")
+    text = args.area.read_text(encoding="utf-8", errors="replace")
+    if args.iteration is None:
+        geo = load_inputs(args.params_dir, args.data_dir).geography
+        units = rs.published_units(geo)
+        avail = rs.structural_availability(units)
+    else:
+        from engine import noise as _noise
+        from engine.reports.levels import level_tables
+        from engine.run import make_noise, prepare
+
+        prepared = prepare(args.params_dir, args.data_dir, progress)
+        geo = prepared.inputs.geography
+        units = rs.published_units(geo)
+        cfg = prepared.inputs.config
+        tables = level_tables(prepared, make_noise(cfg.privacy_defn, _noise.RandomSource.seeded(args.seed)))
+        levels = sorted({lvl.iteration_level for lvl, t in tables.items() if args.iteration in set(t.codes)})
+        if not levels:
+            raise ValueError(f"--iteration {args.iteration[:20]!r} is not tabulated by the plan")
+        avail = rs.availability(units, tables, levels[0], args.iteration, geo.coterminous_sets(),
+                                cfg.allow_negative_counts)
+    area = rs.parse_area(text, geo, file=str(args.area))
+    res = rs.compose_area(units, avail, area, rs.census_spine(geo))
+    progress.close()
+    print(rs.format_area(res, seeded=args.iteration is not None))
+    return EXIT_OK

@@ -38,6 +38,22 @@ class MethodPage:
 #: The pages under "Compare methods", in navigation order (after the index page).
 METHODS: tuple[MethodPage, ...] = ()
 
+METHODS += (MethodPage(
+    path="pages/compare_spines.py",
+    title="Custom geographies",
+    icon=":material/polyline:",
+    question=("How accurate is a group's count in an area a data user builds (a neighbourhood of tracts, a place "
+              "minus a tract) rather than one SafeTab-P publishes, and how far are places and tribal areas from "
+              "a TopDown-style geographic spine?"),
+    method=("A custom area is made by adding and subtracting published units; the off-spine entity distance "
+            "(OSED) is the fewest units that takes, and every unit adds its noise. The Census TopDown "
+            "Algorithm's spine optimisation regroups block groups and tract groups so that places and AIANNH "
+            "areas need few units, and bypasses parents that cannot help."),
+    source=("Abowd et al., \"Geographic Spines in the 2020 Census Disclosure Avoidance System TopDown "
+            "Algorithm\" (2021); uscensusbureau/DAS_2020_Redistricting_Production_Code, "
+            "geographic_spines/optimize_spine.py"),
+),)
+
 #: SafeTab-P itself, the row every comparison is made against.
 SAFETAB_P = MethodPage(
     path="pages/overview.py",

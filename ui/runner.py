@@ -72,6 +72,12 @@ def reads_as_csv(config: SafeTabConfig) -> bool:
     return config.reader != "csv"
 
 
+def on_files(config: SafeTabConfig) -> SafeTabConfig:
+    """The plan as the app runs it on SafeTab-P files (the Run page, the method
+    comparisons): reader "csv" (`reads_as_csv` says whether that changed anything)."""
+    return config.updated(reader="csv") if reads_as_csv(config) else config
+
+
 def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTabConfig, work_dir: str | Path,
                    seed: int | None = None, report: Report | None = None) -> RunOutput:
     """Validate and count once (`engine.run.prepare(..., config=config)`), then write
@@ -87,8 +93,7 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
     work.mkdir(parents=True)
     # The page runs the files it was given, i.e. reader "csv"; a plan naming production's
     # CEF reader (the 2020 plan) is run as "csv" and the page says so (`reads_as_csv`).
-    run_config = config if not reads_as_csv(config) else config.updated(reader="csv")
-    prepared = prepare(params_dir, data_dir, progress=_phase(report, "prepare"), config=run_config)
+    prepared = prepare(params_dir, data_dir, progress=_phase(report, "prepare"), config=on_files(config))
     # Folder names say what must not be published (the folders also carry NOT-FOR-RELEASE.txt).
     rel_name = "release" if seed is None else "release-seeded-NOT-FOR-RELEASE"
     rel = run(params_dir, data_dir, work / rel_name, seed=seed, overwrite=True,

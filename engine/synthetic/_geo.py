@@ -1,8 +1,18 @@
-"""Synthetic geography for `engine.synthetic.nation`: states, counties, tracts, blocks, places, AIANNH areas.
+"""Synthetic geography for `engine.synthetic.nation`: states, counties, tracts, block
+groups, blocks, places, AIANNH areas.
 
 The geography grows with the number of persons N roughly as the real nation's does
 (2020 Census): about 4,000 persons per tract, 100,000 per county and 10,000 per place,
 5 to 20 blocks per tract, and one AIANNH area per 500,000 persons (at least 3).
+
+The hierarchy is block > block group > tract > county > state, as the Census Bureau's:
+a block's block group is the first digit of its 4-digit TABBLK code (the Census
+convention), so GRF-C carries it without a column of its own. The generator numbers
+the blocks of a tract in runs of BLOCKS_PER_BLOCK_GROUP: block group 1 holds blocks
+1000-1007, block group 2 blocks 2000-2007, and so on (1 to 3 block groups per tract).
+Places (runs of tracts, partly covered at their ends, possibly across a county line)
+and AIANNH areas (a few blocks, or runs of tracts, some across a state line) cut
+across block groups, tracts and counties.
 
 States get persons by their approximate 2020 population shares. A state is included
 when its real share of N is at least `MIN_STATE_PERSONS` persons, so all 50 states, DC
@@ -24,6 +34,9 @@ PERSONS_PER_PLACE = 10_000
 PERSONS_PER_AIANNH = 500_000
 MIN_AIANNH = 3
 BLOCKS_PER_TRACT = (5, 20)
+#: Blocks per Census block group, numbered block-group digit + 3 digits (TABBLK).
+BLOCKS_PER_BLOCK_GROUP = 8
+assert BLOCKS_PER_TRACT[1] <= 9 * BLOCKS_PER_BLOCK_GROUP  # block-group digits 1..9
 #: A state is included when its real 2020 share of N is at least this many persons.
 MIN_STATE_PERSONS = 1_700
 DC, PR = "11", "72"
@@ -152,7 +165,8 @@ class Geography:
     """Blocks in file order (state, county, tract, block) and their entities.
 
     Codes are integers (written with 3, 6, 4, 5 and 4 digits); `block_table` gives the
-    GRF-C columns as fixed-width byte strings without building Python strings.
+    GRF-C columns as fixed-width byte strings without building Python strings. Block
+    groups are implied by the block codes (`block_group`, `block_group_tract`).
     """
 
     state_codes: list[str]
@@ -176,6 +190,30 @@ class Geography:
     @property
     def n_aiannh(self) -> int:
         return len(self.aiannh_code)
+
+    @property
+    def block_group_code(self) -> np.ndarray:
+        """Block group digit (1..9) of each block: the first digit of TABBLK."""
+        return np.asarray(self.block_code) // 1000
+
+    @property
+    def block_group(self) -> np.ndarray:
+        """Index of each block's block group (block groups numbered in file order)."""
+        key = np.asarray(self.block_tract, dtype=np.int64) * 10 + self.block_group_code
+        new = np.r_[True, key[1:] != key[:-1]]
+        return np.cumsum(new) - 1
+
+    @property
+    def block_group_tract(self) -> np.ndarray:
+        """Tract index of each block group."""
+        bg = self.block_group
+        out = np.empty(int(bg[-1]) + 1 if len(bg) else 0, dtype=np.int64)
+        out[bg] = self.block_tract
+        return out
+
+    @property
+    def n_block_groups(self) -> int:
+        return len(self.block_group_tract)
 
     @property
     def block_county(self) -> np.ndarray:
@@ -266,8 +304,9 @@ def build_geography(persons: int, rng: np.random.Generator) -> Geography:
     within, size = _within(tract_county, len(county_state))
     tract_code = _spaced(within, size, 6, 100)
 
-    # Blocks: 5..20 per tract, numbered like real blocks (block group digit + 3 digits);
-    # about 15% of blocks are empty, the others have very unequal populations.
+    # Blocks: 5..20 per tract, numbered like real blocks (block group digit + 3 digits,
+    # BLOCKS_PER_BLOCK_GROUP blocks per block group); about 15% of blocks are empty,
+    # the others have very unequal populations.
     n_blocks = rng.integers(BLOCKS_PER_TRACT[0], BLOCKS_PER_TRACT[1] + 1, size=len(tract_county))
     block_tract = np.repeat(np.arange(len(tract_county)), n_blocks)
     first = np.concatenate(([0], np.cumsum(n_blocks)[:-1]))
@@ -275,7 +314,7 @@ def build_geography(persons: int, rng: np.random.Generator) -> Geography:
     block_w = rng.gamma(0.8, 1.0, size=len(block_tract)) * (rng.random(len(block_tract)) >= 0.15)
     block_w[first] += 1e-3  # every tract keeps a block with people
     block_persons = apportion_grouped(tract_persons, block_tract, block_w)
-    block_code = (1 + within // 8) * 1000 + within % 8
+    block_code = (1 + within // BLOCKS_PER_BLOCK_GROUP) * 1000 + within % BLOCKS_PER_BLOCK_GROUP
 
     block_state = county_state[tract_county[block_tract]]
     block_place, place_state, place_code = _places(

@@ -349,6 +349,21 @@ def generate(
     )
 
 
+def synthetic_grf(persons: int, seed: int = 0):
+    """The GRF-C of the nation `generate(out, persons, seed=seed)` writes (same random
+    stream, same blocks), as a pyarrow table of text columns, and its config: the
+    geography alone, without persons or files, for geography studies (spines)."""
+    import pyarrow as pa
+
+    _check_args(".", persons, seed, None, "txt", 1)
+    geo = build_geography(
+        int(persons), np.random.default_rng(np.random.SeedSequence(entropy=int(seed), spawn_key=(0,)))
+    )
+    cols = geo.block_table()
+    table = pa.table({c: pa.array(cols[c].astype(str)) for c in GRF_COLUMNS})
+    return table, sample_config(int(persons), [s for s in geo.state_codes if s in US_STATE_CODES])
+
+
 # ---------------------------------------------------------------------------------
 # Writing. Text rows are assembled as bytes from lookup tables: every field is a
 # fixed-width token (right-padded with 0xFF, a byte that never occurs in UTF-8), rows

@@ -233,3 +233,53 @@ def test_inverting_a_huge_moe_target_is_bounded():
         assert "at most" in str(exc)
     else:
         assert rho > 0
+
+
+# ------------------------------------------------ MOE of a sum of mixed scales
+def _direct_moe(parts, law, confidence=0.95):
+    """P(|sum| <= m) by an explicit sum over every combination of cell values."""
+    from itertools import product
+
+    cells = [s for s, c in parts for _ in range(c)]
+    half = [int(math.sqrt(80 * s)) + 3 if law is discrete_gaussian else int(40 * s) + 3 for s in cells]
+    dist = {0: 1.0}
+    for s, h in zip(cells, half):
+        p = {k: float(law.pmf(k, s)) for k in range(-h, h + 1)}
+        new: dict[int, float] = {}
+        for (a, pa), (b, pb) in product(dist.items(), p.items()):
+            new[a + b] = new.get(a + b, 0.0) + pa * pb
+        dist = new
+    m = 0
+    while sum(v for k, v in dist.items() if abs(k) <= m) < confidence:
+        m += 1
+    return m
+
+
+@pytest.mark.parametrize("parts", [[(3.0, 1)], [(3.0, 1), (0.5, 2)], [(0.1, 8)], [(31.4, 1), (2.0, 3), (7.5, 1)]])
+def test_moe_of_independent_sum_is_the_exact_law_of_the_sum(parts):
+    got, exact = budget.moe_of_independent_sum(parts)
+    assert exact and got == _direct_moe(parts, discrete_gaussian)
+    if len(parts) == 1:  # the same as the one-scale function
+        assert got == budget.moe_of_sum(parts[0][0], parts[0][1], exact=True)
+
+
+def test_moe_of_independent_sum_geometric_and_order_free():
+    from calculators import geometric
+
+    parts = [(1.5, 2), (4.0, 1)]
+    got, exact = budget.moe_of_independent_sum(parts, noise="geometric")
+    assert exact and got == _direct_moe(parts, geometric)
+    assert budget.moe_of_independent_sum(parts[::-1], noise="geometric") == (got, True)
+    assert budget.moe_of_independent_sum([]) == (0, True)
+
+
+def test_moe_of_independent_sum_falls_back_and_says_so_when_too_wide():
+    got, exact = budget.moe_of_independent_sum([(1e4, 3000)], noise="geometric")
+    var = float(__import__("calculators").geometric.variance(1e4)) * 3000
+    assert not exact and got == discrete_gaussian.moe(var)
+
+
+@pytest.mark.parametrize("parts, message", [([(1.0, 0)], "cells"), ([(1.0, 1.5)], "cells"), ([(-1.0, 1)], "scale")])
+def test_moe_of_independent_sum_bad_parts(parts, message):
+    with pytest.raises(ValueError, match=message):
+        budget.moe_of_independent_sum(parts)

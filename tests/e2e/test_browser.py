@@ -370,3 +370,26 @@ def test_a_plan_file_keeps_its_name_when_imported(server, page, tmp_path):
     page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(f))
     page.get_by_text("Current plan: Committee import").first.wait_for()
     assert "r = 5 (S = 6)" in page.locator("[data-testid='stSidebar']").inner_text()
+
+
+def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page, tmp_path):
+    if not (REPO / "sample_data" / "data" / "person-records.txt").is_file():
+        pytest.skip("sample_data/ is not there")
+    _open(page, f"{server}/compare_spines", "Custom area, composed of published units")
+    page.get_by_text("Verdict").first.wait_for(timeout=90_000)
+    _settle(page, 1.0)
+    body = page.inner_text("body")
+    assert "2 published unit(s)" in body and "Place 0600100" in body and "Tract 06001000100" in body
+    _screenshot(page, "compare_spines")
+    zpath = tmp_path / "area.zip"
+    zpath.write_bytes(_download(page, "Everything (custom_area.zip)"))
+    with zipfile.ZipFile(zpath) as zf:
+        assert {"composition.csv", "summary.csv", "area.txt"} <= set(zf.namelist())
+        rows = zf.read("composition.csv").decode().splitlines()
+        assert len(rows) == 3 and "Place 0600100" in rows[2]
+        assert zf.read("area.txt").decode().startswith("# custom area")
+    page.get_by_text("Spine optimisation", exact=True).first.click()
+    page.get_by_text("Off-spine entity distance before and after").first.wait_for(timeout=60_000)
+    _settle(page, 1.0)
+    assert "Optimised 9 counties" in page.inner_text("body")
+    _screenshot(page, "compare_spines_optimisation")

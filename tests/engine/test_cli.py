@@ -24,7 +24,7 @@ def test_help_explains_every_option_and_exit_codes():
                  "1  invalid input", "2  usage error", "130 interrupted", "SHA256SUMS", "CONFIDENTIAL-operator.json"):
         assert word in out.stdout, word
     top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=REPO, capture_output=True, text=True)
-    for cmd in ("validate", "run", "truth", "accuracy", "sample", "check-output"):
+    for cmd in ("validate", "run", "truth", "accuracy", "sample", "check-output", "spines"):
         assert cmd in top.stdout
 
 
@@ -82,3 +82,44 @@ def test_toy_reference_runs_end_to_end(tmp_path):
     assert tt[(tt.REGION_TYPE == "USA") & (tt.ITERATION_CODE == "1140")].COUNT.astype(int).item() == 4
 
 
+
+
+# ---------------------------------------------------------------------- spines
+def test_spines_study_prints_and_writes_the_osed_table(dataset, tmp_path, capsys):
+    dataset.persons = [person()]
+    dataset.write()
+    out = tmp_path / "osed.csv"
+    assert main(["spines", str(dataset.params), str(dataset.data), "--quiet", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Spine optimisation of 5 counties" in text and "OSED of" in text
+    import pandas as pd
+
+    table = pd.read_csv(out, dtype={"region": str})
+    assert set(table["level"]) == {"PLACE", "PR-PLACE", "AIANNH"}
+    # Place 01-10000 is block 0001 of tract 000100 and block 0001 of tract 000200 of county
+    # 01001: two blocks on the Census spine, and each block is a whole block group there.
+    row = table.set_index("region").loc["0110000"]
+    assert row["osed_census"] == 2 and row["osed_safetab_tree"] == -1
+    # DC's place is DC: one published unit.
+    assert table.set_index("region").loc["1150000", "osed_safetab_tree"] == 1
+
+
+def test_spines_area_composition_and_its_errors(dataset, tmp_path, capsys):
+    dataset.persons = [person(block=b) for b in dataset.blocks for _ in range(3)]
+    dataset.write()
+    area = tmp_path / "area.txt"
+    area.write_text("county 01001\n- place 0110000  # the place's two blocks\n")
+    args = ["spines", str(dataset.params), str(dataset.data), "--quiet", "--area", str(area)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "Composable from 2 published unit(s)" in text and "COUNTY 01001" in text and "PLACE 0110000" in text
+    assert main(args + ["--iteration", "3001", "--seed", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "truth 3)" in text and "NOT a release" in text  # block 01-001-000100-0002's three persons
+    area.write_text("tract 01001000100\n- tract 01001000100\n+ nonsense here\n")
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "area.txt, line 3" in err and "nonsense here" in err
+    assert main(args + ["--iteration", "9999"]) == 2
+    assert "is not tabulated" in capsys.readouterr().err
+    assert main(["spines", str(dataset.params), str(dataset.data), "--iteration", "3001"]) == 2

@@ -318,6 +318,75 @@ def test_places_cover_parts_of_counties_and_aiannh_crosses_a_state_line(large):
     assert any(len(v) > 1 for v in states_of.values())
 
 
+def _crossings(block_unit: np.ndarray, block_entity: np.ndarray) -> tuple[int, int]:
+    """(units partly inside an entity of the kind and partly outside all of them,
+    entities spread over more than one unit)."""
+    inside = block_entity >= 0
+    split = len(set(block_unit[inside].tolist()) & set(block_unit[~inside].tolist()))
+    spread = sum(1 for units in _group(block_entity[inside], block_unit[inside]).values() if len(units) > 1)
+    return split, spread
+
+
+def _group(keys: np.ndarray, values: np.ndarray) -> dict:
+    out = defaultdict(set)
+    for k, v in zip(keys.tolist(), values.tolist()):
+        out[k].add(v)
+    return out
+
+
+def test_block_groups_make_the_census_hierarchy_explicit():
+    """block > block group > tract > county > state: block groups are the first digit of
+    TABBLK (no GRF-C column), 8 blocks each, nested in their tract; places and AIANNH
+    areas cut across block groups, tracts and counties (AIANNH areas across states)."""
+    from engine.synthetic._geo import BLOCKS_PER_BLOCK_GROUP
+
+    geo = build_geography(5_000_000, np.random.default_rng(7))
+    table = geo.block_table()
+    assert list(table) == GRF_COLUMNS  # no block-group column
+    digit = np.array([int(b[:1]) for b in table["TABBLK"].astype(str)])
+    assert np.array_equal(digit, geo.block_group_code)
+    bg = geo.block_group
+    assert np.array_equal(geo.block_group_tract[bg], geo.block_tract)  # nested in their tract
+    sizes = np.bincount(bg)
+    assert sizes.max() == BLOCKS_PER_BLOCK_GROUP and sizes.min() >= 1
+    per_tract = np.bincount(geo.block_group_tract)
+    assert per_tract.min() == 1 and per_tract.max() == 3
+    # The block group key ST+COU+TRACT+digit names each block group once.
+    keys = np.char.add(np.char.add(np.char.add(table["TABBLKST"], table["TABBLKCOU"]), table["TABTRACTCE"]),
+                       digit.astype("S1"))
+    assert len(np.unique(keys)) == geo.n_block_groups
+    county = geo.block_county
+    state = geo.block_state
+    for ent in (geo.block_place, geo.block_aiannh):
+        for unit in (bg, geo.block_tract):
+            split, spread = _crossings(unit, ent)
+            assert split > 0 and spread > 0  # block groups and tracts partly inside, entities over several
+    place_counties = _group(geo.block_place[geo.block_place >= 0], county[geo.block_place >= 0])
+    assert any(len(v) > 1 for v in place_counties.values())  # a place across a county line
+    aian_states = _group(geo.block_aiannh[geo.block_aiannh >= 0], state[geo.block_aiannh >= 0])
+    assert any(len(v) > 1 for v in aian_states.values())
+
+
+def test_shipped_sample_crosses_block_groups_and_tracts():
+    """The shipped sample (unchanged) already has places and AIANNH areas that split
+    block groups and tracts and span several of them; an AIANNH area crosses a state
+    line. Its places do not cross county lines: each of its states has one county."""
+    if not (SHIPPED / "data" / "GRF-C.txt").is_file():
+        pytest.skip("sample_data is not present")
+    g = cols(read_txt(SHIPPED / "data" / "GRF-C.txt", GRF_COLUMNS))
+    tract = np.char.add(np.char.add(g["TABBLKST"], g["TABBLKCOU"]), g["TABTRACTCE"])
+    bg = np.unique(np.char.add(tract, np.char.ljust(g["TABBLK"], 1).astype("U1")), return_inverse=True)[1].ravel()
+    tr = np.unique(tract, return_inverse=True)[1].ravel()
+    place = np.unique(np.char.add(g["TABBLKST"], g["PLACEFP"]), return_inverse=True)[1].ravel()
+    place = np.where(g["PLACEFP"] == "99999", -1, place)
+    aian = np.where(g["AIANNHCE"] == "9999", -1, np.unique(g["AIANNHCE"], return_inverse=True)[1].ravel())
+    assert _crossings(bg, place) == (12, 9)  # 12 block groups partly in a place; 9 places over several
+    assert _crossings(tr, place) == (10, 1)
+    assert _crossings(bg, aian) == (4, 2) and _crossings(tr, aian) == (3, 1)
+    counties = _group(place[place >= 0], np.char.add(g["TABBLKST"], g["TABBLKCOU"])[place >= 0])
+    assert max(len(v) for v in counties.values()) == 1
+
+
 # ------------------------------------------------------------------ persons
 def test_race_and_ethnicity_shares(large):
     r = large.race

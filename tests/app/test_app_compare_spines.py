@@ -1,0 +1,102 @@
+"""The "Custom geographies" page (pages/compare_spines.py) as a user drives it."""
+
+from __future__ import annotations
+
+from tests.app.conftest import frame, needs_sample, open_app, texts
+
+pytestmark = needs_sample
+
+
+def _open():
+    return open_app("compare_spines", timeout=120)
+
+
+def test_default_area_is_a_place_minus_a_tract_composed_of_two_units():
+    at = _open()
+    assert at.title[0].value == "Custom geographies"
+    dec = frame(at, "Sign", "Published unit")
+    assert dec["Published unit"].tolist() == ["Tract 06001000100", "Place 0600100"]
+    assert dec["Sign"].tolist() == ["−", "+"]
+    summary = frame(at, "Measure", "Custom area (composed)").set_index("Measure")
+    assert summary.loc["Published units added or subtracted"].tolist() == ["2", "1"]
+    # The variance of the composed count is the sum of the units' variances.
+    composed = float(summary.loc["Noise variance", "Custom area (composed)"].replace(",", ""))
+    assert abs(composed - dec["Noise variance"].sum()) < 0.2
+    body = texts(at)
+    assert "not a release" in body and "exact law of the signed sum" in body
+    assert "2 published unit(s)" in at.success[0].value
+    labels = [b.label for b in at.get("download_button")]
+    assert "Everything (custom_area.zip)" in labels and "area.txt" in labels
+
+
+def test_blocks_splitting_a_piece_are_not_composable():
+    at = _open()
+    at.selectbox(key="sp_builder").set_value("Blocks").run(timeout=120)
+    assert not at.exception
+    assert any("Not composable" in e.value and "block groups or blocks" in e.value for e in at.error)
+    assert "cannot be built from SafeTab-P's published numbers" in at.success[0].value
+    census = frame(at, "Sign", "Unit (not published by SafeTab-P)")
+    assert census["Unit (not published by SafeTab-P)"].str.startswith("Block").all()
+
+
+def test_a_typed_list_and_its_errors():
+    at = _open()
+    at.selectbox(key="sp_builder").set_value("A list (type or upload)").run(timeout=120)
+    at.text_area(key="sp_text").set_value("county 06001\n").run(timeout=120)
+    assert frame(at, "Sign", "Published unit")["Published unit"].tolist()[0] in ("County 06001", "State 06")
+    at.text_area(key="sp_text").set_value("tract 06001000100\nbogus line\n").run(timeout=120)
+    assert not at.exception
+    err = "\n".join(e.value for e in at.error)
+    assert "line 2" in err and "bogus line" in err
+
+
+def test_group_and_level_choices_change_the_numbers():
+    at = _open()
+    before = frame(at, "Measure", "Custom area (composed)").copy()
+    at.selectbox(key="sp_level").set_value(1).run(timeout=120)
+    assert not at.exception
+    after = frame(at, "Measure", "Custom area (composed)")
+    assert not before.equals(after)
+
+
+def test_spine_view_shows_osed_before_and_after():
+    at = _open()
+    at.segmented_control(key="sp_view").set_value("Spine optimisation").run(timeout=120)
+    assert not at.exception
+    s = frame(at, "Entities", "Spine", "Mean OSED").set_index(["Entities", "Spine"])
+    assert s.loc[("Places", "Optimised spine"), "Mean OSED"] < s.loc[("Places", "Census spine"), "Mean OSED"]
+    ent = frame(at, "Entity", "OSED, Census spine")
+    assert len(ent) == 16
+    assert "Optimised 9 counties" in texts(at)
+    assert "SafeTab-P needs no spine" in at.success[0].value
+    at.number_input(key="sp_fanout").set_value(0).run(timeout=120)
+    assert not at.exception
+    units = frame(at, "Level", "Census spine", "Optimised spine").set_index("Level")
+    assert units.loc["Block group", "Optimised spine"] >= 30
+
+
+def test_spine_view_on_a_larger_synthetic_geography():
+    at = _open()
+    at.segmented_control(key="sp_view").set_value("Spine optimisation").run(timeout=120)
+    at.radio(key="sp_source").set_value("A synthetic nation (geography only)").run(timeout=120)
+    at.number_input(key="sp_persons").set_value(2_000_000).run(timeout=120)
+    assert not at.exception
+    ent = frame(at, "Entity", "OSED, Census spine")
+    assert len(ent) > 100  # about one place per 10,000 persons
+    assert (ent["OSED, optimised spine"] <= ent["OSED, Census spine"]).mean() > 0.9
+
+
+def test_a_suppressed_unit_makes_the_area_not_composable():
+    at = _open()  # the 2020 production plan, seed 1: European 29 alone is suppressed in the tract
+    option = next(o for o in at.selectbox(key="sp_group").options if "(1031)" in o)
+    at.selectbox(key="sp_group").set_value(option).run(timeout=120)
+    assert not at.exception
+    warning = "\n".join(w.value for w in at.warning)
+    assert "Not composable" in warning and "Tract 06001000100" in warning
+    dec = frame(at, "Sign", "Published unit").set_index("Published unit")
+    assert dec.loc["Tract 06001000100", "Available"] == "suppressed"
+    assert "no estimate" in at.success[0].value
+    # The true count is known in a study, so a published unit of the same size is still shown.
+    summary = frame(at, "Measure", "Custom area (composed)").set_index("Measure")
+    assert summary.loc["Published units added or subtracted", "Custom area (composed)"] == "not composable"
+    assert summary.loc["95% MOE, exact law of the noise", "Published unit of the same size"] != "—"
