@@ -75,9 +75,10 @@ def _tree(parents) -> _Tree:
     p = np.asarray(parents)
     if p.ndim != 1 or len(p) == 0:
         raise ValueError(f"parents must be a non-empty 1-D array of node indices, got shape {p.shape}")
-    if not np.issubdtype(p.dtype, np.integer):
-        if not (np.issubdtype(p.dtype, np.floating) and np.all(np.isfinite(p)) and np.all(p == np.round(p))):
-            raise ValueError(f"parents must hold integers, got dtype {p.dtype}")
+    integral = np.issubdtype(p.dtype, np.integer) or (
+        np.issubdtype(p.dtype, np.floating) and np.all(np.isfinite(p)) and np.all(p == np.round(p)))
+    if not integral:
+        raise ValueError(f"parents must hold integers, got dtype {p.dtype}")
     p = p.astype(np.int64)
     n = len(p)
     bad = np.flatnonzero((p < -1) | (p >= n) | (p == np.arange(n)))
@@ -463,7 +464,6 @@ def tree_dp(parents, noisy, root_total=None, nonnegative: bool = True, *, varian
     tables unless z_B sits on one of their extra edges, contradicting z_B's optimality.
     """
     tree, y, var, fx, squeeze = _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer=True)
-    n, m = y.shape
     w = 1.0 / var
     relaxed = _nonnegative_ls(tree, y, var, fx) if nonnegative else _linear_ls(tree, y, var, fx)
     free = np.isnan(fx)
