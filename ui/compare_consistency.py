@@ -19,6 +19,10 @@ from engine.reports.accuracy import SIZE_LABELS
 from engine.reports.consistency import ConsistencyComparison, table7
 from engine.tabulation.consistency import LABELS, STUDY_METHODS
 
+#: The two measures the page can show, by their column in the comparison's tables.
+MEASURES = {"mean_abs_error": "Mean absolute error (persons)", "bias": "Bias (persons)"}
+#: Size buckets with fewer published totals than this are left out of the size chart.
+MIN_COUNTS = 30
 #: Colours of the methods in every chart (SafeTab-P grey, as the baseline).
 COLORS = {"none": "#7f7f7f", "least-squares": "#1f5aa6", "tree-dp": "#2a9d4b", "relax-then-round": "#e07b00"}
 OTHERS = [m for m in STUDY_METHODS if m != "none"]
@@ -61,12 +65,27 @@ def summary_view(comp: ConsistencyComparison, methods: list[str]) -> pd.DataFram
         "Mean absolute error (persons)": s.mean_abs_error.round(2).values,
         "Bias (persons)": s.bias.round(2).values,
         "Negative totals (%)": (100 * s.share_negative).round(2).values,
-        "Negative table cells (%)": (100 * s.cells_share_negative).round(2).values,
-        "Mean absolute error of table cells (persons)": s.cells_mean_abs_error.round(2).values,
-        "Parents that are not the sum of their children, per release": s.violations_per_release.round(1).values,
-        "Parent totals checked, per release": s.parents_per_release.round().astype(int).values,
+        "Parents not adding up, per release": s.violations_per_release.round(1).values,
+        "Parents checked, per release": s.parents_per_release.round().astype(int).values,
         "Run time per release (s)": s.seconds_per_release.round(3).values,
+        "Table cells: mean absolute error (persons)": s.cells_mean_abs_error.round(2).values,
+        "Table cells: negative (%)": (100 * s.cells_share_negative).round(2).values,
     })
+
+
+def by_size_table(comp: ConsistencyComparison, value: str = "mean_abs_error") -> pd.DataFrame:
+    """One row per true-size bucket, one column per method, `value` in the cells."""
+    d = comp.by_size
+    if d.empty:
+        return pd.DataFrame({"True size (persons)": []})
+    wide = d.pivot_table(index="true_size", columns="method", values=value, sort=False)
+    order = [b for b in SIZE_LABELS if b in wide.index]
+    cols = [m for m in STUDY_METHODS if m in wide.columns]
+    counts = d[d.method == "none"].set_index("true_size").counts
+    out = wide.loc[order, cols].round(3).rename(columns=LABELS).reset_index().rename(
+        columns={"true_size": "True size (persons)"})
+    out.insert(1, "Published totals", out["True size (persons)"].map(counts).astype("Int64"))
+    return out
 
 
 def by_size_view(comp: ConsistencyComparison) -> pd.DataFrame:
@@ -82,39 +101,45 @@ def by_size_view(comp: ConsistencyComparison) -> pd.DataFrame:
     })
 
 
-def level_chart(comp: ConsistencyComparison, iteration_level: int) -> tuple[go.Figure, pd.DataFrame]:
-    """Grouped bars: mean absolute error by geography level, one bar per method."""
-    t = table7(comp, iteration_level)
-    long = t.melt(id_vars="geo_level", var_name="method", value_name="mae") if not t.empty else pd.DataFrame(
-        columns=["geo_level", "method", "mae"])
+def level_chart(comp: ConsistencyComparison, iteration_level: int, value: str = "mean_abs_error"
+                ) -> tuple[go.Figure, pd.DataFrame]:
+    """Grouped bars: `value` (mean absolute error or bias) by geography level, one bar per method."""
+    t = table7(comp, iteration_level, value)
+    long = t.melt(id_vars="geo_level", var_name="method", value_name="v") if not t.empty else pd.DataFrame(
+        columns=["geo_level", "method", "v"])
     fig = go.Figure()
     for m in [x for x in STUDY_METHODS if x in set(long.method)]:
         sub = long[long.method == m]
-        fig.add_trace(go.Bar(x=sub.geo_level, y=sub.mae, name=LABELS[m], marker_color=COLORS[m],
+        fig.add_trace(go.Bar(x=sub.geo_level, y=sub.v, name=LABELS[m], marker_color=COLORS[m],
                              hovertemplate="%{x}<br>" + LABELS[m] + ": %{y:.2f} persons<extra></extra>"))
-    _layout(fig, f"Mean absolute error of published totals, {ITERATION_LEVEL_NAMES[iteration_level]} groups",
-            "geography level", "mean |published − true| (persons)")
+    what = "Mean absolute error" if value == "mean_abs_error" else "Bias"
+    _layout(fig, f"{what} of published totals, {ITERATION_LEVEL_NAMES[iteration_level]} groups",
+            "geography level", "mean |published − true| (persons)" if value == "mean_abs_error"
+            else "mean (published − true) (persons)")
     fig.update_layout(barmode="group")
-    data = long.rename(columns={"geo_level": "Geography level", "mae": "Mean absolute error (persons)"}).assign(
+    data = long.rename(columns={"geo_level": "Geography level", "v": MEASURES[value]}).assign(
         Method=lambda d: d.method.map(LABELS)).drop(columns="method")
     return fig, data
 
 
-def size_chart(comp: ConsistencyComparison) -> go.Figure:
-    """Bias by true size, one line per method: where clamping at zero pushes counts up."""
-    d = by_size_view(comp)
-    order = [s for s in SIZE_LABELS if s in set(d["True size of the group (persons)"])]
+def size_chart(comp: ConsistencyComparison, value: str = "bias", min_counts: int = MIN_COUNTS) -> go.Figure:
+    """Grouped bars by true size, one per method: where clamping at zero pushes counts up.
+
+    Buckets with fewer than `min_counts` published totals are left out: too few to say.
+    """
+    d = comp.by_size[comp.by_size.counts >= min_counts]
+    order = [b for b in SIZE_LABELS if b in set(d.true_size)]
     fig = go.Figure()
     for m in STUDY_METHODS:
-        sub = d[d.Method == LABELS[m]].set_index("True size of the group (persons)").reindex(order)
-        if sub["Bias (persons)"].isna().all():
+        sub = d[d.method == m].set_index("true_size").reindex(order)
+        if sub[value].isna().all():
             continue
-        fig.add_trace(go.Scatter(x=order, y=sub["Bias (persons)"], name=LABELS[m], mode="lines+markers",
-                                 line=dict(color=COLORS[m]),
-                                 hovertemplate="true size %{x}<br>" + LABELS[m] + ": bias %{y:+.2f}<extra></extra>"))
-    fig.add_hline(y=0, line=dict(color="#999", width=1))
-    _layout(fig, "Bias of published totals by true size (all nested levels)", "true size of the group (persons)",
-            "mean (published − true) (persons)")
+        fig.add_trace(go.Bar(x=order, y=sub[value], name=LABELS[m], marker_color=COLORS[m],
+                             hovertemplate="true size %{x}<br>" + LABELS[m] + ": %{y:+.2f} persons<extra></extra>"))
+    what = "Bias" if value == "bias" else "Mean absolute error"
+    _layout(fig, f"{what} of published totals by true size (all nested levels)", "true size of the group (persons)",
+            "mean (published − true) (persons)" if value == "bias" else "mean |published − true| (persons)")
+    fig.update_layout(barmode="group")
     return fig
 
 
