@@ -42,7 +42,7 @@ Functions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -150,7 +150,7 @@ def _batch(a, n: int, m: int, name: str, default: float) -> np.ndarray:
 
 @dataclass
 class _Problem:
-    """Validated inputs as (n, m) arrays."""
+    """Validated inputs as (n, m) arrays, with the masks every solver reads."""
 
     tree: _Tree
     y: np.ndarray
@@ -158,19 +158,14 @@ class _Problem:
     fixed: np.ndarray  # NaN: free
     nonneg: np.ndarray  # per node; True on every unobserved leaf
     squeeze: bool
+    free: np.ndarray = field(init=False)
+    w: np.ndarray = field(init=False)  # weights 1 / variance (0 for unobserved nodes)
+    leaf: np.ndarray = field(init=False)  # (n, 1)
 
-    @property
-    def free(self) -> np.ndarray:
-        return np.isnan(self.fixed)
-
-    @property
-    def w(self) -> np.ndarray:
-        """Weights 1 / variance (0 for unobserved nodes)."""
-        return np.where(np.isinf(self.var), 0.0, 1.0 / self.var)
-
-    @property
-    def leaf(self) -> np.ndarray:
-        return (self.tree.n_children == 0)[:, None]
+    def __post_init__(self) -> None:
+        self.free = np.isnan(self.fixed)
+        self.w = np.where(np.isinf(self.var), 0.0, 1.0 / self.var)
+        self.leaf = (self.tree.n_children == 0)[:, None]
 
     def needs_bounds(self) -> bool:
         """Whether some free leaf has a lower bound (then least squares is piecewise linear)."""
@@ -178,6 +173,11 @@ class _Problem:
 
     def out(self, x: np.ndarray) -> np.ndarray:
         return x[:, 0] if self.squeeze else x
+
+    def columns(self, cols: np.ndarray) -> "_Problem":
+        """The same problem for some of the trees."""
+        return _Problem(self.tree, self.y[:, cols], self.var[:, cols], self.fixed[:, cols], self.nonneg[:, cols],
+                        False)
 
 
 def _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer: bool = False) -> _Problem:
@@ -268,7 +268,36 @@ def least_squares(parents, noisy, variances=None, *, root_total=None, fixed=None
 
 
 def _relaxed(pb: _Problem) -> np.ndarray:
-    return _bounded_ls(pb) if pb.needs_bounds() else _linear_ls(pb)
+    if not pb.needs_bounds():
+        return _linear_ls(pb)
+    # Trees with few bounded leaves are solved together, so their hinge lists stay short.
+    hinges = (pb.free & pb.nonneg & pb.leaf & (pb.w > 0)).astype(np.int64) * len(pb.tree.levels)
+    x = np.empty(pb.y.shape)
+    for cols in _batches(hinges, _DP_BUDGET):
+        x[:, cols] = _bounded_ls(pb.columns(cols))
+    return x
+
+
+def _batches(cost: np.ndarray, budget: int) -> list[np.ndarray]:
+    """Groups of columns (trees) to solve together: (nodes, trees) costs in, column lists out.
+
+    A batch costs the sum over nodes of its largest cost times its number of trees (the
+    arrays are padded to the largest); trees are taken in order of total cost, and a
+    batch closes when the next tree would take it over `budget`.
+    """
+    order = np.argsort(cost.sum(axis=0), kind="stable")
+    out, cur = [], []
+    top = np.zeros(cost.shape[0], cost.dtype)
+    for j in order:
+        new = np.maximum(top, cost[:, j])
+        if cur and (int(new.sum()) + cost.shape[0]) * (len(cur) + 1) > budget:
+            out.append(np.array(cur))
+            cur, new = [], cost[:, j].copy()
+        cur.append(j)
+        top = new
+    if cur:
+        out.append(np.array(cur))
+    return out
 
 
 def _check_gap(gap: np.ndarray, scale: np.ndarray, where: np.ndarray) -> None:
@@ -402,6 +431,8 @@ def _bounded_ls(pb: _Problem) -> np.ndarray:
             # Past a cap prices stay <= 0: hinges at or beyond 0 are never reached.
             gone = cap_g[None, :] & (b >= 0)
             b[gone], dl[gone] = np.inf, 0.0
+            keep = max(1, int(np.isfinite(b).sum(axis=0).max()))  # finite hinges come first
+            b, dl = b[:keep], dl[:keep]
             slope = s0_g + np.cumsum(dl, axis=0)  # slope of G just after each hinge
             fin = np.isfinite(b)
             with np.errstate(invalid="ignore"):
@@ -618,17 +649,19 @@ def tree_dp(parents, noisy, root_total=None, nonnegative=True, *, variances=None
 
 
 def _dp_batched(pb: _Problem, w, lo, hi, cols: np.ndarray | None = None) -> np.ndarray:
-    """`_dp` over batches of trees, so the tables stay within `_DP_BUDGET` entries."""
+    """`_dp` over batches of trees, so the tables stay within `_DP_BUDGET` entries.
+
+    Trees with narrow tables are batched together (`_batches`), so a tree where most
+    nodes are fixed or unobserved does not pay for another tree's wide tables.
+    """
     cols = np.arange(pb.y.shape[1]) if cols is None else cols
     n = pb.tree.n
     obs = pb.free & (w > 0)
     span = np.where(obs[:, cols], hi[:, cols] - lo[:, cols], 0)
-    width = int(np.max(span, axis=1).sum()) + n if len(cols) else n
-    step = max(1, _DP_BUDGET // max(width, 1))
     x = np.empty((n, len(cols)), np.int64)
-    for a in range(0, len(cols), step):
-        sel = cols[a:a + step]
-        x[:, a:a + len(sel)] = _dp(pb.tree, pb.y[:, sel], w[:, sel], pb.free[:, sel], lo[:, sel], hi[:, sel])
+    for part in _batches(span, _DP_BUDGET):
+        sel = cols[part]
+        x[:, part] = _dp(pb.tree, pb.y[:, sel], w[:, sel], pb.free[:, sel], lo[:, sel], hi[:, sel])
     return x
 
 
