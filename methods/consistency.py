@@ -174,7 +174,7 @@ class _Problem:
     def out(self, x: np.ndarray) -> np.ndarray:
         return x[:, 0] if self.squeeze else x
 
-    def columns(self, cols: np.ndarray) -> "_Problem":
+    def columns(self, cols: np.ndarray) -> _Problem:
         """The same problem for some of the trees."""
         return _Problem(self.tree, self.y[:, cols], self.var[:, cols], self.fixed[:, cols], self.nonneg[:, cols],
                         False)

@@ -164,23 +164,23 @@ def verdict_text(comp: ConsistencyComparison) -> str:
     def change(a, b):
         return "cuts" if b < a else "raises"
 
+    negatives = " (the plan allows negative counts)." if ls.share_negative > 0 else "."
     parts = [
-        f"SafeTab-P's published totals do not add up: {none.violations_per_release:,.0f} of "
-        f"{none.parents_per_release:,.0f} parent totals per release differ from the sum of their children.",
-        f"Least squares makes every level add up and {change(none.mean_abs_error, ls.mean_abs_error)} the mean "
-        f"absolute error from {err(none.mean_abs_error)} to {err(ls.mean_abs_error)} persons, because the precise "
-        f"totals correct the noisy ones; its bias stays small ({ls.bias:+.2f} persons), but "
-        f"{100 * ls.share_negative:.1f}% of its totals are negative"
-        + (" (the plan allows negative counts)." if ls.share_negative > 0 else "."),
-        f"The tree DP also adds up exactly and publishes no negative count, with a mean absolute error of "
-        f"{err(dp.mean_abs_error)} persons; the price is bias: forcing counts to be at least zero can only push "
-        f"small groups up ({dp_zero:+.2f} persons on groups whose true count is 0, {dp.bias:+.2f} overall).",
-        f"Relax-then-round has about the tree DP's error ({err(rr.mean_abs_error)}) but leaves "
-        f"{rr.violations_per_release:,.0f} violations per release: rounding each count on its own breaks the sums "
-        "again, which is why the exact program is needed.",
-        "In short: least squares for analysts who need unbiased estimates, the tree DP for a public table that "
-        "adds up and has no negative counts; both cost nothing in privacy, and neither changes which groups "
-        "are suppressed.",
+        (f"SafeTab-P's published totals do not add up: {none.violations_per_release:,.0f} of "
+         f"{none.parents_per_release:,.0f} parent totals per release differ from the sum of their children."),
+        (f"Least squares makes every level add up and {change(none.mean_abs_error, ls.mean_abs_error)} the mean "
+         f"absolute error from {err(none.mean_abs_error)} to {err(ls.mean_abs_error)} persons, because the precise "
+         f"totals correct the noisy ones; its bias stays small ({ls.bias:+.2f} persons), but "
+         f"{100 * ls.share_negative:.1f}% of its totals are negative{negatives}"),
+        (f"The tree DP also adds up exactly and publishes no negative count, with a mean absolute error of "
+         f"{err(dp.mean_abs_error)} persons; the price is bias: forcing counts to be at least zero can only push "
+         f"small groups up ({dp_zero:+.2f} persons on groups whose true count is 0, {dp.bias:+.2f} overall)."),
+        (f"Relax-then-round has about the tree DP's error ({err(rr.mean_abs_error)}) but leaves "
+         f"{rr.violations_per_release:,.0f} violations per release: rounding each count on its own breaks the sums "
+         "again, which is why the exact program is needed."),
+        ("In short: least squares for analysts who need unbiased estimates, the tree DP for a public table that "
+         "adds up and has no negative counts; both cost nothing in privacy, and neither changes which groups "
+         "are suppressed."),
     ]
     if comp.trials == 1:
         parts.append("(One seeded release: raise the number of releases to average out the noise.)")

@@ -32,6 +32,7 @@ from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
 from engine.reports.accuracy import SIZE_LABELS, size_bin
 from engine.tabulation.consistency import DESCRIPTIONS, LABELS, STUDY_METHODS, adjuster
 
+
 @dataclass
 class ConsistencyComparison:
     """The comparison's tables (one row per method and level / size / overall)."""

@@ -64,7 +64,8 @@ def _violations(values):
     df["value"] = df.value.fillna(0).astype(int)
     bad = checked = 0
     for parent, child, up in CHAIN_PAIRS:
-        kids = df[df.geo == child].assign(up=lambda d: d.region.map(up))
+        kids = df[df.geo == child]
+        kids = kids.assign(up=kids.region.map(up))
         g = kids.groupby(["up", "code"])
         sums, all_shown = g.value.sum(), g.shown.all()
         par = df[(df.geo == parent) & df.shown].set_index(["region", "code"]).value
@@ -168,7 +169,7 @@ def test_levels_that_are_off_are_skipped(dataset, tmp_path):
     dataset.persons = _persons(200)
     dataset.config = base_config(privacy_budget_p_level_2_county=0.0, privacy_budget_p_level_1_county=0.0)
     dataset.write()
-    prepared, stage, stash = _collected(dataset)
+    _prepared, stage, stash = _collected(dataset)
     levels = {tuple(f.levels) for _lvl, f, _c in stage.forests(stash.member)}
     assert ("USA", "STATE", "TRACT") in levels and not any("COUNTY" in lv for lv in levels)
     out = run(dataset.params, dataset.data, tmp_path / "o", seed=2, consistency="tree-dp").out_dir
