@@ -266,11 +266,11 @@ class HierarchyStage:
                 progress("adjusting the hierarchy", done, total)
         if rows is not None and member is not None:
             rows = self._rewrite_rows(rows, member, rec)
-        published = [(self._levels[lvl].counts, self._published(lvl, rec[lvl], with_truth)) for lvl in self._levels]
+        outputs = [(self._levels[lvl].counts, self._published(lvl, rec[lvl], with_truth)) for lvl in self._levels]
         secs = time.perf_counter() - t0
         stats["seconds"] = round(secs, 3)
         stats["adjust_seconds"] = round(adjusting, 3)
-        return HierarchyResult(published, rows, stats, secs, adjusting)
+        return HierarchyResult(outputs, rows, stats, secs, adjusting)
 
     # ---------------------------------------------------------------- records
 
