@@ -43,9 +43,8 @@ def ensure_sample(n: int, spec: Path | None, workdir: Path) -> Path:
     root = workdir / f"nation-{n}-{spec.name if spec else 'synthetic'}"
     if not (root / ".complete").exists():
         print(f"generating {n:,} persons into {root} (not timed) ...", flush=True)
-        cmd = [sys.executable, "-m", "engine", "sample", "--persons", str(n), "--overwrite", "--quiet", str(root)]
-        if spec:
-            cmd[5:5] = ["--spec", str(spec)]
+        cmd = [sys.executable, "-m", "engine", "sample", "--persons", str(n), "--overwrite", "--quiet"]
+        cmd += ["--spec", str(spec), str(root)] if spec else [str(root)]
         subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         (root / ".complete").write_text("ok")
     return root

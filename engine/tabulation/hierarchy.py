@@ -336,13 +336,14 @@ class HierarchyStage:
         for lvl, chains in self._on.items():
             for chain in chains:
                 tab = {g: catalog.codes(g, lvl).astype(str) for g in chain}
+                members = {g: set(tab[g]) for g in chain}
                 classes: dict[tuple[str, ...], list[str]] = {}
                 seen: set[str] = set()
                 for g in chain:
                     for c in tab[g]:
                         if c not in seen:
                             seen.add(c)
-                            classes.setdefault(tuple(h for h in chain if c in set(tab[h])), []).append(c)
+                            classes.setdefault(tuple(h for h in chain if c in members[h]), []).append(c)
                 for cls, codes in classes.items():
                     out.append((lvl, self._forest(cls, member), np.array(codes)))
         self._forest_cache[key] = (member, out)  # keeps `member` alive, so its id stays unique
