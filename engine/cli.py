@@ -108,6 +108,12 @@ def _parser() -> argparse.ArgumentParser:
                          "(default: a cryptographically secure random source)")
     sp.add_argument("--no-coterminous", dest="coterminous", action="store_false",
                     help="skip the coterminous-geography post-processing (on by default)")
+    sp.add_argument("--consistency", choices=["none", "least-squares", "tree-dp"], default="none",
+                    help="make nested levels add up (USA > STATE > COUNTY > TRACT, per iteration): "
+                         "least-squares = weighted least squares + consistent rounding; tree-dp = exact "
+                         "non-negative integer optimum (Fioretto et al.); default none = SafeTab-P as "
+                         "published. Suppressed groups stay suppressed and are never read (a parent is at "
+                         "least the sum of its published children); see docs/consistency.md")
 
     sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
     common(sp)
@@ -126,6 +132,13 @@ def _parser() -> argparse.ArgumentParser:
                          "Census production layouts, error_report.csv (per population group, first trial) and "
                          "multi_run_error_report.csv (all trials), with the trials kept in OUT_DIR/single_runs/; "
                          "both: all three from the same releases (default studio)")
+    sp.add_argument("--consistency", default=None, metavar="METHODS",
+                    help="compare hierarchical consistency methods instead: a comma-separated list of "
+                         "none, least-squares, tree-dp, relax-then-round, or all. Each trial draws one "
+                         "release and every method post-processes the same noisy counts; writes "
+                         "consistency_by_level.csv (mean absolute error and bias by level x method, as "
+                         "Fioretto et al.'s Table 7), consistency_by_size.csv, consistency_summary.csv "
+                         "(negative counts, violations of additivity, run time) and consistency.json")
 
     sp = sub.add_parser("sample", help="write a synthetic nation (PARAMS_DIR + DATA_DIR layout) of any size")
     sp.add_argument("out_dir", metavar="OUT", type=Path, help="folder to create: OUT/params and OUT/data")
@@ -267,7 +280,8 @@ def _dispatch(args, progress: _Progress) -> int:
 
         truth = args.command == "truth"
         res = run(args.params_dir, args.data_dir, args.out_dir, seed=None if truth else args.seed, truth=truth,
-                  coterminous=args.coterminous, overwrite=args.overwrite, progress=progress)
+                  coterminous=args.coterminous, overwrite=args.overwrite, progress=progress,
+                  consistency=getattr(args, "consistency", "none"))
         progress.close()
         m = res.manifest
         print(f"Wrote {res.out_dir}: {m['outputs']['rows']['t1']:,} T1 rows, {m['outputs']['rows']['t2']:,} T2 rows, "
@@ -281,6 +295,19 @@ def _dispatch(args, progress: _Progress) -> int:
 
         if args.trials < 1:
             raise ValueError("--trials must be at least 1")
+        if args.consistency is not None:
+            from engine.reports.consistency import consistency_report, format_comparison, parse_methods
+
+            if args.release is not None:
+                raise ValueError("--consistency draws its own releases; it cannot be used with --release")
+            comp = consistency_report(args.params_dir, args.data_dir, args.out_dir,
+                                      methods=parse_methods(args.consistency), trials=args.trials, seed=args.seed,
+                                      overwrite=args.overwrite, progress=progress)
+            progress.close()
+            print(format_comparison(comp))
+            print(f"Wrote {args.out_dir / 'consistency_by_level.csv'}, consistency_by_size.csv, "
+                  "consistency_summary.csv and consistency.json")
+            return EXIT_OK
         report = accuracy_report(args.params_dir, args.data_dir, args.out_dir, trials=args.trials, seed=args.seed,
                                  release_dir=args.release, overwrite=args.overwrite, progress=progress,
                                  layout=args.layout)
