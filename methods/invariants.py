@@ -72,6 +72,7 @@ __all__ = [
     "extended_sensitivity",
     "gaussian_c",
     "gaussian_scale",
+    "hold_sums",
     "laplace_scale",
     "largest_remainder",
     "margin_constraints",
@@ -483,3 +484,39 @@ def largest_remainder(numerators: Any, denominators: Any, groups: Any, tiebreak:
     up = np.zeros(len(num), bool)
     up[order] = rank < need[gs]
     return floor + up
+
+
+def hold_sums(values: Any, groups: Any, totals: Any, tiebreak: Any = None) -> np.ndarray:
+    """Integer noisy values moved so that each group adds up to its exact total.
+
+    The projected mechanism for one total per group (C = a row of ones per group):
+    Pi_N moves each of the U_g values of group g by -E_g / U_g, where E_g = sum of the
+    group's values - totals[g] is the group's summed noise, so the group's sum becomes
+    totals[g] exactly and each value's noise variance shrinks by the factor 1 - 1/U_g.
+    The moves are rounded to integers by `largest_remainder` (every move is
+    floor(-E_g / U_g) or one more, and they add up to -E_g exactly), so the outputs stay
+    integers and still add up to the total. Ties (here every remainder of a group is the
+    same) are broken by `tiebreak`.
+
+    `values`: int64 noisy values; `groups`: labels 0..G-1; `totals`: G int64 totals.
+    A group without values must have total 0.
+    """
+    v = np.asarray(values)
+    g = np.asarray(groups)
+    t = np.asarray(totals)
+    if v.ndim != 1 or g.shape != v.shape or t.ndim != 1:
+        raise ValueError("values and groups must be 1-D arrays of the same length, totals 1-D")
+    if not all(np.issubdtype(a.dtype, np.integer) for a in (v, g, t)):
+        raise ValueError("values, groups and totals must be integers")
+    v, g, t = v.astype(np.int64), g.astype(np.int64), t.astype(np.int64)
+    if len(g) and (g.min() < 0 or g.max() >= len(t)):
+        raise ValueError("group labels must index the totals")
+    units = np.bincount(g, minlength=len(t)).astype(np.int64)
+    sums = np.zeros(len(t), np.int64)
+    np.add.at(sums, g, v)
+    empty = units == 0
+    if np.any(t[empty] != 0):
+        raise ValueError(f"group {int(np.flatnonzero(empty & (t != 0))[0])} has a total but no values to carry it")
+    excess = sums - t
+    move = largest_remainder(-excess[g], np.where(empty, 1, units), g, tiebreak)
+    return v + move

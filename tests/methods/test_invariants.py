@@ -350,3 +350,57 @@ def test_largest_remainder_errors() -> None:
         inv.largest_remainder(np.array([0.5]), np.array([1]), np.array([0]))
     with pytest.raises(ValueError, match="> 0"):
         inv.largest_remainder(np.array([1]), np.array([0]), np.array([0]))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.lists(st.lists(st.integers(-300, 5_000), min_size=1, max_size=9), min_size=1, max_size=5),
+       st.lists(st.integers(0, 4_000), min_size=5, max_size=5), st.integers(0, 2**32))
+def test_hold_sums_is_the_rounded_projection(groups, totals, seed) -> None:
+    """Each group ends at its total exactly; every output is within one of the real
+    projection v - E/U (the paper's Pi_N for one total per group)."""
+    values = np.array([x for grp in groups for x in grp], np.int64)
+    labels = np.array([i for i, grp in enumerate(groups) for _ in grp], np.int64)
+    tot = np.array(totals[: len(groups)], np.int64)
+    tb = np.random.default_rng(seed).integers(0, 2**63, size=len(values), dtype=np.uint64)
+    out = inv.hold_sums(values, labels, tot, tb)
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(np.bincount(labels, weights=out, minlength=len(tot)), tot)
+    ones = scipy.sparse.csr_array((np.ones(len(values)), (labels, np.arange(len(values)))),
+                                  shape=(len(tot), len(values)))
+    # the real-valued projected release: x + Pi_N e with x any vector meeting the totals
+    x = np.zeros(len(values))
+    x[np.searchsorted(labels, np.arange(len(tot)))] = tot
+    real = x + inv.project((values - x).astype(float), ones)
+    assert np.all(np.abs(out - real) < 1 + 1e-9)
+
+
+def test_hold_sums_variance_factor_with_exact_discrete_gaussian_noise() -> None:
+    """Seeded exact discrete Gaussian noise (engine.noise) on 6 values held to their
+    true sum: each value's error variance is sigma^2 (1 - 1/6) plus the rounding's
+    (at most 1/4), and its mean is zero."""
+    from engine.noise import RandomSource, sample_discrete_gaussian
+
+    src = RandomSource.seeded(14)
+    reps, n, s2 = 20_000, 6, 50
+    truth = np.array([3, 0, 17, 250, 1, 9], np.int64)
+    noise = sample_discrete_gaussian(s2, reps * n, src).reshape(reps, n)
+    values = (truth + noise).reshape(-1)
+    labels = np.repeat(np.arange(reps), n)
+    tb = src.words(reps * n)
+    out = inv.hold_sums(values, labels, np.full(reps, truth.sum()), tb).reshape(reps, n)
+    np.testing.assert_array_equal(out.sum(axis=1), truth.sum())
+    err = out - truth
+    var = err.var(axis=0)
+    # predicted: Var(DG) (1 - 1/6) <= var <= that + 1/4; sampling sd of a variance ~ 0.5%.
+    from calculators import discrete_gaussian
+
+    pred = discrete_gaussian.variance(s2) * (1 - 1 / n)
+    assert np.all(var > pred * 0.96) and np.all(var < (pred + 0.25) * 1.04)
+    assert np.all(np.abs(err.mean(axis=0)) < 4 * np.sqrt(pred / reps) + 1e-9)
+
+
+def test_hold_sums_errors() -> None:
+    with pytest.raises(ValueError, match="no values"):
+        inv.hold_sums(np.array([1]), np.array([0]), np.array([1, 5]))
+    with pytest.raises(ValueError, match="integers"):
+        inv.hold_sums(np.array([1.5]), np.array([0]), np.array([1]))
