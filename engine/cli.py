@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
                          "(default: a cryptographically secure random source)")
     sp.add_argument("--no-coterminous", dest="coterminous", action="store_false",
                     help="skip the coterminous-geography post-processing (on by default)")
+    sp.add_argument("--consistency", choices=["none", "least-squares", "tree-dp"], default="none",
+                    help="make nested levels add up (USA > STATE > COUNTY > TRACT, per iteration): "
+                         "least-squares = weighted least squares + consistent rounding; tree-dp = exact "
+                         "non-negative integer optimum (Fioretto et al.); default none = SafeTab-P as "
+                         "published. Suppressed groups count as 0; see docs/consistency.md")
 
     sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
     common(sp)
@@ -159,7 +164,8 @@ def _dispatch(args, progress: _Progress) -> int:
 
         truth = args.command == "truth"
         res = run(args.params_dir, args.data_dir, args.out_dir, seed=None if truth else args.seed, truth=truth,
-                  coterminous=args.coterminous, overwrite=args.overwrite, progress=progress)
+                  coterminous=args.coterminous, overwrite=args.overwrite, progress=progress,
+                  consistency=getattr(args, "consistency", "none"))
         progress.close()
         m = res.manifest
         print(f"Wrote {res.out_dir}: {m['outputs']['rows']['t1']:,} T1 rows, {m['outputs']['rows']['t2']:,} T2 rows, "

@@ -143,10 +143,13 @@ def run(
     overwrite: bool = False,
     progress: Progress | None = None,
     prepared: Prepared | None = None,
+    consistency: str = "none",
 ) -> RunResult:
     """Validate, tabulate and write a release (or, with `truth`, the noise-free tables).
 
     With `seed` the noise is reproducible and the manifest says "not for release".
+    `consistency` ("none", "least-squares", "tree-dp") post-processes the nested levels
+    so that they add up (`engine.tabulation.consistency`; the truth needs none).
     Nothing is written unless the whole run succeeds.
     """
     from engine import noise as _noise
@@ -155,6 +158,10 @@ def run(
 
     started = time.perf_counter()
     check_out_dir(Path(out_dir), overwrite)
+    from engine.tabulation.consistency import RUN_METHODS
+
+    if consistency not in RUN_METHODS:
+        raise ValueError(f"unknown consistency method {consistency!r}; choose one of {', '.join(RUN_METHODS)}")
     if prepared is None:
         prepared = prepare(params_dir, data_dir, progress)
     source = None
@@ -164,7 +171,7 @@ def run(
     writer = ReleaseWriter(out_dir, overwrite=overwrite)
     try:
         t0 = time.perf_counter()
-        stats = _write_release(prepared, writer, noise, truth, coterminous, progress)
+        stats = _write_release(prepared, writer, noise, truth, coterminous, progress, consistency)
         t1 = time.perf_counter()
         timings = dict(prepared.timings)
         timings["tabulate_and_write"] = t1 - t0
@@ -179,7 +186,7 @@ def run(
 
 
 def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterminous: bool,
-                   progress: Progress | None) -> dict:
+                   progress: Progress | None, consistency: str = "none") -> dict:
     geo = prepared.inputs.geography
     sets = geo.coterminous_sets() if coterminous else []
     stash = CoterminousStash(sets)
@@ -187,10 +194,37 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
     all_codes = list(prepared.inputs.specs.iterations)
     code_id = {c: i for i, c in enumerate(all_codes)}
     stats: dict[str, dict] = {}
-    for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress):
+    # The hierarchy stage keeps the nested levels until all are tabulated (docs/consistency.md).
+    stage = None
+    if consistency != "none" and not truth:
+        from engine.tabulation.hierarchy import HierarchyStage
+
+        stage = HierarchyStage(prepared)
+
+    def emit(counts, pub, stash_members: bool = True, write: bool = True) -> None:
         lvl = pub.plan.level
         codes = prepared.catalog.codes(lvl.geo, lvl.iteration_level)
         n_it = counts.n_iterations
+        groups = np.arange(pub.g0, pub.g1, dtype=np.int64)
+        stashed = np.zeros(pub.n, dtype=bool)
+        mask = stash.region_mask(lvl.geo, counts.n_regions)
+        if mask is not None:
+            stashed = mask[groups // n_it]
+            if stash_members:
+                stash.add(pub, lvl.geo, groups[stashed], n_it, np.array([code_id[c] for c in codes], np.int32))
+        if not write:
+            return
+        keep = ~stashed
+        tables = {}
+        for k, (tg, cells, marg) in pub.tables.items():
+            sel = ~stashed[tg - pub.g0]
+            tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel])
+        _write_groups(writer, f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, region_arrays[lvl.geo],
+                      pa.array(codes.astype(str)), groups[keep] // n_it, groups[keep] % n_it,
+                      pub.t1[keep], pub.released[keep], tables)
+
+    for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress):
+        lvl = pub.plan.level
         st = stats.setdefault(lvl.key, {"groups": 0, "total_only": 0, "stat_level_0": 0, "stat_level_1": 0,
                                         "stat_level_2": 0, "stat_level_3": 0, "suppressed": 0, "noise_draws": 0})
         st["groups"] += pub.n
@@ -202,22 +236,24 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
         for k in range(4):
             st[f"stat_level_{k}"] += int((pub.stat_level == k).sum())
         st["suppressed"] += int((~pub.released).sum())
-
-        groups = np.arange(pub.g0, pub.g1, dtype=np.int64)
-        stashed = np.zeros(pub.n, dtype=bool)
-        mask = stash.region_mask(lvl.geo, counts.n_regions)
-        if mask is not None:
-            stashed = mask[groups // n_it]
-            stash.add(pub, lvl.geo, groups[stashed], n_it, np.array([code_id[c] for c in codes], np.int32))
-        keep = ~stashed
-        tables = {}
-        for k, (tg, cells, marg) in pub.tables.items():
-            sel = ~stashed[tg - pub.g0]
-            tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel])
-        _write_groups(writer, f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, region_arrays[lvl.geo],
-                      pa.array(codes.astype(str)), groups[keep] // n_it, groups[keep] % n_it,
-                      pub.t1[keep], pub.released[keep], tables)
+        if stage is not None and stage.collects(lvl):
+            stage.add(counts, pub)
+            emit(counts, pub, write=False)  # members are stashed now, the rest written once adjusted
+        else:
+            emit(counts, pub)
     rows = stash.resolve()
+    if stage is not None:
+        from engine.tabulation.consistency import DESCRIPTIONS, adjuster
+
+        adjust, cells_nonnegative = adjuster(consistency, prepared.inputs.config.allow_negative_counts)
+        res = stage.finish(rows, stash.member if sets else None, adjust, cells_nonnegative=cells_nonnegative,
+                           progress=progress)
+        rows = res.rows
+        for counts, pub in res.published:
+            emit(counts, pub, stash_members=False)
+        stats["consistency"] = {"method": consistency, "description": DESCRIPTIONS[consistency],
+                                **{k: v for k, v in res.stats.items() if k != "forests"},
+                                "forests": res.stats["forests"]}
     if sets:
         if rows is not None:
             _write_coterminous(writer, geo, rows, pa.array(all_codes))

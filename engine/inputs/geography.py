@@ -98,6 +98,25 @@ class Geography:
         return out
 
 
+def parent_regions(geography: Geography, child: str, parent: str) -> np.ndarray:
+    """For each region of level `child`, the index of the region of level `parent` that
+    contains it, or -1 where the child region is not inside a single parent region
+    (e.g. a place crossing county lines). Nesting is read from GRF-C's pieces, so it is
+    public information.
+    """
+    pc, pp = geography.piece_region[child], geography.piece_region[parent]
+    n = geography.n_regions(child)
+    inside = (pc >= 0) & (pp >= 0)
+    lo = np.full(n, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(n, -1, np.int64)
+    np.minimum.at(lo, pc[inside], pp[inside])
+    np.maximum.at(hi, pc[inside], pp[inside])
+    # A child piece outside every parent region also breaks nesting.
+    outside = np.zeros(n, bool)
+    outside[pc[(pc >= 0) & (pp < 0)]] = True
+    return np.where((lo == hi) & ~outside, hi, -1)
+
+
 def check_grf(batch: Batch, log: ProblemLog, file: str = "GRF-C.txt") -> np.ndarray:
     """Validate GRF-C rows; returns a mask of good rows (problems go to `log`)."""
     t = batch.table

@@ -115,6 +115,8 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
             "zero_suppression_chance": config.zero_suppression_chance,
             "coterminous": coterminous,
             **({"coterminous_result": stats["coterminous"]} if "coterminous" in stats else {}),
+            # Hierarchical consistency (`--consistency`, docs/consistency.md); "none" = as SafeTab-P.
+            "consistency": stats.get("consistency", {"method": "none"}),
         },
         "outputs": {"rows": rows},
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},

@@ -23,7 +23,7 @@ import numpy as np
 
 from calculators import budget, noise_family
 from calculators.config import SafeTabConfig
-from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, PopulationGroupLevel
+from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, STAT_LEVEL_CELLS, PopulationGroupLevel
 from engine.tabulation.aggregate import LevelCounts
 
 #: Stat level code of TotalOnly (DETAILED_ONLY) groups in results.
@@ -72,6 +72,23 @@ def level_plan(config: SafeTabConfig, level: PopulationGroupLevel, stability: in
         t = suppression.threshold(plan.stage2, p, noise=noise_family.family_of(config.privacy_defn))
         plan = LevelPlan(level, rho, gamma, stability, plan.thresholds, config.privacy_defn, int(t))
     return plan
+
+
+def total_variance(plan: LevelPlan, stat_level: np.ndarray) -> np.ndarray:
+    """Noise variance of each published total (SPEC section 1).
+
+    TotalOnly: Var(X) at the full-budget scale; stat level 0: Var(X) at the stage-2
+    scale; stat level k >= 1: the total is the sum of the group's c_k independent
+    stage-2 cells (8, 18, 46), so c_k Var(X). Var is the exact variance of the
+    discrete Gaussian (slightly below sigma^2) or of the two-sided geometric.
+    """
+    law = noise_family.law(noise_family.family_of(plan.privacy_defn))
+    v_stage2 = float(law.variance(float(plan.stage2)))
+    v_total_only = float(law.variance(float(plan.total_only)))
+    cells = np.array([STAT_LEVEL_CELLS[k] for k in sorted(STAT_LEVEL_CELLS)], np.float64)
+    st = np.asarray(stat_level)
+    out = np.where(st == TOTAL_ONLY, v_total_only, v_stage2 * cells[np.maximum(st, 0)])
+    return out.astype(np.float64)
 
 
 class Noise(Protocol):

@@ -1,0 +1,749 @@
+"""Hierarchical consistency: make noisy counts of nested areas add up.
+
+SafeTab-P tabulates every geography level on its own, so the published counts of a
+group in the counties of a state do not add up to its state count. These functions
+post-process noisy counts on a tree of areas so that every parent equals the sum of its
+children (no privacy cost: they only read the noisy counts).
+
+The tree is a parent array: ``parents[i]`` is the index of node i's parent, -1 for a
+root (several roots make a forest; each tree is solved on its own). ``noisy`` holds one
+value per node, shape ``(n,)``, or ``(n, m)`` for m trees that share the structure
+(e.g. one per characteristic iteration); they are solved together, column by column.
+
+Common options: ``variances`` (the noise variance of each node; default 1, i.e. the
+unweighted problem), ``fixed`` (a value per node, NaN where free: the node must take
+that value, e.g. a suppressed count held at 0 or an invariant), ``root_total`` (the
+same for the roots only, as in the seed paper).
+
+- `least_squares`: the weighted least-squares consistent estimate, real valued
+  (Hay, Rastogi, Miklau, Suciu 2010 "Boosting the accuracy of differentially private
+  histograms through consistency": with equal variances it is their estimate), in
+  linear time; with ``nonnegative=True`` the exact constrained optimum instead.
+- `tree_dp`: the integer, non-negative, consistent counts closest to the noisy ones in
+  (weighted) squared distance, exactly: the dynamic program of Fioretto, Van Hentenryck
+  and Zhu, "Differential Privacy of Hierarchical Census Data: An Optimization Approach"
+  (CP 2019; Artificial Intelligence 296, 2021).
+- `relax_then_round`: the baseline that paper compares against: the relaxed
+  (real-valued) optimum rounded node by node, which breaks additivity.
+- `round_consistent`: integers from a consistent real solution, keeping additivity
+  (top-down largest-remainder rounding, as a TopDown-style release needs).
+- `distribute`: integer cells of a table that add up to a given total.
+- `violations`: how many parents differ from the sum of their children.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Entries of cost tables solved at once by `tree_dp` (bounds its memory: ~50 bytes each).
+_DP_BUDGET = 1 << 22
+
+
+# ---------------------------------------------------------------------------------------
+# The tree
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """A validated parent array with its nodes grouped by depth.
+
+    ``levels[d]`` lists the nodes at depth d; for d >= 1 they are grouped by parent, the
+    parents in the order of ``levels[d - 1]``, so per-parent sums are one `reduceat`.
+    """
+
+    parents: np.ndarray
+    levels: tuple[np.ndarray, ...]
+    n_children: np.ndarray
+    child_start: np.ndarray
+    child_order: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.parents)
+
+    def children(self, p: int) -> np.ndarray:
+        return self.child_order[self.child_start[p]:self.child_start[p + 1]]
+
+    def internal(self, d: int) -> np.ndarray:
+        nodes = self.levels[d]
+        return nodes[self.n_children[nodes] > 0]
+
+
+def _tree(parents) -> _Tree:
+    p = np.asarray(parents)
+    if p.ndim != 1 or len(p) == 0:
+        raise ValueError(f"parents must be a non-empty 1-D array of node indices, got shape {p.shape}")
+    integral = np.issubdtype(p.dtype, np.integer) or (
+        np.issubdtype(p.dtype, np.floating) and np.all(np.isfinite(p)) and np.all(p == np.round(p)))
+    if not integral:
+        raise ValueError(f"parents must hold integers, got dtype {p.dtype}")
+    p = p.astype(np.int64)
+    n = len(p)
+    bad = np.flatnonzero((p < -1) | (p >= n) | (p == np.arange(n)))
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(f"parents[{i}] = {int(p[i])}: a parent must be -1 (root) or another node's index in 0..{n - 1}")
+    roots = np.flatnonzero(p == -1)
+    if not len(roots):
+        raise ValueError("parents has no root (no entry is -1)")
+    nonroot = np.flatnonzero(p >= 0)
+    order = nonroot[np.argsort(p[nonroot], kind="stable")]
+    counts = np.bincount(p[nonroot], minlength=n)
+    start = np.concatenate([[0], np.cumsum(counts)])
+    levels = [roots]
+    seen = len(roots)
+    frontier = roots
+    while seen <= n:
+        sizes = counts[frontier]
+        total = int(sizes.sum())
+        if total == 0:
+            break
+        within = np.arange(total) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        frontier = order[np.repeat(start[frontier], sizes) + within]
+        levels.append(frontier)
+        seen += total
+    if seen != n:
+        reached = np.zeros(n, bool)
+        reached[np.concatenate(levels)] = True
+        i = int(np.flatnonzero(~reached)[0])
+        raise ValueError(f"parents has a cycle: node {i} is not below any root")
+    return _Tree(p, tuple(levels), counts, start, order)
+
+
+def _segments(tree: _Tree, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """For depth d >= 1: the parent of each segment of ``levels[d]`` and the segment starts."""
+    par = tree.parents[tree.levels[d]]
+    starts = np.flatnonzero(np.r_[True, par[1:] != par[:-1]])
+    return par[starts], starts
+
+
+# ---------------------------------------------------------------------------------------
+# Inputs
+
+
+def _batch(a, n: int, m: int | None, name: str, default: float | None) -> np.ndarray:
+    """An (n, m) float array from a scalar, an (n,) or an (n, m) array."""
+    if a is None:
+        return np.full((n, m), default, np.float64)
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim == 0:
+        return np.full((n, m), float(arr))
+    if arr.ndim == 1 and arr.shape == (n,):
+        return np.repeat(arr[:, None], m, axis=1)
+    if arr.shape == (n, m):
+        return arr.copy()
+    raise ValueError(f"{name} must be a scalar or of shape ({n},) or ({n}, {m}), got {arr.shape}")
+
+
+def _prepare(parents, noisy, variances, fixed, root_total, nonnegative: bool, integer: bool = False):
+    tree = _tree(parents)
+    n = tree.n
+    y = np.asarray(noisy, dtype=np.float64)
+    squeeze = y.ndim == 1
+    if squeeze:
+        y = y[:, None]
+    if y.ndim != 2 or y.shape[0] != n:
+        raise ValueError(f"noisy must be of shape ({n},) or ({n}, m) to match parents, got {np.shape(noisy)}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("noisy values must be finite")
+    m = y.shape[1]
+    var = _batch(variances, n, m, "variances", 1.0)
+    if not np.all(np.isfinite(var) & (var > 0)):
+        raise ValueError("variances must be finite and positive")
+    fx = _batch(fixed, n, m, "fixed", np.nan)
+    if np.any(np.isinf(fx)):
+        raise ValueError("fixed values must be finite (NaN marks a free node)")
+    if root_total is not None:
+        roots = tree.levels[0]
+        rt = np.asarray(root_total, dtype=np.float64)
+        if rt.ndim == 0:
+            rt = np.full((len(roots), m), float(rt))
+        elif rt.shape == (len(roots),):
+            rt = np.repeat(rt[:, None], m, axis=1)
+        elif len(roots) == 1 and rt.shape == (m,):
+            rt = rt[None, :]
+        elif rt.shape != (len(roots), m):
+            raise ValueError(f"root_total must be a scalar or of shape ({len(roots)},) (one per root) "
+                             f"or ({len(roots)}, {m}), got {rt.shape}")
+        if not np.all(np.isfinite(rt)):
+            raise ValueError("root_total must be finite")
+        clash = ~np.isnan(fx[roots]) & (fx[roots] != rt)
+        if clash.any():
+            raise ValueError("root_total and fixed give a root two different values")
+        fx[roots] = rt
+    given = ~np.isnan(fx)
+    if nonnegative and np.any(fx[given] < 0):
+        raise ValueError("a fixed value is negative, but the solution must be non-negative")
+    if integer and np.any(fx[given] != np.round(fx[given])):
+        raise ValueError("fixed values (and root_total) must be integers for an integer solution")
+    return tree, y, var, fx, squeeze
+
+
+def _out(x: np.ndarray, squeeze: bool) -> np.ndarray:
+    return x[:, 0] if squeeze else x
+
+
+# ---------------------------------------------------------------------------------------
+# Least squares
+
+
+def least_squares(parents, noisy, variances=None, *, root_total=None, fixed=None,
+                  nonnegative: bool = False) -> np.ndarray:
+    """The weighted least-squares consistent estimate.
+
+    Minimises ``sum_i (x_i - noisy_i)^2 / variances_i`` over real x with
+    ``x[p] = sum of x[children of p]`` for every internal node (and ``fixed`` /
+    ``root_total`` nodes held at their values). It is the best linear unbiased estimate
+    of the true counts when the noise is independent with these variances; with equal
+    variances it is Hay et al.'s "boosting" estimate. Exact, in linear time, with two
+    passes over the tree (a Kalman-style smoother):
+
+    - bottom-up, the estimate of each node from its subtree alone and its variance:
+      leaves ``z = noisy, V = var``; an internal node combines its own noisy value with
+      the sum of its children's estimates (variance ``S = sum V_c``) by inverse-variance
+      weighting, ``z = (noisy/var + s/S) / (1/var + 1/S)``, ``V = 1 / (1/var + 1/S)``;
+      a fixed node has ``z = fixed, V = 0``;
+    - top-down, roots keep ``z``; the children of a node with final value ``x_p`` share
+      the gap ``x_p - sum z_c`` in proportion to their variances,
+      ``x_c = z_c + V_c / S * (x_p - sum z_c)``.
+
+    With ``nonnegative=True`` it returns instead the exact optimum under ``x >= 0`` (the
+    relaxation `tree_dp` and `relax_then_round` start from), computed by a dynamic
+    program over piecewise-linear response functions (see `_nonnegative_ls`).
+
+    Raises ValueError if the fixed values cannot be met (e.g. fixed children that do not
+    add up to a fixed parent).
+    """
+    tree, y, var, fx, squeeze = _prepare(parents, noisy, variances, fixed, root_total, nonnegative)
+    x = _nonnegative_ls(tree, y, var, fx) if nonnegative else _linear_ls(tree, y, var, fx)
+    return _out(x, squeeze)
+
+
+def _check_gap(gap: np.ndarray, scale: np.ndarray, where: np.ndarray) -> None:
+    bad = where & (np.abs(gap) > 1e-7 * (1.0 + np.abs(scale)))
+    if bad.any():
+        raise ValueError("the fixed values cannot be met: a fixed parent differs from the sum of its children, "
+                         "all of which are fixed")
+
+
+def _linear_ls(tree: _Tree, y: np.ndarray, var: np.ndarray, fx: np.ndarray) -> np.ndarray:
+    n, m = y.shape
+    is_fixed = ~np.isnan(fx)
+    z = np.empty((n, m))
+    V = np.empty((n, m))
+    s = np.zeros((n, m))  # sum of the children's subtree estimates
+    S = np.zeros((n, m))  # sum of their variances
+    depth = len(tree.levels)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for d in range(depth - 1, -1, -1):
+            nodes = tree.levels[d]
+            zi, Vi = y[nodes].copy(), var[nodes].copy()
+            inner = tree.n_children[nodes] > 0
+            if inner.any():
+                ii = nodes[inner]
+                si, Si, yi, vi = s[ii], S[ii], y[ii], var[ii]
+                pos = Si > 0
+                zi[inner] = np.where(pos, (yi / vi + si / Si) / (1 / vi + 1 / Si), si)
+                Vi[inner] = np.where(pos, 1 / (1 / vi + 1 / Si), 0.0)
+            f = is_fixed[nodes]
+            zi[f] = fx[nodes][f]
+            Vi[f] = 0.0
+            z[nodes], V[nodes] = zi, Vi
+            if d > 0:
+                par, starts = _segments(tree, d)
+                s[par] = np.add.reduceat(zi, starts, axis=0)
+                S[par] = np.add.reduceat(Vi, starts, axis=0)
+        x = np.empty((n, m))
+        roots = tree.levels[0]
+        x[roots] = z[roots]
+        for d in range(1, depth):
+            nodes = tree.levels[d]
+            p = tree.parents[nodes]
+            share = np.where(S[p] > 0, V[nodes] / S[p], 0.0)
+            x[nodes] = z[nodes] + share * (x[p] - s[p])
+            par, _starts = _segments(tree, d)
+            _check_gap(x[par] - s[par], x[par], S[par] == 0)
+    return x
+
+
+def _nonnegative_ls(tree: _Tree, y: np.ndarray, var: np.ndarray, fx: np.ndarray) -> np.ndarray:
+    """Exact weighted least squares under x >= 0, by a dynamic program on the tree.
+
+    Write f_i(v) = w_i (v - y_i)^2 with w_i = 1/var_i and F_i(v) the least cost of node
+    i's subtree given x_i = v. Its *response* X_i(lam) = argmin_v F_i(v) - lam v (the
+    value node i takes when its parent's constraint prices it at lam) is continuous,
+    non-decreasing and piecewise linear, so it is kept as a sum of hinges
+    ``off + sum_k delta_k * max(0, lam - lam_k)``:
+
+    - a leaf: X(lam) = max(0, y + lam / (2w)), one hinge at -2 w y of slope 1/(2w);
+    - an internal node: its children share one price mu, so their sum is
+      G(mu) = sum_c X_c(mu) (the union of their hinges); stationarity in x_i gives
+      lam = mu + 2 w_i (G(mu) - y_i), so X_i(lam) = G(mu(lam)): the same hinges moved to
+      lam_k = mu_k + 2 w_i (G(mu_k) - y_i), a slope S of G becoming S / (1 + 2 w_i S);
+    - a fixed node answers its parent with a constant.
+
+    Top-down, a free root takes X(0) (no parent prices it), a fixed node the price mu
+    with G(mu) = its value, and every child c of a node priced mu takes X_c(mu). The
+    work is the number of (leaf, ancestor) pairs times a sort; m trees are done at once
+    with one column each (hinges of fixed leaves are padding: slope 0 at +inf).
+    """
+    n, m = y.shape
+    w = 1.0 / var
+    is_fixed = ~np.isnan(fx)
+    xrep: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    grep: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+    leaf = tree.n_children == 0
+
+    def leaf_hinges(nodes: np.ndarray):
+        f = is_fixed[nodes]
+        off = np.where(f, fx[nodes], 0.0)
+        lam = np.where(f, np.inf, -2.0 * w[nodes] * y[nodes])
+        dlt = np.where(f, 0.0, 0.5 / w[nodes])
+        return off, lam, dlt
+
+    for d in range(len(tree.levels) - 1, -1, -1):
+        for p in tree.internal(d):
+            ch = tree.children(p)
+            offs, lams, dlts = [], [], []
+            lc = ch[leaf[ch]]
+            if len(lc):
+                o, lm, dl = leaf_hinges(lc)
+                offs.append(o.sum(axis=0))
+                lams.append(lm)
+                dlts.append(dl)
+            for c in ch[~leaf[ch]]:
+                o, lm, dl = xrep[int(c)]
+                offs.append(o)
+                lams.append(lm)
+                dlts.append(dl)
+            off = np.sum(offs, axis=0)
+            lam = np.concatenate(lams)
+            dlt = np.concatenate(dlts)
+            order = np.argsort(lam, axis=0, kind="stable")
+            b = np.take_along_axis(lam, order, 0)
+            dl = np.take_along_axis(dlt, order, 0)
+            slope = np.cumsum(dl, axis=0)  # slope of G just after each hinge
+            fin = np.isfinite(b)
+            with np.errstate(invalid="ignore"):
+                inc = np.where(fin[1:], slope[:-1] * (b[1:] - b[:-1]), 0.0)
+            G = off + np.concatenate([np.zeros((1, m)), np.cumsum(inc, axis=0)])
+            grep[int(p)] = (off, b, G, slope)
+            wp, yp = w[p], y[p]
+            lam_p = b + 2.0 * wp * (G - yp)
+            s_p = slope / (1.0 + 2.0 * wp * slope)
+            dlt_p = np.diff(np.concatenate([np.zeros((1, m)), s_p]), axis=0)
+            f = is_fixed[p]
+            if f.any():
+                lam_p[:, f] = np.inf
+                dlt_p[:, f] = 0.0
+                off = np.where(f, fx[p], off)
+            xrep[int(p)] = (off, lam_p, dlt_p)
+
+    x = np.empty((n, m))
+    price = np.zeros((n, m))  # the price each node is answered at (0 for roots)
+    for d in range(len(tree.levels)):
+        nodes = tree.levels[d]
+        lv = nodes[leaf[nodes]]
+        if len(lv):
+            x[lv] = np.where(is_fixed[lv], fx[lv], np.maximum(0.0, y[lv] + price[lv] * 0.5 / w[lv]))
+        for p in nodes[~leaf[nodes]]:
+            p = int(p)
+            off, lam_p, dlt_p = xrep.pop(p)
+            free_val = off + np.sum(dlt_p * np.maximum(price[p] - lam_p, 0.0), axis=0)
+            mu = price[p] - 2.0 * w[p] * (free_val - y[p])
+            f = is_fixed[p]
+            if f.any():
+                mu = np.where(f, _price_of(grep[p], fx[p]), mu)
+            x[p] = np.where(f, fx[p], free_val)
+            price[tree.children(p)] = mu
+            grep.pop(p)
+    return x
+
+
+def _price_of(g: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], value: np.ndarray) -> np.ndarray:
+    """The price mu at which the children's sum G(mu) equals `value` (per tree).
+
+    G is piecewise linear, constant (= its offset) before its first hinge and strictly
+    increasing after it. NaN columns of `value` (free trees) get 0.
+    """
+    off, b, G, slope = g
+    m = b.shape[1]
+    v = np.where(np.isnan(value), off, value)
+    fin = np.isfinite(b)
+    tol = 1e-9 * (1.0 + np.abs(v))
+    below = fin & (G <= v + tol)
+    k = below.sum(axis=0) - 1
+    n_fin = fin.sum(axis=0)
+    cols = np.arange(m)
+    kk = np.clip(k, 0, max(b.shape[0] - 1, 0))
+    if b.shape[0]:
+        bk, Gk, sk = b[kk, cols], G[kk, cols], slope[kk, cols]
+    else:
+        bk = Gk = sk = np.zeros(m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.where(sk > 0, bk + (v - Gk) / sk, bk)
+    mu = np.where(n_fin == 0, 0.0, mu)
+    bad = (v < off - tol) | ((n_fin == 0) & (np.abs(v - off) > tol))
+    if np.any(bad & ~np.isnan(value)):
+        raise ValueError("the fixed values cannot be met under non-negativity: a fixed node is smaller than "
+                         "the fixed values below it, or all below it are fixed to another sum")
+    return mu
+
+
+# ---------------------------------------------------------------------------------------
+# The exact integer dynamic program
+
+
+def tree_dp(parents, noisy, root_total=None, nonnegative: bool = True, *, variances=None,
+            fixed=None) -> np.ndarray:
+    """The integer consistent counts closest to the noisy ones, exactly.
+
+    Returns integers x with ``x[p] = sum of x[children of p]`` for every internal node,
+    ``x >= 0`` when `nonnegative`, ``x[root] = root_total`` and ``x = fixed`` where
+    given, that minimise ``sum_i (x_i - noisy_i)^2 / variances_i`` (unweighted by
+    default, as in the paper). The algorithm of Fioretto, Van Hentenryck and Zhu:
+
+    - every node i keeps a *cost table* F_i(v), the least cost of its subtree when
+      x_i = v, over an integer domain [lo_i, hi_i]; F_i is convex, so it is stored as
+      its sorted marginal costs F_i(v + 1) - F_i(v);
+    - a leaf's table is its own squared deviation, marginals w (2 (v - y) + 1);
+    - a parent's table is its own squared deviation plus the min-convolution of its
+      children's tables (the cheapest way to split v among them). For convex tables the
+      min-convolution is a merge: starting from every child at its lowest value, each
+      extra unit goes to the child whose next unit is cheapest, so its marginal costs are
+      the children's marginal costs merged in sorted order;
+    - a free root takes the argmin of its table (the last value whose marginal is
+      negative), and top-down every parent's value is split among its children by
+      taking the first (x_p - sum lo_c) entries of the merged list: each child gets its
+      lowest value plus the number of its own entries taken.
+
+    Unweighted marginals are small integers, held exactly in float64, so the result is
+    exactly optimal (ties are broken by the order of the children); with variances the
+    comparisons are those of float64 arithmetic.
+
+    **The bound on the tables.** The tables span only
+    ``[x~_i - r_i, x~_i + r_i]`` (clipped at 0 when non-negative), where x~ is the exact
+    real-valued optimum of the same problem (`least_squares` with the same fixed values
+    and non-negativity), ``r_i = sqrt(W / w_i) / 2``, ``w_i = 1 / variances_i`` and W the
+    sum of w over the free nodes of the tree (``r_i = sqrt(n) / 2`` unweighted). This
+    cannot cut off an optimum, because every integer optimum z satisfies
+    ``sum_i w_i (z_i - x~_i)^2 <= W / 4``:
+
+    1. Let F(x) = sum w_i (x_i - y_i)^2 and Phi(x) the sum of the piecewise-linear
+       interpolations of each term between consecutive integers. On [k, k + 1] the chord
+       exceeds the parabola by w_i (x - k)(k + 1 - x) <= w_i / 4, so
+       F <= Phi <= F + W / 4, and Phi = F at integer points.
+    2. The feasible set P = {x : x_p = sum x_c, bounds} has a constraint matrix in which
+       each node's column has a +1 in its own row and a -1 in its parent's: a network
+       matrix, totally unimodular; bounds (0, fixed values) are integers. Phi is linear
+       on the unit box holding a minimiser of Phi over P, and that box intersected with
+       P is a polytope with integer vertices, so Phi attains its minimum over P at an
+       integer point. Hence every integer optimum z has
+       F(z) = min over P of Phi <= Phi(x~) <= F(x~) + W / 4.
+    3. x~ minimises the convex quadratic F over the convex set P, so
+       grad F(x~) . (z - x~) >= 0, and F(z) = F(x~) + grad F(x~) . (z - x~)
+       + sum w_i (z_i - x~_i)^2 >= F(x~) + sum w_i (z_i - x~_i)^2.
+
+    Together: sum w_i (z_i - x~_i)^2 <= W / 4, so |z_i - x~_i| <= r_i for every node.
+    Fixed nodes have x~_i = z_i and a single-value table. Two units of slack cover the
+    rounding of x~. The seed paper likewise bounds each table around the noisy value; this
+    bound is centred on the relaxed optimum, which is what makes it provable.
+
+    **Speed.** Tables of width 2 r_i + 1 (about sqrt(n)) make the work
+    O(n sqrt(n) log n) per tree at most; trees sharing one structure are solved a batch
+    at a time. Most optima lie much closer to x~ than r_i, so a first pass uses tables of
+    half-width ``min(r_i, 3 + r_i / 8)``, and only the trees whose solution sits on an
+    edge of those narrow tables that is not also an edge of the proven ones are solved
+    again. That is exact too: if the restricted optimum z_B were not optimal, a global
+    optimum z* would differ from it by a sum of unit moves along tree paths (an integer
+    circulation decomposes into conformal unit paths), and for a separable convex cost
+    one of them alone would lower the cost; each such move changes nodes by 1 towards z*,
+    so it stays feasible (non-negative, fixed nodes untouched) and inside the narrow
+    tables unless z_B sits on one of their extra edges, contradicting z_B's optimality.
+    """
+    tree, y, var, fx, squeeze = _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer=True)
+    w = 1.0 / var
+    relaxed = _nonnegative_ls(tree, y, var, fx) if nonnegative else _linear_ls(tree, y, var, fx)
+    free = np.isnan(fx)
+    W = np.where(free, w, 0.0).sum(axis=0)
+    r = 0.5 * np.sqrt(W[None, :] / w) + 2.0
+    lo = np.ceil(relaxed - r)
+    hi = np.floor(relaxed + r)
+    if nonnegative:
+        lo = np.maximum(lo, 0.0)
+    lo = np.where(free, lo, fx).astype(np.int64)
+    hi = np.where(free, hi, fx).astype(np.int64)
+    # First pass on narrow tables; trees whose solution touches a narrow edge that is not
+    # also a proven edge are solved again on the proven tables (see the docstring).
+    r1 = np.minimum(r, 3.0 + r / 8.0)
+    lo1 = np.maximum(lo, np.ceil(relaxed - r1).astype(np.int64))
+    hi1 = np.minimum(hi, np.floor(relaxed + r1).astype(np.int64))
+    lo1, hi1 = np.where(free, lo1, lo), np.where(free, hi1, hi)
+    x = _dp_batched(tree, y, w, free, lo1, hi1)
+    edge = (((x == lo1) & (lo1 > lo)) | ((x == hi1) & (hi1 < hi))).any(axis=0)
+    if edge.any():
+        redo = np.flatnonzero(edge)
+        x[:, redo] = _dp_batched(tree, y[:, redo], w[:, redo], free[:, redo], lo[:, redo], hi[:, redo])
+    return _out(x, squeeze)
+
+
+def _dp_batched(tree: _Tree, y, w, free, lo, hi) -> np.ndarray:
+    """`_dp` over batches of trees, so the tables stay within `_DP_BUDGET` entries."""
+    n, m = y.shape
+    width = int(np.max(hi - lo, axis=1).sum()) + n if m else n
+    step = max(1, _DP_BUDGET // max(width, 1))
+    x = np.empty((n, m), np.int64)
+    for a in range(0, m, step):
+        sl = slice(a, min(m, a + step))
+        x[:, sl] = _dp(tree, y[:, sl], w[:, sl], free[:, sl], lo[:, sl], hi[:, sl])
+    return x
+
+
+def _leaf_tables(nodes: np.ndarray, y, w, lo, hi) -> tuple[np.ndarray, np.ndarray]:
+    """Marginal costs of leaves' tables side by side: (m, columns) and each column's leaf slot.
+
+    Arrays are tree-major (m, n). Leaf j gets max over trees of (hi - lo) columns; column
+    k holds w (2 (lo + k - y) + 1), or +inf past its own tree's top (a fixed leaf has
+    lo = hi: only +inf).
+    """
+    K = np.max(hi[:, nodes] - lo[:, nodes], axis=0)
+    cols = int(K.sum())
+    slot = np.repeat(np.arange(len(nodes)), K)
+    k = np.arange(cols) - np.repeat(np.cumsum(K) - K, K)
+    node = nodes[slot]
+    v = lo[:, node] + k[None, :]
+    marg = w[:, node] * (2.0 * (v - y[:, node]) + 1.0)
+    marg[v >= hi[:, node]] = np.inf
+    return marg, slot
+
+
+def _dp(tree: _Tree, y, w, free, lo_b, hi_b) -> np.ndarray:
+    """`tree_dp` on a batch of trees: bottom-up tables, top-down argmins.
+
+    Works tree-major: every array is (m, ...), one row per tree, so that each tree's
+    tables are contiguous for the sorts (the children's marginals are sorted runs, which
+    the stable sort merges).
+    """
+    y, w, free, lo_b, hi_b = (np.ascontiguousarray(a.T) for a in (y, w, free, lo_b, hi_b))
+    m, n = y.shape
+    leaf = tree.n_children == 0
+    lo = lo_b.copy()  # the lowest value of each node's table (raised to its children's sum)
+    tables: dict[int, np.ndarray] = {}
+    merges: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for d in range(len(tree.levels) - 1, -1, -1):
+        for p in tree.internal(d):
+            p = int(p)
+            ch = tree.children(p)
+            blocks, slots = [], []
+            lc = np.flatnonzero(leaf[ch])
+            if len(lc):
+                marg, slot = _leaf_tables(ch[lc], y, w, lo_b, hi_b)
+                blocks.append(marg)
+                slots.append(lc[slot])
+            for j in np.flatnonzero(~leaf[ch]):
+                t = tables.pop(int(ch[j]))
+                blocks.append(t)
+                slots.append(np.full(t.shape[1], j))
+            allm = np.concatenate(blocks, axis=1) if blocks else np.zeros((m, 0))
+            slot_of_col = np.concatenate(slots).astype(np.int32) if slots else np.zeros(0, np.int32)
+            base = lo[:, ch].sum(axis=1)  # every child at its lowest value
+            order = np.argsort(allm, axis=1, kind="stable")
+            merged = np.take_along_axis(allm, order, 1)
+            top = base + np.isfinite(merged).sum(axis=1)
+            lo_p = np.maximum(lo_b[:, p], base)
+            hi_p = np.minimum(hi_b[:, p], top)
+            if np.any(lo_p > hi_p):
+                raise RuntimeError("tree_dp: empty table; the domain bound was violated (please report)")
+            Kp = int(np.max(hi_p - lo_p))
+            v = lo_p[:, None] + np.arange(Kp)[None, :]
+            R = merged.shape[1]
+            if R:
+                got = np.take_along_axis(merged, np.clip(v - base[:, None], 0, R - 1), 1)
+            else:
+                got = np.full((m, Kp), np.inf)
+            own = np.where(free[:, p, None], w[:, p, None] * (2.0 * (v - y[:, p, None]) + 1.0), 0.0)
+            tables[p] = np.where(v < hi_p[:, None], own + got, np.inf)
+            lo[:, p] = lo_p
+            keep = int(np.max(hi_p - base))
+            merges[p] = (base, slot_of_col[order[:, :keep]])
+    # Top-down: roots, then each parent's value split among its children.
+    x = np.empty((m, n), np.int64)
+    for rt in tree.levels[0]:
+        rt = int(rt)
+        if leaf[rt]:
+            # argmin of w (v - y)^2 over [lo, hi]: the marginal at v is negative iff v < y - 1/2
+            span = hi_b[:, rt] - lo_b[:, rt]
+            best = lo_b[:, rt] + np.clip(np.ceil(y[:, rt] - 0.5 - lo_b[:, rt]), 0, span).astype(np.int64)
+        else:
+            best = lo[:, rt] + (tables.pop(rt) < 0).sum(axis=1)
+        x[:, rt] = np.where(free[:, rt], best, lo_b[:, rt])
+    rows = np.arange(m)
+    for d in range(len(tree.levels)):
+        for p in tree.internal(d):
+            p = int(p)
+            ch = tree.children(p)
+            base, src = merges.pop(p)
+            take = x[:, p] - base
+            taken = np.arange(src.shape[1])[None, :] < take[:, None]
+            flat = (rows[:, None] * len(ch) + src)[taken]
+            got = np.bincount(flat, minlength=m * len(ch)).reshape(m, len(ch))
+            x[:, ch] = lo[:, ch] + got
+    return x.T
+
+
+# ---------------------------------------------------------------------------------------
+# Baseline, rounding, cells, checks
+
+
+def relax_then_round(parents, noisy, variances=None, *, root_total=None, fixed=None,
+                     nonnegative: bool = True) -> np.ndarray:
+    """The seed paper's baseline: solve the relaxation, then round each node on its own.
+
+    The relaxation is `least_squares` with the same constraints (non-negativity included),
+    which is consistent; rounding every node to the nearest integer (halves to even)
+    keeps it non-negative and integral but breaks additivity wherever the children's
+    rounding errors do not cancel (`violations` counts them).
+    """
+    x = least_squares(parents, noisy, variances, root_total=root_total, fixed=fixed, nonnegative=nonnegative)
+    return np.rint(x).astype(np.int64)
+
+
+def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative: bool) -> np.ndarray:
+    """Integers near the reals `u` whose sums per segment (`seg`, ids 0..len(totals)-1) are `totals`.
+
+    Largest remainder: everybody gets floor(u), then the units still missing in a segment
+    go to its entries with the largest fractional parts (units in excess, which only
+    rounding of u can cause, are taken back from the smallest, never below 0 when
+    `nonnegative`). When sum(u) = total in a segment, every entry ends within 1 of u.
+    """
+    n_seg = len(totals)
+    fl = np.floor(u)
+    if nonnegative:
+        fl = np.maximum(fl, 0.0)
+    fl = fl.astype(np.int64)
+    frac = u - fl
+    cnt = np.bincount(seg, minlength=n_seg)
+    rem = totals - np.bincount(seg, weights=fl, minlength=n_seg).astype(np.int64)
+    if np.any((cnt == 0) & (rem != 0)):
+        raise ValueError("a total cannot be apportioned: it has no free entries to take it")
+    cnt1 = np.maximum(cnt, 1)
+    q = np.floor_divide(np.maximum(rem, 0), cnt1)  # whole units for everybody (only if u was far off)
+    extra = np.maximum(rem, 0) - q * cnt1
+    order = np.lexsort((-frac, seg))
+    first = np.concatenate([[0], np.cumsum(cnt)])[:-1]
+    rank = np.empty(len(u), np.int64)
+    rank[order] = np.arange(len(u)) - first[seg[order]]
+    out = fl + q[seg] + (rank < extra[seg])
+    short = np.minimum(rem, 0)
+    if short.any():
+        # Take units back, smallest fractional parts first, among entries that can give one.
+        can = (out > 0) if nonnegative else np.ones(len(u), bool)
+        order = np.lexsort((frac, ~can, seg))
+        rank[order] = np.arange(len(u)) - first[seg[order]]
+        if np.any(np.bincount(seg, weights=can, minlength=n_seg) < -short):
+            raise ValueError("a total cannot be apportioned without negative entries")
+        out -= (rank < -short[seg]) & can
+    return out
+
+
+def round_consistent(parents, values, *, fixed=None, nonnegative: bool = False) -> np.ndarray:
+    """Integers from consistent real values (e.g. `least_squares`), keeping additivity.
+
+    Top-down: a root is rounded to the nearest integer (or keeps its fixed value); a
+    parent's integer value, less its fixed children, is split among its free children
+    in proportion to their values when `nonnegative` (so none goes below 0) or by an
+    equal shift of the gap otherwise, then rounded by largest remainder (`_apportion`).
+    Every node ends within 2 of its real value when the input is consistent.
+    """
+    tree, x, _v, fx, squeeze = _prepare(parents, values, None, fixed, None, nonnegative, integer=True)
+    n, m = x.shape
+    if nonnegative:
+        x = np.maximum(x, 0.0)
+    is_fixed = ~np.isnan(fx)
+    a = np.empty((n, m), np.int64)
+    roots = tree.levels[0]
+    a[roots] = np.where(is_fixed[roots], fx[roots], np.rint(x[roots])).astype(np.int64)
+    for d in range(1, len(tree.levels)):
+        nodes = tree.levels[d]
+        par, starts = _segments(tree, d)
+        seg_of = np.repeat(np.arange(len(par)), np.diff(np.r_[starts, len(nodes)]))
+        f = is_fixed[nodes]
+        a_fixed = np.where(f, fx[nodes], 0.0)
+        left = a[par] - np.add.reduceat(a_fixed, starts, axis=0).astype(np.int64)  # (segments, m)
+        t = np.where(f, 0.0, x[nodes])
+        tsum = np.add.reduceat(t, starts, axis=0)
+        n_free = np.add.reduceat((~f).astype(np.int64), starts, axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if nonnegative:
+                u = np.where(tsum[seg_of] > 0, t * left[seg_of] / tsum[seg_of], left[seg_of] / n_free[seg_of])
+            else:
+                u = t + (left[seg_of] - tsum[seg_of]) / n_free[seg_of]
+        sel = ~f
+        seg = (seg_of[:, None] * m + np.arange(m)[None, :])[sel]
+        vals = np.where(f, fx[nodes], 0).astype(np.int64)
+        vals[sel] = _apportion(seg, u[sel], left.reshape(-1), nonnegative)
+        a[nodes] = vals
+    return _out(a, squeeze)
+
+
+def distribute(cells, totals, nonnegative: bool = True) -> np.ndarray:
+    """Integer cells, one table per row, adjusted to add up to `totals`.
+
+    The cells of a SafeTab-P table have equal noise variance, so the least-squares
+    adjustment spreads the gap ``total - sum(cells)`` equally over them; with
+    `nonnegative` it is the projection onto {cells >= 0, sum = total} instead
+    (``max(0, cell + tau)``, tau found by sorting: "water filling"). The result is
+    rounded by largest remainder, so each row adds up to its total exactly.
+    """
+    c = np.asarray(cells, dtype=np.float64)
+    T = np.asarray(totals)
+    if c.ndim != 2 or T.shape != (c.shape[0],):
+        raise ValueError(f"cells must be (tables, cells) and totals (tables,), got {c.shape} and {T.shape}")
+    if not np.all(np.isfinite(c)):
+        raise ValueError("cells must be finite")
+    if np.any(T != np.round(T)):
+        raise ValueError("totals must be integers")
+    T = T.astype(np.int64)
+    g, k = c.shape
+    if g == 0:
+        return np.zeros((0, k), np.int64)
+    if k == 0:
+        if np.any(T != 0):
+            raise ValueError("a table without cells cannot add up to a non-zero total")
+        return np.zeros((g, 0), np.int64)
+    if nonnegative:
+        if np.any(T < 0):
+            raise ValueError("a total is negative, but the cells must be non-negative")
+        s = -np.sort(-c, axis=1)
+        j = np.arange(1, k + 1)
+        tau = (T[:, None] - np.cumsum(s, axis=1)) / j
+        ok = s + tau > 0
+        last = k - 1 - np.argmax(ok[:, ::-1], axis=1)
+        tau_star = tau[np.arange(g), last]
+        u = np.where(ok.any(axis=1)[:, None], np.maximum(0.0, c + tau_star[:, None]), 0.0)
+    else:
+        u = c + (T - c.sum(axis=1))[:, None] / k
+    seg = np.repeat(np.arange(g), k)
+    return _apportion(seg, u.reshape(-1), T, nonnegative).reshape(g, k)
+
+
+def violations(parents, values, tol: float = 0.0) -> int | np.ndarray:
+    """How many internal nodes differ from the sum of their children (by more than `tol`).
+
+    One count for ``(n,)`` values, one per tree (column) for ``(n, m)``.
+    """
+    tree = _tree(parents)
+    v = np.asarray(values, dtype=np.float64)
+    squeeze = v.ndim == 1
+    if squeeze:
+        v = v[:, None]
+    if v.shape[0] != tree.n:
+        raise ValueError(f"values must have {tree.n} rows to match parents, got {v.shape}")
+    bad = np.zeros(v.shape[1], np.int64)
+    for d in range(1, len(tree.levels)):
+        par, starts = _segments(tree, d)
+        sums = np.add.reduceat(v[tree.levels[d]], starts, axis=0)
+        bad += (np.abs(v[par] - sums) > tol).sum(axis=0)
+    return int(bad[0]) if squeeze else bad
