@@ -486,20 +486,26 @@ def largest_remainder(numerators: Any, denominators: Any, groups: Any, tiebreak:
     return floor + up
 
 
-def hold_sums(values: Any, groups: Any, totals: Any, tiebreak: Any = None) -> np.ndarray:
+def hold_sums(values: Any, groups: Any, totals: Any, tiebreak: Any = None, weights: Any = None) -> np.ndarray:
     """Integer noisy values moved so that each group adds up to its exact total.
 
     The projected mechanism for one total per group (C = a row of ones per group):
-    Pi_N moves each of the U_g values of group g by -E_g / U_g, where E_g = sum of the
-    group's values - totals[g] is the group's summed noise, so the group's sum becomes
-    totals[g] exactly and each value's noise variance shrinks by the factor 1 - 1/U_g.
-    The moves are rounded to integers by `largest_remainder` (every move is
-    floor(-E_g / U_g) or one more, and they add up to -E_g exactly), so the outputs stay
-    integers and still add up to the total. Ties (here every remainder of a group is the
-    same) are broken by `tiebreak`.
+    with E_g = sum of the group's values - totals[g] (the group's summed noise), value i
+    moves by -E_g w_i / W_g (W_g = the group's sum of weights), so the group's sum
+    becomes totals[g] exactly. With equal weights (the default) this is the paper's
+    orthogonal Pi_N and each value's noise variance shrinks by the factor 1 - 1/U_g;
+    with weights equal to the noise variances it is the minimum-variance projection
+    (`project` with `variances`), variance v_i (1 - v_i / W_g).
 
-    `values`: int64 noisy values; `groups`: labels 0..G-1; `totals`: G int64 totals.
-    A group without values must have total 0.
+    The moves are rounded to integers by the largest-remainder method (each move is its
+    floor or one more, and the moves add up to -E_g exactly), so the outputs stay
+    integers and still add up to the total; ties are broken by `tiebreak`. Equal
+    weights are handled in exact integer arithmetic (every remainder of a group is then
+    the same, so the tie-break alone decides); other weights in floating point, with the
+    group's sum still kept exactly.
+
+    `values`: int64 noisy values; `groups`: labels 0..G-1; `totals`: G int64 totals;
+    `weights`: positive numbers, one per value. A group without values must have total 0.
     """
     v = np.asarray(values)
     g = np.asarray(groups)
@@ -518,5 +524,38 @@ def hold_sums(values: Any, groups: Any, totals: Any, tiebreak: Any = None) -> np
     if np.any(t[empty] != 0):
         raise ValueError(f"group {int(np.flatnonzero(empty & (t != 0))[0])} has a total but no values to carry it")
     excess = sums - t
-    move = largest_remainder(-excess[g], np.where(empty, 1, units), g, tiebreak)
-    return v + move
+    if weights is None:
+        return v + largest_remainder(-excess[g], np.where(empty, 1, units), g, tiebreak)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != v.shape or not np.all(np.isfinite(w) & (w > 0)):
+        raise ValueError("weights must be finite numbers > 0, one per value")
+    wsum = np.bincount(g, weights=w, minlength=len(t))
+    move = -excess[g] * (w / wsum[g])
+    return v + _round_keeping(move, g, -excess, tiebreak)
+
+
+def _round_keeping(x: np.ndarray, g: np.ndarray, sums: np.ndarray, tiebreak: Any) -> np.ndarray:
+    """Floats to integers, each its floor or one more (largest fractional parts first,
+    then the largest tiebreak), every group adding up to the integer sums[g] exactly.
+    Float error can make the count of +1s fall just outside 0..n_g; it is then spread
+    over the whole group (q = k // n to all, the remainder to the largest fractions)."""
+    fl = np.floor(x)
+    frac = x - fl
+    fl = fl.astype(np.int64)
+    n_groups = len(sums)
+    fsum = np.zeros(n_groups, np.int64)
+    np.add.at(fsum, g, fl)
+    need = sums - fsum
+    n = np.bincount(g, minlength=n_groups).astype(np.int64)
+    q = np.where(n > 0, need // np.maximum(n, 1), 0)
+    r = need - q * n
+    tb = np.zeros(len(x), np.uint64) if tiebreak is None else np.asarray(tiebreak, dtype=np.uint64)
+    if tb.shape != x.shape:
+        raise ValueError("tiebreak must have one entry per value")
+    order = np.lexsort((~tb, -frac, g))
+    gs = g[order]
+    start = np.searchsorted(gs, np.arange(n_groups))
+    rank = np.arange(len(x)) - start[gs]
+    up = np.zeros(len(x), np.int64)
+    up[order] = rank < r[gs]
+    return fl + q[g] + up

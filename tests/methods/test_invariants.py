@@ -404,3 +404,33 @@ def test_hold_sums_errors() -> None:
         inv.hold_sums(np.array([1]), np.array([0]), np.array([1, 5]))
     with pytest.raises(ValueError, match="integers"):
         inv.hold_sums(np.array([1.5]), np.array([0]), np.array([1]))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(-300, 5_000), st.floats(0.5, 500.0)), min_size=1, max_size=8),
+                min_size=1, max_size=4),
+       st.lists(st.integers(0, 4_000), min_size=4, max_size=4), st.integers(0, 2**32))
+def test_weighted_hold_sums_is_the_rounded_gls_projection(groups, totals, seed) -> None:
+    values = np.array([x for grp in groups for x, _w in grp], np.int64)
+    w = np.array([w for grp in groups for _x, w in grp])
+    labels = np.array([i for i, grp in enumerate(groups) for _ in grp], np.int64)
+    tot = np.array(totals[: len(groups)], np.int64)
+    tb = np.random.default_rng(seed).integers(0, 2**63, size=len(values), dtype=np.uint64)
+    out = inv.hold_sums(values, labels, tot, tb, weights=w)
+    np.testing.assert_array_equal(np.bincount(labels, weights=out, minlength=len(tot)), tot)
+    ones = scipy.sparse.csr_array((np.ones(len(values)), (labels, np.arange(len(values)))),
+                                  shape=(len(tot), len(values)))
+    x = np.zeros(len(values))
+    x[np.searchsorted(labels, np.arange(len(tot)))] = tot
+    real = x + inv.project((values - x).astype(float), ones, variances=w)
+    assert np.all(np.abs(out - real) < 1 + 1e-6)
+    # equal weights give the exact integer path's answer
+    same = inv.hold_sums(values, labels, tot, tb, weights=np.full(len(values), 3.0))
+    np.testing.assert_array_equal(same, inv.hold_sums(values, labels, tot, tb))
+
+
+def test_weighted_hold_sums_moves_the_noisier_values_more() -> None:
+    out = inv.hold_sums(np.array([100, 100]), np.array([0, 0]), np.array([170]), weights=np.array([1.0, 9.0]))
+    np.testing.assert_array_equal(out, [97, 73])
+    with pytest.raises(ValueError, match="weights"):
+        inv.hold_sums(np.array([1, 2]), np.array([0, 0]), np.array([3]), weights=np.array([1.0, 0.0]))
