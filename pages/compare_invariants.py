@@ -136,10 +136,12 @@ if mode == LEVEL:
                   column_config={k: st.column_config.NumberColumn(format="%.3f") for k in by_table.columns
                                  if "factor" in k} | {k: st.column_config.NumberColumn(format="%.1f")
                                                       for k in by_table.columns if "MOE" in k},
-                  caption="Variance factor = the share of a count's noise variance left by the invariant: "
-                          "1 − c / U for a count of c noisy values in a family (parent region and iteration) of U "
-                          "noisy values. MOEs with invariants are normal approximations (1.96 × standard "
-                          "deviation); SafeTab-P's exact MOE is beside its normal approximation for comparison.")
+                  caption="Variance factor = the share of a count's noise variance the invariant leaves: "
+                          "1 − v / W for a count of noise variance v in a family (a parent group and iteration) "
+                          "whose published counts' variances add up to W. Medians over the counts. MOEs with "
+                          "invariants are normal approximations (1.96 × standard deviation); SafeTab-P's exact MOE "
+                          "is beside its normal approximation for comparison. Suppressed counts are not published "
+                          "and count as 0, as in the engine.")
     with st.expander("Every region's count (table)"):
         widgets.table(study.groups, "invariants_groups.csv", key="inv_groups", height=360)
 
@@ -147,12 +149,12 @@ if mode == LEVEL:
     fams = ci.families(study)
     sim_table = pd.DataFrame()
     if fams.empty:
-        st.info("No parent region holds two or more regions here, so every region count is simply the true total: "
-                "there is no noise left to simulate.")
+        st.info("No parent group has two or more published regions here, so every published region count is "
+                "simply the true total: there is no noise left to simulate.")
     else:
         options = [f"{r['Parent region']}|{r['Iteration']}" for _i, r in fams.head(300).iterrows()]
         labels = {f"{r['Parent region']}|{r['Iteration']}":
-                  f"{r['Parent region']} · iteration {r['Iteration']} ({r['Regions in the parent']} regions, "
+                  f"{r['Parent region']} · iteration {r['Iteration']} ({r['Published regions']} published regions, "
                   f"true total {r['Parent true total']:,})" for _i, r in fams.head(300).iterrows()}
         if st.session_state.get("inv_family") not in options:
             st.session_state["inv_family"] = options[0]
@@ -165,7 +167,8 @@ if mode == LEVEL:
         st.caption(
             f"{info['replications']:,} seeded replications: exact {u['law']} noise ({u['scale']} = "
             f"{info['scale']:.4g}) on each of the family's {info['units']:,} noisy values, then the engine's "
-            "adjustment (integer moves, largest remainders, random tie-breaks). "
+            "adjustment (moves weighted by each total's variance, rounded to integers by largest remainders with "
+            "random tie-breaks; rounding adds at most 1/4 to a variance). "
             + ("In every replication the regions add up to the true total exactly."
                if info["sums_exact"] else "**The regions did not always add up to the total.**"))
         widgets.table(sim_table, "invariants_simulation.csv", key="inv_sim_table",

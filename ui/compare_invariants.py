@@ -260,18 +260,23 @@ def chain(key: str) -> Chain:
 
 @dataclass
 class LevelStudy:
-    """One row per child population group, plus summaries."""
+    """The published child groups an invariant touches (one row each) and the parent
+    groups it publishes exactly (`parents`: one row per released parent group)."""
 
     groups: pd.DataFrame
+    parents: pd.DataFrame
     description: str
+    not_held: int = 0  # families left as published because their parent group is suppressed
 
     @property
     def empty(self) -> bool:
-        return self.groups.empty
+        return self.parents.empty
 
     def by_table(self) -> pd.DataFrame:
         g = self.groups
-        out = g.groupby("Published as", sort=False).agg(**{
+        if g.empty:
+            return pd.DataFrame(columns=["Published as", "Counts"])
+        return g.groupby("Published as", sort=False).agg(**{
             "Counts": ("Region", "size"),
             "Variance left (median)": ("Variance factor", "median"),
             "Variance left (smallest)": ("Variance factor", "min"),
@@ -279,172 +284,180 @@ class LevelStudy:
             "MOE, SafeTab-P (normal approx.)": ("MOE without (normal approx.)", "median"),
             "MOE with invariants (normal approx.)": ("MOE with (normal approx.)", "median"),
         }).reset_index()
-        return out
 
     def by_parent(self) -> pd.DataFrame:
-        g = self.groups
-        fam = g.drop_duplicates(["Parent region", "Iteration"])
         rows = []
-        for parent, sub in g.groupby("Parent region", sort=True):
-            f = fam[fam["Parent region"] == parent]
+        for parent, f in self.parents.groupby("Parent region", sort=True):
+            sub = self.groups[self.groups["Parent region"] == parent]
             rows.append({
                 "Parent region": parent,
-                "Regions inside": int(sub["Regions in the parent"].iloc[0]),
+                "Regions inside": int(f["Regions in the parent"].iloc[0]),
                 "Totals published exactly": len(f),
                 "… of fewer than 10 persons": int((f["Parent true total"] < 10).sum()),
                 "… of fewer than 100 persons": int((f["Parent true total"] < 100).sum()),
-                "Region counts made exact (only region inside)": int((sub["Variance factor"] == 0).sum()),
-                "Variance factor of a region's total (median)": float(sub["Variance factor"].median()),
+                "Region counts made exact (only region published)": int((sub["Variance factor"] == 0).sum()),
+                "Variance factor of a region's total (median)":
+                    float(sub["Variance factor"].median()) if len(sub) else float("nan"),
             })
         return pd.DataFrame(rows).sort_values("Variance factor of a region's total (median)", kind="stable")
 
     def revealed(self) -> pd.DataFrame:
         """Parent true totals the invariant publishes exactly, by size."""
-        fam = self.groups.drop_duplicates(["Parent region", "Iteration"])
-        bins = size_bin(fam["Parent true total"].to_numpy())
+        bins = size_bin(self.parents["Parent true total"].to_numpy())
         counts = np.bincount(bins, minlength=len(SIZE_LABELS))
         return pd.DataFrame({"True total (persons)": SIZE_LABELS, "Totals published exactly": counts})
 
     def summary(self) -> dict:
-        g = self.groups
-        fam = g.drop_duplicates(["Parent region", "Iteration"])
+        g, f = self.groups, self.parents
         return {
-            "parent_totals": len(fam),
-            "small_totals": int((fam["Parent true total"] < 100).sum()),
-            "tiny_totals": int(((fam["Parent true total"] > 0) & (fam["Parent true total"] < 10)).sum()),
-            "child_exact": int((g["Variance factor"] == 0).sum()),
+            "parent_totals": len(f),
+            "small_totals": int((f["Parent true total"] < 100).sum()),
+            "tiny_totals": int(((f["Parent true total"] > 0) & (f["Parent true total"] < 10)).sum()),
+            "child_exact": int((g["Variance factor"] == 0).sum()) if len(g) else 0,
             "child_groups": len(g),
-            "median_factor": float(g["Variance factor"].median()),
-            "moe_plain": float(g["MOE without (exact)"].median()),
-            "moe_with": float(g["MOE with (normal approx.)"].median()),
+            "median_factor": float(g["Variance factor"].median()) if len(g) else float("nan"),
+            "moe_plain": float(g["MOE without (exact)"].median()) if len(g) else float("nan"),
+            "moe_with": float(g["MOE with (normal approx.)"].median()) if len(g) else float("nan"),
+            "not_held": self.not_held,
         }
 
 
 def level_study(prepared, tables: dict, chain_key: str, iteration_level: int) -> LevelStudy:
-    """Every child population group of the chosen invariant at one iteration level.
+    """The groups `python -m engine run --invariant CHAIN` touches at one iteration level.
 
-    `tables` is `engine.reports.levels.level_tables(...)` (a seeded study: the stat
-    levels are those SafeTab-P drew). A child's total has c units of variance u each
-    (1 total, or 8 / 18 / 46 cells); its family (parent region, iteration) has U units;
-    held to the parent's true total its variance is c u (1 - c / U), factor 1 - c / U.
+    `tables` is `engine.reports.levels.level_tables(...)` (a seeded study: stat levels and
+    suppression as SafeTab-P drew them). As in the engine (`engine.tabulation.invariants`):
+    a family is a released parent group and an iteration both levels tabulate; its
+    released children (suppressed ones count as 0) are held to the parent's true total by
+    the minimum-variance projection, so child i's total, of noise variance v_i, keeps
+    v_i (1 - v_i / W), W the family's sum (factor 1 - v_i / W). A region that is the only
+    one inside its parent is coterminous with it and publishes its outputs (SPEC §1), so
+    it counts as published. Families of a suppressed parent are left as published.
     """
     from engine.reports.levels import parent_regions
 
     geo = prepared.inputs.geography
-    frames = []
+    frames, parent_frames, not_held = [], [], 0
     for parent, child in chain(chain_key).pairs:
-        lvl = PopulationGroupLevel(child, iteration_level)
-        if lvl not in tables or geo.n_regions(parent) == 0:
+        lvl, plvl = PopulationGroupLevel(child, iteration_level), PopulationGroupLevel(parent, iteration_level)
+        if lvl not in tables or plvl not in tables:
             continue
-        t = tables[lvl]
-        plan = t.plan
-        fam_noise = noise_family.family_of(plan.privacy_defn)
-        law = noise_family.law(fam_noise)
+        t, tp = tables[lvl], tables[plvl]
+        fam_noise = noise_family.family_of(t.plan.privacy_defn)
         pidx = parent_regions(geo, child, parent)
-        n_r, n_i = t.shape
-        stat = t.stat_level
-        units = units_of(stat)
-        p = np.repeat(pidx, n_i).reshape(n_r, n_i)
-        fam = p * n_i + np.arange(n_i)[None, :]
-        ok = p >= 0
-        n_fam = geo.n_regions(parent) * n_i
-        fam_units = np.bincount(fam[ok], weights=units[ok], minlength=n_fam)
-        fam_truth = np.bincount(fam[ok], weights=t.truth[ok], minlength=n_fam)
+        # iterations both levels tabulate: child column -> parent column
+        pcol = {c: j for j, c in enumerate(tp.codes)}
+        cols = np.array([i for i, c in enumerate(t.codes) if c in pcol], np.int64)
+        if not len(cols) or not np.any(pidx >= 0):
+            continue
+        to_p = np.array([pcol[c] for c in t.codes[cols]], np.int64)
+        n_i = len(cols)
         kids = np.bincount(pidx[pidx >= 0], minlength=geo.n_regions(parent))
-        total_only = stat == TOTAL_ONLY
-        u = np.where(total_only, float(law.variance(float(plan.total_only))), float(law.variance(float(plan.stage2))))
-        U = np.where(ok, fam_units[np.where(ok, fam, 0)], units)
-        factor = 1 - units / U
-        v_plain = units * u
-        v_with = v_plain * factor
+        inside = np.flatnonzero(pidx >= 0)
+        p = pidx[inside]
+        p_rel = tp.released[p][:, to_p]
+        only = (kids[p] == 1)[:, None]
+        rel = (t.released[inside][:, cols] | only) & p_rel
+        v = t.variance[inside][:, cols]
+        fam = p[:, None] * n_i + np.arange(n_i)[None, :]
+        W = np.bincount(fam[rel], weights=v[rel], minlength=geo.n_regions(parent) * n_i)
+        factor = np.where(rel, 1 - v / np.where(rel, W[fam], 1.0), 1.0)
+        stat = t.stat_level[inside][:, cols]
         moe_exact = np.zeros(stat.shape, np.int64)
         for k in np.unique(stat):
-            scale = plan.total_only if k == TOTAL_ONLY else plan.stage2
+            scale = t.plan.total_only if k == TOTAL_ONLY else t.plan.stage2
             moe_exact[stat == k] = int(budget.moe_of_sum(float(scale), int(units_of(np.array([k]))[0]), exact=True,
                                                          noise=fam_noise))
         names = geo.regions[parent].astype(str)
-        rr, ii = np.nonzero(ok)
+        rr, ii = np.nonzero(rel)
+        vw = v * factor
         frames.append(pd.DataFrame({
             "Invariant": f"{child} within {parent}",
-            "Parent region": names[p[rr, ii]],
-            "Region": t.regions[rr],
-            "Iteration": t.codes[ii],
-            "True count": t.truth[rr, ii],
+            "Parent region": names[p[rr]],
+            "Region": t.regions[inside[rr]],
+            "Iteration": t.codes[cols[ii]],
+            "True count": t.truth[inside[rr], cols[ii]],
             "Published as": [TABLE_NAMES[int(k)] for k in stat[rr, ii]],
-            "Noisy values behind the total": units[rr, ii],
-            "Noisy values in the family": U[rr, ii].astype(np.int64),
-            "Regions in the parent": kids[p[rr, ii]],
+            "Noisy values behind the total": units_of(stat[rr, ii]),
+            "Regions in the parent": kids[p[rr]],
             "Variance factor": factor[rr, ii],
-            "Variance without": v_plain[rr, ii],
-            "Variance with": v_with[rr, ii],
+            "Variance without": v[rr, ii],
+            "Variance with": vw[rr, ii],
             "MOE without (exact)": moe_exact[rr, ii],
-            "MOE without (normal approx.)": Z95 * np.sqrt(v_plain[rr, ii]),
-            "MOE with (normal approx.)": Z95 * np.sqrt(v_with[rr, ii]),
-            "Parent true total": fam_truth[fam[rr, ii]].astype(np.int64),
+            "MOE without (normal approx.)": Z95 * np.sqrt(v[rr, ii]),
+            "MOE with (normal approx.)": Z95 * np.sqrt(vw[rr, ii]),
+            "Parent true total": tp.truth[p[rr], to_p[ii]],
         }))
-    groups = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return LevelStudy(groups, DESCRIPTIONS[chain_key])
+        # the parent groups published exactly: released, of a shared iteration, with regions inside
+        has_kids = np.flatnonzero(kids > 0)
+        pr = tp.released[has_kids][:, to_p]
+        not_held += int((~pr).sum())
+        ri, ci = np.nonzero(pr)
+        parent_frames.append(pd.DataFrame({
+            "Invariant": f"{child} within {parent}",
+            "Parent region": names[has_kids[ri]],
+            "Iteration": tp.codes[to_p[ci]],
+            "Parent true total": tp.truth[has_kids[ri], to_p[ci]],
+            "Regions in the parent": kids[has_kids[ri]],
+            "Published regions": np.bincount(fam[rel], minlength=geo.n_regions(parent) * n_i)[
+                has_kids[ri] * n_i + ci],
+        }))
+    groups = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["Region", "Variance factor"])
+    parents = (pd.concat(parent_frames, ignore_index=True) if parent_frames
+               else pd.DataFrame(columns=["Parent region", "Iteration", "Parent true total"]))
+    return LevelStudy(groups, parents, DESCRIPTIONS[chain_key], not_held)
 
 
 def families(study: LevelStudy) -> pd.DataFrame:
-    """One row per (parent region, iteration) with at least two child regions: the
-    families a simulation can be run on, largest true total first."""
-    g = study.groups
-    if g.empty:
-        return g
-    f = g[g["Regions in the parent"] >= 2].drop_duplicates(["Invariant", "Parent region", "Iteration"])
+    """The families a simulation can be run on (two published regions or more), largest
+    true total first."""
+    f = study.parents
+    if f.empty:
+        return f
+    f = f[f["Published regions"] >= 2]
     return f.sort_values(["Parent true total", "Parent region"], ascending=[False, True])[
-        ["Invariant", "Parent region", "Iteration", "Parent true total", "Regions in the parent"]]
-
-
-def rounding_allowance(units: np.ndarray, U: int) -> np.ndarray:
-    """Most variance the integer rounding adds to a child total of c of the family's U
-    units: the number of its units rounded up is hypergeometric given the common
-    remainder f, variance c f (1 - f) (U - c) / (U - 1) <= c (U - c) / (4 (U - 1))."""
-    c = np.asarray(units, np.float64)
-    return np.where(U > 1, c * (U - c) / (4.0 * max(U - 1, 1)), 0.0)
+        ["Invariant", "Parent region", "Iteration", "Parent true total", "Published regions"]]
 
 
 def simulate_family(study: LevelStudy, prepared, tables: dict, parent: str, iteration: str,
                     iteration_level: int, reps: int, seed: int) -> tuple[pd.DataFrame, dict]:
     """Seeded simulation of one family with the engine's own adjustment.
 
-    Every replication draws exact noise for each unit of the family's children (their
-    stat levels as in the study), holds the family to its total with
-    `methods.invariants.hold_sums` (integer outputs, largest remainders, random
-    tie-breaks from the same seeded stream) and records each child's total error, with
-    and without the adjustment. The adjustment only depends on the noise, so the truth
-    is not needed to simulate errors.
+    Every replication draws exact noise for each published child total (the sum of its
+    1, 8, 18 or 46 cells' noise, at its stat level in the study) and holds the family to
+    its total with `methods.invariants.hold_sums` weighted by the totals' variances, as
+    `engine.tabulation.invariants` does (integer moves, largest remainders, random
+    tie-breaks from the same seeded stream). Only the noise matters for the errors, so
+    the truth is not needed. Integer rounding adds at most 1/4 to each variance.
     """
     from engine.noise import RandomSource
 
     g = study.groups
     rows = g[(g["Parent region"] == parent) & (g["Iteration"] == iteration)]
     if rows.empty:
-        raise ValueError(f"no child regions of {parent} for iteration {iteration}")
-    inv_name = rows["Invariant"].iloc[0]
-    child = inv_name.split(" within ")[0]
+        raise ValueError(f"no published regions of {parent} for iteration {iteration}")
+    child = rows["Invariant"].iloc[0].split(" within ")[0]
     plan = tables[PopulationGroupLevel(child, iteration_level)].plan
     noise = noise_family.family_of(plan.privacy_defn)
     total_only = (rows["Published as"] == TABLE_NAMES[TOTAL_ONLY]).any()
     scale = plan.total_only if total_only else plan.stage2
     units = rows["Noisy values behind the total"].to_numpy(np.int64)
-    U = int(units.sum())
+    U, n = int(units.sum()), len(units)
     k = replications(reps, U)
     src = RandomSource.seeded(seed)
     e = _draw(scale, k * U, noise, src).reshape(k, U)
-    held = inv.hold_sums(e.reshape(-1), np.repeat(np.arange(k), U), np.zeros(k, np.int64), src.words(k * U))
-    held = held.reshape(k, U)
-    edges = np.r_[0, np.cumsum(units)[:-1]]
-    err_plain = np.add.reduceat(e, edges, axis=1)
-    err_with = np.add.reduceat(held, edges, axis=1)
+    err_plain = np.add.reduceat(e, np.r_[0, np.cumsum(units)[:-1]], axis=1)
+    v = rows["Variance without"].to_numpy(np.float64)
+    held = inv.hold_sums(err_plain.reshape(-1), np.repeat(np.arange(k), n), np.zeros(k, np.int64),
+                         src.words(k * n), weights=np.tile(v, k))
+    err_with = held.reshape(k, n)
     out = pd.DataFrame({
         "Region": rows["Region"].to_numpy(),
         "Published as": rows["Published as"].to_numpy(),
-        "Var. SafeTab-P, predicted": rows["Variance without"].to_numpy(),
+        "Var. SafeTab-P, predicted": v,
         "Var. SafeTab-P, simulated": err_plain.var(axis=0),
         "Var. with, predicted": rows["Variance with"].to_numpy(),
-        "Var. with, + rounding (max)": rows["Variance with"].to_numpy() + rounding_allowance(units, U),
+        "Var. with, + rounding (max)": rows["Variance with"].to_numpy() + 0.25,
         "Var. with, simulated": err_with.var(axis=0),
         "MOE SafeTab-P (exact)": rows["MOE without (exact)"].to_numpy(),
         "95% |error| SafeTab-P, simulated": np.quantile(np.abs(err_plain), 0.95, axis=0),
@@ -470,10 +483,12 @@ def level_disclosure(study: LevelStudy, iteration_name: str) -> str:
         f"- {s['small_totals']:,} of them count fewer than 100 persons and {s['tiny_totals']:,} between 1 and 9: "
         "exact counts of small detailed groups, **the disclosure SafeTab-P exists to prevent**.\n"
         f"- {_plural(s['child_exact'], 'region count is', 'region counts are')} exact as well: where a parent "
-        "holds one region only (a one-county state, a county with one tract), that region's count *is* the true "
-        "total.\n"
+        "has one published region only (a one-county state, a county with one tract), that region's count *is* "
+        "the true total.\n"
         "- Only how each total is split among the regions below it stays protected (the noise in the directions "
-        "the invariant leaves free); the totals have no protection at all.")
+        "the invariant leaves free); the totals have no protection at all."
+        + (f"\n- {_plural(s['not_held'], 'family is', 'families are')} left as SafeTab-P publishes them because "
+           "the parent's own count is suppressed (holding them would reveal it)." if s["not_held"] else ""))
 
 
 def custom_disclosure(study: CustomStudy) -> str:
