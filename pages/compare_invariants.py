@@ -169,6 +169,8 @@ if mode == LEVEL:
             f"{info['scale']:.4g}) on each of the family's {info['units']:,} noisy values, then the engine's "
             "adjustment (moves weighted by each total's variance, rounded to integers by largest remainders with "
             "random tie-breaks; rounding adds at most 1/4 to a variance). "
+            + f"A simulated variance is within about ±{2 * (2 / info['replications']) ** 0.5:.0%} of the true one "
+              "(two standard errors). "
             + ("In every replication the regions add up to the true total exactly."
                if info["sums_exact"] else "**The regions did not always add up to the total.**"))
         widgets.table(sim_table, "invariants_simulation.csv", key="inv_sim_table",
@@ -276,7 +278,8 @@ else:
                   column_config={k: st.column_config.NumberColumn(format="%.3f") for k in sim_table.columns
                                  if k != "Figure"},
                   caption=f"{sim['replications']:,} seeded replications of exact {u['law']} noise on all "
-                          f"{study.cells:,} cells, projected with the closed form; the largest held sum of the "
+                          f"{study.cells:,} cells (pooled, so the simulated figures are precise), projected with the "
+                          "closed form; the largest held sum of the "
                           f"projected noise is {sim['max_margin']:.1e} (0 up to float rounding). SafeTab-P's MOE is "
                           "exact; the MOE with invariants is a normal approximation.")
     hist = sim["histogram"]
