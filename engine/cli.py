@@ -87,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="make nested levels add up (USA > STATE > COUNTY > TRACT, per iteration): "
                          "least-squares = weighted least squares + consistent rounding; tree-dp = exact "
                          "non-negative integer optimum (Fioretto et al.); default none = SafeTab-P as "
-                         "published. Suppressed groups count as 0; see docs/consistency.md")
+                         "published. Suppressed groups stay suppressed and are never read (a parent is at "
+                         "least the sum of its published children); see docs/consistency.md")
     sp.add_argument("--invariant", choices=["USA", "STATE", "COUNTY"], default=None,
                     help="NOT SafeTab-P: publish this level's TRUE totals exactly (no noise) and project the noise "
                          "of the level below so it adds up to them, e.g. STATE: each state's true count of every "
@@ -110,6 +111,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="NOT SafeTab-P: compare the release with this level's true totals held exact (see run "
                          "--invariant) against the plain release, on the same noise in every trial; writes "
                          "accuracy_invariant.csv and .json")
+    sp.add_argument("--consistency", default=None, metavar="METHODS",
+                    help="compare hierarchical consistency methods instead: a comma-separated list of "
+                         "none, least-squares, tree-dp, relax-then-round, or all. Each trial draws one "
+                         "release and every method post-processes the same noisy counts; writes "
+                         "consistency_by_level.csv (mean absolute error and bias by level x method, as "
+                         "Fioretto et al.'s Table 7), consistency_by_size.csv, consistency_summary.csv "
+                         "(negative counts, violations of additivity, run time) and consistency.json")
 
     sp = sub.add_parser("sample", help="write a synthetic nation (PARAMS_DIR + DATA_DIR layout) of any size")
     sp.add_argument("out_dir", metavar="OUT", type=Path, help="folder to create: OUT/params and OUT/data")
@@ -202,6 +210,19 @@ def _dispatch(args, progress: _Progress) -> int:
             print(WARNING)
             print(format_comparison(df))
             print(f"Wrote {args.out_dir / 'accuracy_invariant.csv'} and accuracy_invariant.json")
+            return EXIT_OK
+        if args.consistency is not None:
+            from engine.reports.consistency import consistency_report, format_comparison, parse_methods
+
+            if args.release is not None:
+                raise ValueError("--consistency draws its own releases; it cannot be used with --release")
+            comp = consistency_report(args.params_dir, args.data_dir, args.out_dir,
+                                      methods=parse_methods(args.consistency), trials=args.trials, seed=args.seed,
+                                      overwrite=args.overwrite, progress=progress)
+            progress.close()
+            print(format_comparison(comp))
+            print(f"Wrote {args.out_dir / 'consistency_by_level.csv'}, consistency_by_size.csv, "
+                  "consistency_summary.csv and consistency.json")
             return EXIT_OK
         report = accuracy_report(args.params_dir, args.data_dir, args.out_dir, trials=args.trials, seed=args.seed,
                                  release_dir=args.release, overwrite=args.overwrite, progress=progress)

@@ -10,18 +10,27 @@ root (several roots make a forest; each tree is solved on its own). ``noisy`` ho
 value per node, shape ``(n,)``, or ``(n, m)`` for m trees that share the structure
 (e.g. one per characteristic iteration); they are solved together, column by column.
 
-Common options: ``variances`` (the noise variance of each node; default 1, i.e. the
-unweighted problem), ``fixed`` (a value per node, NaN where free: the node must take
-that value, e.g. a suppressed count held at 0 or an invariant), ``root_total`` (the
-same for the roots only, as in the seed paper).
+Common options:
+
+- ``variances``: the noise variance of each node (default 1: the unweighted problem).
+  ``inf`` marks an *unobserved* node: its noisy value is never read. An unobserved
+  leaf is a non-negative unknown (a count that was not published, e.g. a suppressed
+  one), so its parent is at least the sum of its other children; an unobserved
+  internal node is just the sum of its children.
+- ``fixed``: a value per node, NaN where free: the node must take that value (an
+  invariant). ``root_total`` does the same for the roots, as in the seed paper.
+- ``nonnegative``: True, False, or a flag per node; it applies to the leaves, which
+  makes every node non-negative when all leaves are.
+
+Functions:
 
 - `least_squares`: the weighted least-squares consistent estimate, real valued
   (Hay, Rastogi, Miklau, Suciu 2010 "Boosting the accuracy of differentially private
   histograms through consistency": with equal variances it is their estimate), in
-  linear time; with ``nonnegative=True`` the exact constrained optimum instead.
-- `tree_dp`: the integer, non-negative, consistent counts closest to the noisy ones in
-  (weighted) squared distance, exactly: the dynamic program of Fioretto, Van Hentenryck
-  and Zhu, "Differential Privacy of Hierarchical Census Data: An Optimization Approach"
+  linear time; with non-negativity or unobserved leaves, the exact constrained optimum.
+- `tree_dp`: the integer consistent counts closest to the noisy ones in (weighted)
+  squared distance, exactly: the dynamic program of Fioretto, Van Hentenryck and Zhu,
+  "Differential Privacy of Hierarchical Census Data: An Optimization Approach"
   (CP 2019; Artificial Intelligence 296, 2021).
 - `relax_then_round`: the baseline that paper compares against: the relaxed
   (real-valued) optimum rounded node by node, which breaks additivity.
@@ -33,12 +42,14 @@ same for the roots only, as in the seed paper).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 #: Entries of cost tables solved at once by `tree_dp` (bounds its memory: ~50 bytes each).
 _DP_BUDGET = 1 << 22
+#: Bounds standing for "none" in integer tables (far from any count, far from overflow).
+_FAR = 1 << 60
 
 
 # ---------------------------------------------------------------------------------------
@@ -123,21 +134,53 @@ def _segments(tree: _Tree, d: int) -> tuple[np.ndarray, np.ndarray]:
 # Inputs
 
 
-def _batch(a, n: int, m: int | None, name: str, default: float | None) -> np.ndarray:
+def _batch(a, n: int, m: int, name: str, default: float) -> np.ndarray:
     """An (n, m) float array from a scalar, an (n,) or an (n, m) array."""
     if a is None:
         return np.full((n, m), default, np.float64)
     arr = np.asarray(a, dtype=np.float64)
     if arr.ndim == 0:
         return np.full((n, m), float(arr))
-    if arr.ndim == 1 and arr.shape == (n,):
+    if arr.shape == (n,):
         return np.repeat(arr[:, None], m, axis=1)
     if arr.shape == (n, m):
         return arr.copy()
     raise ValueError(f"{name} must be a scalar or of shape ({n},) or ({n}, {m}), got {arr.shape}")
 
 
-def _prepare(parents, noisy, variances, fixed, root_total, nonnegative: bool, integer: bool = False):
+@dataclass
+class _Problem:
+    """Validated inputs as (n, m) arrays, with the masks every solver reads."""
+
+    tree: _Tree
+    y: np.ndarray
+    var: np.ndarray
+    fixed: np.ndarray  # NaN: free
+    nonneg: np.ndarray  # per node; True on every unobserved leaf
+    squeeze: bool
+    free: np.ndarray = field(init=False)
+    w: np.ndarray = field(init=False)  # weights 1 / variance (0 for unobserved nodes)
+    leaf: np.ndarray = field(init=False)  # (n, 1)
+
+    def __post_init__(self) -> None:
+        self.free = np.isnan(self.fixed)
+        self.w = np.where(np.isinf(self.var), 0.0, 1.0 / self.var)
+        self.leaf = (self.tree.n_children == 0)[:, None]
+
+    def needs_bounds(self) -> bool:
+        """Whether some free leaf has a lower bound (then least squares is piecewise linear)."""
+        return bool((self.nonneg & self.free & self.leaf).any())
+
+    def out(self, x: np.ndarray) -> np.ndarray:
+        return x[:, 0] if self.squeeze else x
+
+    def columns(self, cols: np.ndarray) -> _Problem:
+        """The same problem for some of the trees."""
+        return _Problem(self.tree, self.y[:, cols], self.var[:, cols], self.fixed[:, cols], self.nonneg[:, cols],
+                        False)
+
+
+def _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer: bool = False) -> _Problem:
     tree = _tree(parents)
     n = tree.n
     y = np.asarray(noisy, dtype=np.float64)
@@ -150,8 +193,8 @@ def _prepare(parents, noisy, variances, fixed, root_total, nonnegative: bool, in
         raise ValueError("noisy values must be finite")
     m = y.shape[1]
     var = _batch(variances, n, m, "variances", 1.0)
-    if not np.all(np.isfinite(var) & (var > 0)):
-        raise ValueError("variances must be finite and positive")
+    if not np.all((var > 0) & ~np.isnan(var)):
+        raise ValueError("variances must be positive (inf marks an unobserved node)")
     fx = _batch(fixed, n, m, "fixed", np.nan)
     if np.any(np.isinf(fx)):
         raise ValueError("fixed values must be finite (NaN marks a free node)")
@@ -173,16 +216,18 @@ def _prepare(parents, noisy, variances, fixed, root_total, nonnegative: bool, in
         if clash.any():
             raise ValueError("root_total and fixed give a root two different values")
         fx[roots] = rt
+    nn = np.asarray(nonnegative)
+    if nn.dtype != bool:
+        raise ValueError("nonnegative must be True, False or an array of booleans")
+    nn = np.broadcast_to(nn[:, None] if nn.shape == (n,) else nn, (n, m)).copy() if nn.ndim else np.full((n, m), bool(nn))
+    leaf = (tree.n_children == 0)[:, None]
+    nn |= leaf & np.isinf(var) & np.isnan(fx)  # an unobserved leaf is a non-negative unknown
     given = ~np.isnan(fx)
-    if nonnegative and np.any(fx[given] < 0):
+    if np.any(fx[given & nn & leaf] < 0) or (np.all(nn[leaf[:, 0]]) and np.any(fx[given] < 0)):
         raise ValueError("a fixed value is negative, but the solution must be non-negative")
     if integer and np.any(fx[given] != np.round(fx[given])):
         raise ValueError("fixed values (and root_total) must be integers for an integer solution")
-    return tree, y, var, fx, squeeze
-
-
-def _out(x: np.ndarray, squeeze: bool) -> np.ndarray:
-    return x[:, 0] if squeeze else x
+    return _Problem(tree, y, var, fx, nn, squeeze)
 
 
 # ---------------------------------------------------------------------------------------
@@ -190,15 +235,16 @@ def _out(x: np.ndarray, squeeze: bool) -> np.ndarray:
 
 
 def least_squares(parents, noisy, variances=None, *, root_total=None, fixed=None,
-                  nonnegative: bool = False) -> np.ndarray:
+                  nonnegative=False) -> np.ndarray:
     """The weighted least-squares consistent estimate.
 
     Minimises ``sum_i (x_i - noisy_i)^2 / variances_i`` over real x with
     ``x[p] = sum of x[children of p]`` for every internal node (and ``fixed`` /
-    ``root_total`` nodes held at their values). It is the best linear unbiased estimate
-    of the true counts when the noise is independent with these variances; with equal
-    variances it is Hay et al.'s "boosting" estimate. Exact, in linear time, with two
-    passes over the tree (a Kalman-style smoother):
+    ``root_total`` nodes held at their values; unobserved nodes, variance inf, cost
+    nothing). It is the best linear unbiased estimate of the true counts when the
+    noise is independent with these variances; with equal variances it is Hay et al.'s
+    "boosting" estimate. Exact, in linear time, with two passes over the tree (a
+    Kalman-style smoother):
 
     - bottom-up, the estimate of each node from its subtree alone and its variance:
       leaves ``z = noisy, V = var``; an internal node combines its own noisy value with
@@ -209,16 +255,49 @@ def least_squares(parents, noisy, variances=None, *, root_total=None, fixed=None
       the gap ``x_p - sum z_c`` in proportion to their variances,
       ``x_c = z_c + V_c / S * (x_p - sum z_c)``.
 
-    With ``nonnegative=True`` it returns instead the exact optimum under ``x >= 0`` (the
-    relaxation `tree_dp` and `relax_then_round` start from), computed by a dynamic
-    program over piecewise-linear response functions (see `_nonnegative_ls`).
+    With ``nonnegative`` leaves, or unobserved leaves (non-negative by definition), it
+    returns instead the exact optimum under those bounds (the relaxation `tree_dp` and
+    `relax_then_round` start from), by a dynamic program over piecewise-linear response
+    functions (see `_bounded_ls`).
 
     Raises ValueError if the fixed values cannot be met (e.g. fixed children that do not
     add up to a fixed parent).
     """
-    tree, y, var, fx, squeeze = _prepare(parents, noisy, variances, fixed, root_total, nonnegative)
-    x = _nonnegative_ls(tree, y, var, fx) if nonnegative else _linear_ls(tree, y, var, fx)
-    return _out(x, squeeze)
+    pb = _prepare(parents, noisy, variances, fixed, root_total, nonnegative)
+    return pb.out(_relaxed(pb))
+
+
+def _relaxed(pb: _Problem) -> np.ndarray:
+    if not pb.needs_bounds():
+        return _linear_ls(pb)
+    # Trees with few bounded leaves are solved together, so their hinge lists stay short.
+    hinges = (pb.free & pb.nonneg & pb.leaf & (pb.w > 0)).astype(np.int64) * len(pb.tree.levels)
+    x = np.empty(pb.y.shape)
+    for cols in _batches(hinges, _DP_BUDGET):
+        x[:, cols] = _bounded_ls(pb.columns(cols))
+    return x
+
+
+def _batches(cost: np.ndarray, budget: int) -> list[np.ndarray]:
+    """Groups of columns (trees) to solve together: (nodes, trees) costs in, column lists out.
+
+    A batch costs the sum over nodes of its largest cost times its number of trees (the
+    arrays are padded to the largest); trees are taken in order of total cost, and a
+    batch closes when the next tree would take it over `budget`.
+    """
+    order = np.argsort(cost.sum(axis=0), kind="stable")
+    out, cur = [], []
+    top = np.zeros(cost.shape[0], cost.dtype)
+    for j in order:
+        new = np.maximum(top, cost[:, j])
+        if cur and (int(new.sum()) + cost.shape[0]) * (len(cur) + 1) > budget:
+            out.append(np.array(cur))
+            cur, new = [], cost[:, j].copy()
+        cur.append(j)
+        top = new
+    if cur:
+        out.append(np.array(cur))
+    return out
 
 
 def _check_gap(gap: np.ndarray, scale: np.ndarray, where: np.ndarray) -> None:
@@ -228,9 +307,12 @@ def _check_gap(gap: np.ndarray, scale: np.ndarray, where: np.ndarray) -> None:
                          "all of which are fixed")
 
 
-def _linear_ls(tree: _Tree, y: np.ndarray, var: np.ndarray, fx: np.ndarray) -> np.ndarray:
+def _linear_ls(pb: _Problem) -> np.ndarray:
+    """The two-pass estimate (no bounds; unobserved nodes are internal ones only)."""
+    tree, y, var, fx = pb.tree, pb.y, pb.var, pb.fixed
     n, m = y.shape
     is_fixed = ~np.isnan(fx)
+    own = pb.w  # precision of each node's own noisy value (0: unobserved)
     z = np.empty((n, m))
     V = np.empty((n, m))
     s = np.zeros((n, m))  # sum of the children's subtree estimates
@@ -243,10 +325,11 @@ def _linear_ls(tree: _Tree, y: np.ndarray, var: np.ndarray, fx: np.ndarray) -> n
             inner = tree.n_children[nodes] > 0
             if inner.any():
                 ii = nodes[inner]
-                si, Si, yi, vi = s[ii], S[ii], y[ii], var[ii]
+                si, Si, yi, pi = s[ii], S[ii], y[ii], own[ii]
                 pos = Si > 0
-                zi[inner] = np.where(pos, (yi / vi + si / Si) / (1 / vi + 1 / Si), si)
-                Vi[inner] = np.where(pos, 1 / (1 / vi + 1 / Si), 0.0)
+                prec = pi + np.where(pos, 1 / Si, 0.0)
+                zi[inner] = np.where(pos, (pi * yi + si / Si) / prec, si)
+                Vi[inner] = np.where(pos, 1 / prec, 0.0)
             f = is_fixed[nodes]
             zi[f] = fx[nodes][f]
             Vi[f] = 0.0
@@ -268,135 +351,201 @@ def _linear_ls(tree: _Tree, y: np.ndarray, var: np.ndarray, fx: np.ndarray) -> n
     return x
 
 
-def _nonnegative_ls(tree: _Tree, y: np.ndarray, var: np.ndarray, fx: np.ndarray) -> np.ndarray:
-    """Exact weighted least squares under x >= 0, by a dynamic program on the tree.
+def _eval(rep, mu: np.ndarray) -> np.ndarray:
+    """A response ``a + s0 mu + sum_k delta_k max(0, mu - lam_k)`` at prices mu (per tree)."""
+    a, s0, lam, dlt = rep[:4]
+    with np.errstate(invalid="ignore"):
+        return a + s0 * mu + np.sum(dlt * np.maximum(mu - lam, 0.0), axis=-2)
+
+
+def _bounded_ls(pb: _Problem) -> np.ndarray:
+    """Exact weighted least squares with bounded leaves, by a dynamic program on the tree.
 
     Write f_i(v) = w_i (v - y_i)^2 with w_i = 1/var_i and F_i(v) the least cost of node
     i's subtree given x_i = v. Its *response* X_i(lam) = argmin_v F_i(v) - lam v (the
     value node i takes when its parent's constraint prices it at lam) is continuous,
-    non-decreasing and piecewise linear, so it is kept as a sum of hinges
-    ``off + sum_k delta_k * max(0, lam - lam_k)``:
+    non-decreasing and piecewise linear, so it is kept as a line plus hinges,
+    ``a + s0 lam + sum_k delta_k max(0, lam - lam_k)``:
 
-    - a leaf: X(lam) = max(0, y + lam / (2w)), one hinge at -2 w y of slope 1/(2w);
+    - a non-negative leaf: X(lam) = max(0, y + lam / (2w)), one hinge at -2 w y of slope
+      1/(2w); an unbounded leaf: the line y + lam / (2w); a fixed node: a constant;
+    - an unobserved leaf (w = 0, non-negative): 0 for lam < 0 and any value >= 0 at
+      lam = 0: a response *capped* at price 0 (it absorbs whatever its parent has over);
     - an internal node: its children share one price mu, so their sum is
-      G(mu) = sum_c X_c(mu) (the union of their hinges); stationarity in x_i gives
-      lam = mu + 2 w_i (G(mu) - y_i), so X_i(lam) = G(mu(lam)): the same hinges moved to
-      lam_k = mu_k + 2 w_i (G(mu_k) - y_i), a slope S of G becoming S / (1 + 2 w_i S);
-    - a fixed node answers its parent with a constant.
+      G(mu) = sum_c X_c(mu) (the union of their hinges), capped at 0 if a child is;
+      stationarity in x_i gives lam = mu + 2 w_i (G(mu) - y_i), so X_i(lam) = G(mu(lam)):
+      the same hinges moved to lam_k = mu_k + 2 w_i (G(mu_k) - y_i), a slope S of G
+      becoming S / (1 + 2 w_i S); past a cap, mu stays 0 and x_i = y_i + lam / (2 w_i),
+      one more hinge. An unobserved internal node answers with G itself.
 
-    Top-down, a free root takes X(0) (no parent prices it), a fixed node the price mu
-    with G(mu) = its value, and every child c of a node priced mu takes X_c(mu). The
-    work is the number of (leaf, ancestor) pairs times a sort; m trees are done at once
-    with one column each (hinges of fixed leaves are padding: slope 0 at +inf).
+    Top-down, a free root takes X(0) (no parent prices it; the least value if capped), a
+    fixed node the price mu with G(mu) = its value, every child c of a node priced mu
+    takes X_c(mu), and where the children are capped the first capped one takes what
+    is left over. The work is the number of (leaf, ancestor) pairs times a sort; m trees
+    are done at once (hinges of fixed or unbounded leaves are padding: slope 0 at +inf).
     """
+    tree, y, fx, nn = pb.tree, pb.y, pb.fixed, pb.nonneg
     n, m = y.shape
-    w = 1.0 / var
+    w = pb.w
     is_fixed = ~np.isnan(fx)
-    xrep: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    grep: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     leaf = tree.n_children == 0
+    xrep: dict[int, tuple] = {}
+    grep: dict[int, tuple] = {}
 
-    def leaf_hinges(nodes: np.ndarray):
-        f = is_fixed[nodes]
-        off = np.where(f, fx[nodes], 0.0)
-        lam = np.where(f, np.inf, -2.0 * w[nodes] * y[nodes])
-        dlt = np.where(f, 0.0, 0.5 / w[nodes])
-        return off, lam, dlt
+    def leaf_rep(nodes: np.ndarray):
+        f, obs, bnd = is_fixed[nodes], w[nodes] > 0, nn[nodes]
+        hinge, line, cap = ~f & obs & bnd, ~f & obs & ~bnd, ~f & ~obs
+        with np.errstate(divide="ignore"):
+            half = np.where(obs, 0.5 / np.where(obs, w[nodes], 1.0), 0.0)
+        a = np.where(f, fx[nodes], np.where(line, y[nodes], 0.0))
+        s0 = np.where(line, half, 0.0)
+        lam = np.where(hinge, -2.0 * w[nodes] * y[nodes], np.inf)[:, None, :]
+        dlt = np.where(hinge, half, 0.0)[:, None, :]
+        return a, s0, lam, dlt, cap
 
     for d in range(len(tree.levels) - 1, -1, -1):
         for p in tree.internal(d):
+            p = int(p)
             ch = tree.children(p)
-            offs, lams, dlts = [], [], []
             lc = ch[leaf[ch]]
+            a_g, s0_g = np.zeros(m), np.zeros(m)
+            lams, dlts, cap_g = [], [], np.zeros(m, bool)
             if len(lc):
-                o, lm, dl = leaf_hinges(lc)
-                offs.append(o.sum(axis=0))
-                lams.append(lm)
-                dlts.append(dl)
+                a, s0, lam, dlt, cap = leaf_rep(lc)
+                a_g += a.sum(axis=0)
+                s0_g += s0.sum(axis=0)
+                lams.append(lam.reshape(-1, m))
+                dlts.append(dlt.reshape(-1, m))
+                cap_g |= cap.any(axis=0)
             for c in ch[~leaf[ch]]:
-                o, lm, dl = xrep[int(c)]
-                offs.append(o)
-                lams.append(lm)
-                dlts.append(dl)
-            off = np.sum(offs, axis=0)
-            lam = np.concatenate(lams)
-            dlt = np.concatenate(dlts)
-            order = np.argsort(lam, axis=0, kind="stable")
-            b = np.take_along_axis(lam, order, 0)
-            dl = np.take_along_axis(dlt, order, 0)
-            slope = np.cumsum(dl, axis=0)  # slope of G just after each hinge
+                a, s0, lam, dlt, cap = xrep[int(c)]
+                a_g += a
+                s0_g += s0
+                lams.append(lam)
+                dlts.append(dlt)
+                cap_g |= cap
+            lam_all = np.concatenate(lams)
+            order = np.argsort(lam_all, axis=0, kind="stable")
+            b = np.take_along_axis(lam_all, order, 0)
+            dl = np.take_along_axis(np.concatenate(dlts), order, 0)
+            # Past a cap prices stay <= 0: hinges at or beyond 0 are never reached.
+            gone = cap_g[None, :] & (b >= 0)
+            b[gone], dl[gone] = np.inf, 0.0
+            keep = max(1, int(np.isfinite(b).sum(axis=0).max()))  # finite hinges come first
+            b, dl = b[:keep], dl[:keep]
+            slope = s0_g + np.cumsum(dl, axis=0)  # slope of G just after each hinge
             fin = np.isfinite(b)
             with np.errstate(invalid="ignore"):
                 inc = np.where(fin[1:], slope[:-1] * (b[1:] - b[:-1]), 0.0)
-            G = off + np.concatenate([np.zeros((1, m)), np.cumsum(inc, axis=0)])
-            grep[int(p)] = (off, b, G, slope)
+            first = a_g + s0_g * np.where(fin[0], b[0], 0.0)
+            G = first + np.concatenate([np.zeros((1, m)), np.cumsum(inc, axis=0)])
+            n_fin = fin.sum(axis=0)
+            last = np.maximum(n_fin - 1, 0)
+            cols = np.arange(m)
+            s_last = np.where(n_fin > 0, slope[last, cols], s0_g)
+            b_last = np.where(n_fin > 0, b[last, cols], 0.0)
+            G0 = np.where(n_fin > 0, G[last, cols] + slope[last, cols] * (0.0 - b_last), a_g)  # G(0-)
+            grep[p] = (a_g, s0_g, b, G, slope, cap_g, G0)
+            # The response of p: fixed, unobserved (G itself) or observed (moved hinges).
             wp, yp = w[p], y[p]
-            lam_p = b + 2.0 * wp * (G - yp)
-            s_p = slope / (1.0 + 2.0 * wp * slope)
-            dlt_p = np.diff(np.concatenate([np.zeros((1, m)), s_p]), axis=0)
+            obs = wp > 0
+            k2 = 2.0 * wp
+            a_p = (a_g + k2 * s0_g * yp) / (1.0 + k2 * s0_g)
+            s0_p = s0_g / (1.0 + k2 * s0_g)
+            lam_p = b + k2 * (G - yp)
+            s_p = slope / (1.0 + k2 * slope)
+            dlt_p = np.diff(np.concatenate([s0_p[None, :], s_p]), axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                extra_lam = np.where(obs & cap_g, k2 * (G0 - yp), np.inf)
+                extra_dlt = np.where(obs & cap_g, 0.5 / np.where(obs, wp, 1.0) - s_last / (1.0 + k2 * s_last), 0.0)
+            lam_p = np.concatenate([np.where(obs, lam_p, b), extra_lam[None, :]])
+            dlt_p = np.concatenate([np.where(obs, dlt_p, dl), extra_dlt[None, :]])
+            a_p = np.where(obs, a_p, a_g)
+            s0_p = np.where(obs, s0_p, s0_g)
+            cap_p = cap_g & ~obs
             f = is_fixed[p]
-            if f.any():
-                lam_p[:, f] = np.inf
-                dlt_p[:, f] = 0.0
-                off = np.where(f, fx[p], off)
-            xrep[int(p)] = (off, lam_p, dlt_p)
+            lam_p[:, f], dlt_p[:, f] = np.inf, 0.0
+            xrep[p] = (np.where(f, fx[p], a_p), np.where(f, 0.0, s0_p), lam_p, dlt_p, cap_p & ~f)
 
     x = np.empty((n, m))
     price = np.zeros((n, m))  # the price each node is answered at (0 for roots)
+    zero = np.zeros(m)
+    for rt in tree.levels[0]:
+        rt = int(rt)
+        rep = leaf_rep(np.array([rt])) if leaf[rt] else xrep[rt]
+        val = _eval(rep, zero)
+        x[rt] = val[0] if leaf[rt] else val
     for d in range(len(tree.levels)):
-        nodes = tree.levels[d]
-        lv = nodes[leaf[nodes]]
-        if len(lv):
-            x[lv] = np.where(is_fixed[lv], fx[lv], np.maximum(0.0, y[lv] + price[lv] * 0.5 / w[lv]))
-        for p in nodes[~leaf[nodes]]:
+        for p in tree.internal(d):
             p = int(p)
-            off, lam_p, dlt_p = xrep.pop(p)
-            free_val = off + np.sum(dlt_p * np.maximum(price[p] - lam_p, 0.0), axis=0)
-            mu = price[p] - 2.0 * w[p] * (free_val - y[p])
+            a_g, s0_g, b, G, slope, cap_g, G0 = grep.pop(p)
+            xrep.pop(p)
+            wp, yp = w[p], y[p]
+            mu = np.where(wp > 0, price[p] - 2.0 * wp * (x[p] - yp), price[p])
             f = is_fixed[p]
             if f.any():
-                mu = np.where(f, _price_of(grep[p], fx[p]), mu)
-            x[p] = np.where(f, fx[p], free_val)
-            price[tree.children(p)] = mu
-            grep.pop(p)
+                g = (a_g, s0_g, b, G, slope, cap_g, G0)
+                mu = np.where(f, _price_of(g, np.where(f, fx[p], np.nan)), mu)
+            mu = np.where(cap_g, np.minimum(mu, 0.0), mu)
+            ch = tree.children(p)
+            vals = np.empty((len(ch), m))
+            caps = np.zeros((len(ch), m), bool)
+            lj = np.flatnonzero(leaf[ch])
+            if len(lj):
+                rep = leaf_rep(ch[lj])
+                vals[lj] = _eval(rep[:4], mu[None, :])
+                caps[lj] = rep[4]
+            for j in np.flatnonzero(~leaf[ch]):
+                rep = xrep[int(ch[j])]
+                vals[j] = _eval(rep, mu)
+                caps[j] = rep[4]
+            # What the children do not take goes to the first capped child (an unpublished remainder).
+            left = x[p] - vals.sum(axis=0)
+            first = np.argmax(caps, axis=0)
+            has = caps.any(axis=0)
+            vals[first[has], np.flatnonzero(has)] += np.maximum(left[has], 0.0)
+            x[ch] = vals
+            price[ch] = mu
     return x
 
 
-def _price_of(g: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], value: np.ndarray) -> np.ndarray:
+def _price_of(g: tuple, value: np.ndarray) -> np.ndarray:
     """The price mu at which the children's sum G(mu) equals `value` (per tree).
 
-    G is piecewise linear, constant (= its offset) before its first hinge and strictly
-    increasing after it. NaN columns of `value` (free trees) get 0.
+    G is the line a + s0 mu before its first hinge, then piecewise linear and
+    non-decreasing; capped, any value from G(0-) up is met at mu = 0. NaN columns of
+    `value` (free trees) get 0. Raises ValueError where no price meets the value.
     """
-    off, b, G, slope = g
+    a_g, s0_g, b, G, slope, cap_g, _g0 = g
     m = b.shape[1]
-    v = np.where(np.isnan(value), off, value)
+    v = np.where(np.isnan(value), a_g, value)
     fin = np.isfinite(b)
-    tol = 1e-9 * (1.0 + np.abs(v))
-    below = fin & (G <= v + tol)
-    k = below.sum(axis=0) - 1
     n_fin = fin.sum(axis=0)
+    tol = 1e-9 * (1.0 + np.abs(v))
+    k = (fin & (G <= v + tol)).sum(axis=0) - 1
     cols = np.arange(m)
     kk = np.clip(k, 0, max(b.shape[0] - 1, 0))
-    if b.shape[0]:
-        bk, Gk, sk = b[kk, cols], G[kk, cols], slope[kk, cols]
-    else:
-        bk = Gk = sk = np.zeros(m)
+    bk, Gk, sk = b[kk, cols], G[kk, cols], slope[kk, cols]
+    b0 = np.where(n_fin > 0, b[0], 0.0)
+    G_first = np.where(n_fin > 0, G[0], a_g)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.where(sk > 0, bk + (v - Gk) / sk, bk)
-    mu = np.where(n_fin == 0, 0.0, mu)
-    bad = (v < off - tol) | ((n_fin == 0) & (np.abs(v - off) > tol))
-    if np.any(bad & ~np.isnan(value)):
-        raise ValueError("the fixed values cannot be met under non-negativity: a fixed node is smaller than "
-                         "the fixed values below it, or all below it are fixed to another sum")
-    return mu
+        after = np.where(sk > 0, bk + (v - Gk) / sk, bk)
+        before = np.where(s0_g > 0, b0 - (G_first - v) / s0_g, b0)
+    mu = np.where((k >= 0) & (n_fin > 0), after, before)
+    mu = np.where(cap_g, np.minimum(mu, 0.0), mu)
+    low = (s0_g == 0) & (v < a_g - tol)
+    high = ~cap_g & (n_fin == 0) & (s0_g == 0) & (v > a_g + tol)
+    if np.any((low | high) & ~np.isnan(value)):
+        raise ValueError("the fixed values cannot be met: a fixed node is smaller than the fixed values below "
+                         "it (or than zero for non-negative leaves), or all below it are fixed to another sum")
+    return np.where(np.isnan(value), 0.0, mu)
 
 
 # ---------------------------------------------------------------------------------------
 # The exact integer dynamic program
 
 
-def tree_dp(parents, noisy, root_total=None, nonnegative: bool = True, *, variances=None,
+def tree_dp(parents, noisy, root_total=None, nonnegative=True, *, variances=None,
             fixed=None) -> np.ndarray:
     """The integer consistent counts closest to the noisy ones, exactly.
 
@@ -423,13 +572,20 @@ def tree_dp(parents, noisy, root_total=None, nonnegative: bool = True, *, varian
     exactly optimal (ties are broken by the order of the children); with variances the
     comparisons are those of float64 arithmetic.
 
+    An unobserved node (variance inf) costs nothing: an unobserved leaf's table is 0
+    everywhere from 0 up, so a parent's merged list gets an endless run of zero
+    marginals after its negative ones (the leaf takes whatever the others leave); an
+    unobserved internal node passes its children's merge on, capped the same way if one
+    of them is. Such capped tables are stored as their negative marginals only.
+
     **The bound on the tables.** The tables span only
     ``[x~_i - r_i, x~_i + r_i]`` (clipped at 0 when non-negative), where x~ is the exact
-    real-valued optimum of the same problem (`least_squares` with the same fixed values
-    and non-negativity), ``r_i = sqrt(W / w_i) / 2``, ``w_i = 1 / variances_i`` and W the
-    sum of w over the free nodes of the tree (``r_i = sqrt(n) / 2`` unweighted). This
-    cannot cut off an optimum, because every integer optimum z satisfies
-    ``sum_i w_i (z_i - x~_i)^2 <= W / 4``:
+    real-valued optimum of the same problem (`least_squares` with the same fixed values,
+    bounds and unobserved nodes), ``r_i = sqrt(W / w_i) / 2``, ``w_i = 1 / variances_i``
+    and W the sum of w over the free observed nodes of the tree (``r_i = sqrt(n) / 2``
+    unweighted); unobserved nodes need no bound of their own (their values follow from
+    the others'). This cannot cut off an optimum, because every integer optimum z
+    satisfies ``sum_i w_i (z_i - x~_i)^2 <= W / 4``:
 
     1. Let F(x) = sum w_i (x_i - y_i)^2 and Phi(x) the sum of the piecewise-linear
        interpolations of each term between consecutive integers. On [k, k + 1] the chord
@@ -440,7 +596,8 @@ def tree_dp(parents, noisy, root_total=None, nonnegative: bool = True, *, varian
        matrix, totally unimodular; bounds (0, fixed values) are integers. Phi is linear
        on the unit box holding a minimiser of Phi over P, and that box intersected with
        P is a polytope with integer vertices, so Phi attains its minimum over P at an
-       integer point. Hence every integer optimum z has
+       integer point (unobserved nodes are variables with no cost, which changes none
+       of this). Hence every integer optimum z has
        F(z) = min over P of Phi <= Phi(x~) <= F(x~) + W / 4.
     3. x~ minimises the convex quadratic F over the convex set P, so
        grad F(x~) . (z - x~) >= 0, and F(z) = F(x~) + grad F(x~) . (z - x~)
@@ -463,41 +620,48 @@ def tree_dp(parents, noisy, root_total=None, nonnegative: bool = True, *, varian
     so it stays feasible (non-negative, fixed nodes untouched) and inside the narrow
     tables unless z_B sits on one of their extra edges, contradicting z_B's optimality.
     """
-    tree, y, var, fx, squeeze = _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer=True)
-    w = 1.0 / var
-    relaxed = _nonnegative_ls(tree, y, var, fx) if nonnegative else _linear_ls(tree, y, var, fx)
-    free = np.isnan(fx)
-    W = np.where(free, w, 0.0).sum(axis=0)
-    r = 0.5 * np.sqrt(W[None, :] / w) + 2.0
-    lo = np.ceil(relaxed - r)
-    hi = np.floor(relaxed + r)
-    if nonnegative:
-        lo = np.maximum(lo, 0.0)
-    lo = np.where(free, lo, fx).astype(np.int64)
-    hi = np.where(free, hi, fx).astype(np.int64)
+    pb = _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer=True)
+    fx, free = pb.fixed, pb.free
+    w = pb.w
+    relaxed = _relaxed(pb)
+    obs = free & (w > 0)  # the nodes with a proven bound
+    leaf = pb.leaf
+    W = np.where(obs, w, 0.0).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(obs, 0.5 * np.sqrt(W[None, :] / np.where(obs, w, 1.0)) + 2.0, 0.0)
+    lo = np.where(obs, np.ceil(relaxed - r), -_FAR)
+    hi = np.where(obs, np.floor(relaxed + r), _FAR)
+    lo = np.where(obs & pb.nonneg & leaf, np.maximum(lo, 0.0), lo)
+    unobserved_leaf = free & (w == 0) & leaf
+    lo = np.where(unobserved_leaf, 0.0, np.where(free, lo, fx)).astype(np.int64)
+    hi = np.where(unobserved_leaf, 0.0, np.where(free, hi, fx)).astype(np.int64)
     # First pass on narrow tables; trees whose solution touches a narrow edge that is not
-    # also a proven edge are solved again on the proven tables (see the docstring).
+    # also a proven edge are solved again on the proven tables (see above).
     r1 = np.minimum(r, 3.0 + r / 8.0)
-    lo1 = np.maximum(lo, np.ceil(relaxed - r1).astype(np.int64))
-    hi1 = np.minimum(hi, np.floor(relaxed + r1).astype(np.int64))
-    lo1, hi1 = np.where(free, lo1, lo), np.where(free, hi1, hi)
-    x = _dp_batched(tree, y, w, free, lo1, hi1)
-    edge = (((x == lo1) & (lo1 > lo)) | ((x == hi1) & (hi1 < hi))).any(axis=0)
+    lo1 = np.where(obs, np.maximum(lo, np.ceil(relaxed - r1).astype(np.int64)), lo)
+    hi1 = np.where(obs, np.minimum(hi, np.floor(relaxed + r1).astype(np.int64)), hi)
+    x = _dp_batched(pb, w, lo1, hi1)
+    edge = (obs & (((x == lo1) & (lo1 > lo)) | ((x == hi1) & (hi1 < hi)))).any(axis=0)
     if edge.any():
         redo = np.flatnonzero(edge)
-        x[:, redo] = _dp_batched(tree, y[:, redo], w[:, redo], free[:, redo], lo[:, redo], hi[:, redo])
-    return _out(x, squeeze)
+        x[:, redo] = _dp_batched(pb, w, lo, hi, redo)
+    return pb.out(x)
 
 
-def _dp_batched(tree: _Tree, y, w, free, lo, hi) -> np.ndarray:
-    """`_dp` over batches of trees, so the tables stay within `_DP_BUDGET` entries."""
-    n, m = y.shape
-    width = int(np.max(hi - lo, axis=1).sum()) + n if m else n
-    step = max(1, _DP_BUDGET // max(width, 1))
-    x = np.empty((n, m), np.int64)
-    for a in range(0, m, step):
-        sl = slice(a, min(m, a + step))
-        x[:, sl] = _dp(tree, y[:, sl], w[:, sl], free[:, sl], lo[:, sl], hi[:, sl])
+def _dp_batched(pb: _Problem, w, lo, hi, cols: np.ndarray | None = None) -> np.ndarray:
+    """`_dp` over batches of trees, so the tables stay within `_DP_BUDGET` entries.
+
+    Trees with narrow tables are batched together (`_batches`), so a tree where most
+    nodes are fixed or unobserved does not pay for another tree's wide tables.
+    """
+    cols = np.arange(pb.y.shape[1]) if cols is None else cols
+    n = pb.tree.n
+    obs = pb.free & (w > 0)
+    span = np.where(obs[:, cols], hi[:, cols] - lo[:, cols], 0)
+    x = np.empty((n, len(cols)), np.int64)
+    for part in _batches(span, _DP_BUDGET):
+        sel = cols[part]
+        x[:, part] = _dp(pb.tree, pb.y[:, sel], w[:, sel], pb.free[:, sel], lo[:, sel], hi[:, sel])
     return x
 
 
@@ -505,8 +669,8 @@ def _leaf_tables(nodes: np.ndarray, y, w, lo, hi) -> tuple[np.ndarray, np.ndarra
     """Marginal costs of leaves' tables side by side: (m, columns) and each column's leaf slot.
 
     Arrays are tree-major (m, n). Leaf j gets max over trees of (hi - lo) columns; column
-    k holds w (2 (lo + k - y) + 1), or +inf past its own tree's top (a fixed leaf has
-    lo = hi: only +inf).
+    k holds w (2 (lo + k - y) + 1), or +inf past its own tree's top (fixed and unobserved
+    leaves have lo = hi: only +inf).
     """
     K = np.max(hi[:, nodes] - lo[:, nodes], axis=0)
     cols = int(K.sum())
@@ -524,14 +688,18 @@ def _dp(tree: _Tree, y, w, free, lo_b, hi_b) -> np.ndarray:
 
     Works tree-major: every array is (m, ...), one row per tree, so that each tree's
     tables are contiguous for the sorts (the children's marginals are sorted runs, which
-    the stable sort merges).
+    the stable sort merges). A node is *capped* in a tree when its value can grow at no
+    cost (an unobserved leaf, or an unobserved node above one): its table then holds
+    its negative marginals only, and zeros are understood after them.
     """
     y, w, free, lo_b, hi_b = (np.ascontiguousarray(a.T) for a in (y, w, free, lo_b, hi_b))
     m, n = y.shape
     leaf = tree.n_children == 0
+    obs = free & (w > 0)
+    capped = free & (w == 0) & leaf[None, :]  # unobserved leaves; internal nodes added below
     lo = lo_b.copy()  # the lowest value of each node's table (raised to its children's sum)
     tables: dict[int, np.ndarray] = {}
-    merges: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    merges: dict[int, tuple] = {}
     for d in range(len(tree.levels) - 1, -1, -1):
         for p in tree.internal(d):
             p = int(p)
@@ -548,26 +716,35 @@ def _dp(tree: _Tree, y, w, free, lo_b, hi_b) -> np.ndarray:
                 slots.append(np.full(t.shape[1], j))
             allm = np.concatenate(blocks, axis=1) if blocks else np.zeros((m, 0))
             slot_of_col = np.concatenate(slots).astype(np.int32) if slots else np.zeros(0, np.int32)
+            cap_p = capped[:, ch].any(axis=1)  # an endless run of zero marginals joins the merge
             base = lo[:, ch].sum(axis=1)  # every child at its lowest value
             order = np.argsort(allm, axis=1, kind="stable")
             merged = np.take_along_axis(allm, order, 1)
-            top = base + np.isfinite(merged).sum(axis=1)
+            R = merged.shape[1]
+            n_neg = (merged < 0).sum(axis=1)
+            top = np.where(cap_p, _FAR, base + np.isfinite(merged).sum(axis=1))
             lo_p = np.maximum(lo_b[:, p], base)
             hi_p = np.minimum(hi_b[:, p], top)
+            unobs = free[:, p] & (w[:, p] == 0)
+            cap_out = unobs & cap_p  # passes the zeros on: keep its negative marginals only
+            hi_p = np.where(cap_out, np.maximum(base + n_neg, lo_p), hi_p)
             if np.any(lo_p > hi_p):
                 raise RuntimeError("tree_dp: empty table; the domain bound was violated (please report)")
-            Kp = int(np.max(hi_p - lo_p))
+            Kp = int(np.max(hi_p - lo_p)) if m else 0
             v = lo_p[:, None] + np.arange(Kp)[None, :]
-            R = merged.shape[1]
+            idx = v - base[:, None]
             if R:
-                got = np.take_along_axis(merged, np.clip(v - base[:, None], 0, R - 1), 1)
+                got = np.take_along_axis(merged, np.clip(idx, 0, R - 1), 1)
+                got = np.where(idx < R, got, np.inf)
             else:
                 got = np.full((m, Kp), np.inf)
-            own = np.where(free[:, p, None], w[:, p, None] * (2.0 * (v - y[:, p, None]) + 1.0), 0.0)
+            got = np.where(cap_p[:, None] & (idx >= n_neg[:, None]), 0.0, got)
+            own = np.where(obs[:, p, None], w[:, p, None] * (2.0 * (v - y[:, p, None]) + 1.0), 0.0)
             tables[p] = np.where(v < hi_p[:, None], own + got, np.inf)
             lo[:, p] = lo_p
-            keep = int(np.max(hi_p - base))
-            merges[p] = (base, slot_of_col[order[:, :keep]])
+            capped[:, p] = cap_out
+            keep = int(np.max(np.where(cap_p, n_neg, hi_p - base))) if m else 0
+            merges[p] = (base, slot_of_col[order[:, :keep]], n_neg, cap_p)
     # Top-down: roots, then each parent's value split among its children.
     x = np.empty((m, n), np.int64)
     for rt in tree.levels[0]:
@@ -576,6 +753,7 @@ def _dp(tree: _Tree, y, w, free, lo_b, hi_b) -> np.ndarray:
             # argmin of w (v - y)^2 over [lo, hi]: the marginal at v is negative iff v < y - 1/2
             span = hi_b[:, rt] - lo_b[:, rt]
             best = lo_b[:, rt] + np.clip(np.ceil(y[:, rt] - 0.5 - lo_b[:, rt]), 0, span).astype(np.int64)
+            best = np.where(obs[:, rt], best, lo_b[:, rt])
         else:
             best = lo[:, rt] + (tables.pop(rt) < 0).sum(axis=1)
         x[:, rt] = np.where(free[:, rt], best, lo_b[:, rt])
@@ -584,12 +762,20 @@ def _dp(tree: _Tree, y, w, free, lo_b, hi_b) -> np.ndarray:
         for p in tree.internal(d):
             p = int(p)
             ch = tree.children(p)
-            base, src = merges.pop(p)
+            base, src, n_neg, cap_p = merges.pop(p)
             take = x[:, p] - base
-            taken = np.arange(src.shape[1])[None, :] < take[:, None]
+            from_merge = np.where(cap_p, np.minimum(take, n_neg), take)
+            taken = np.arange(src.shape[1])[None, :] < from_merge[:, None]
             flat = (rows[:, None] * len(ch) + src)[taken]
             got = np.bincount(flat, minlength=m * len(ch)).reshape(m, len(ch))
-            x[:, ch] = lo[:, ch] + got
+            vals = lo[:, ch] + got
+            # The rest, past the negative marginals, goes to the first capped child.
+            rest = take - from_merge
+            caps = capped[:, ch]
+            first = np.argmax(caps, axis=1)
+            has = caps.any(axis=1)
+            vals[rows[has], first[has]] += rest[has]
+            x[:, ch] = vals
     return x.T
 
 
@@ -610,19 +796,19 @@ def relax_then_round(parents, noisy, variances=None, *, root_total=None, fixed=N
     return np.rint(x).astype(np.int64)
 
 
-def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative: bool) -> np.ndarray:
+def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative) -> np.ndarray:
     """Integers near the reals `u` whose sums per segment (`seg`, ids 0..len(totals)-1) are `totals`.
 
-    Largest remainder: everybody gets floor(u), then the units still missing in a segment
-    go to its entries with the largest fractional parts (units in excess, which only
-    rounding of u can cause, are taken back from the smallest, never below 0 when
-    `nonnegative`). When sum(u) = total in a segment, every entry ends within 1 of u.
+    Largest remainder: everybody gets floor(u) (at least 0 where `nonnegative`, a bool or
+    a flag per entry), then the units still missing in a segment go to its entries with
+    the largest fractional parts; units in excess (from clamping at 0 or rounding of u)
+    are taken back from the smallest fractional parts, never below 0 where
+    `nonnegative`. When sum(u) = total in a segment, every entry ends within 1 of u.
     """
     n_seg = len(totals)
+    nn = np.broadcast_to(np.asarray(nonnegative, bool), u.shape)
     fl = np.floor(u)
-    if nonnegative:
-        fl = np.maximum(fl, 0.0)
-    fl = fl.astype(np.int64)
+    fl = np.where(nn, np.maximum(fl, 0.0), fl).astype(np.int64)
     frac = u - fl
     cnt = np.bincount(seg, minlength=n_seg)
     rem = totals - np.bincount(seg, weights=fl, minlength=n_seg).astype(np.int64)
@@ -639,7 +825,7 @@ def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative: 
     short = np.minimum(rem, 0)
     if short.any():
         # Take units back, smallest fractional parts first, among entries that can give one.
-        can = (out > 0) if nonnegative else np.ones(len(u), bool)
+        can = (out > 0) | ~nn
         order = np.lexsort((frac, ~can, seg))
         rank[order] = np.arange(len(u)) - first[seg[order]]
         if np.any(np.bincount(seg, weights=can, minlength=n_seg) < -short):
@@ -648,23 +834,25 @@ def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative: 
     return out
 
 
-def round_consistent(parents, values, *, fixed=None, nonnegative: bool = False) -> np.ndarray:
+def round_consistent(parents, values, *, fixed=None, nonnegative=False) -> np.ndarray:
     """Integers from consistent real values (e.g. `least_squares`), keeping additivity.
 
     Top-down: a root is rounded to the nearest integer (or keeps its fixed value); a
     parent's integer value, less its fixed children, is split among its free children
-    in proportion to their values when `nonnegative` (so none goes below 0) or by an
-    equal shift of the gap otherwise, then rounded by largest remainder (`_apportion`).
-    Every node ends within 2 of its real value when the input is consistent.
+    in proportion to their values where all of them are non-negative (so none goes below
+    0), by an equal shift of the gap otherwise, then rounded by largest remainder
+    (`_apportion`). `nonnegative` is a bool or a flag per node. Every node ends within 2
+    of its real value when the input is consistent.
     """
-    tree, x, _v, fx, squeeze = _prepare(parents, values, None, fixed, None, nonnegative, integer=True)
+    pb = _prepare(parents, values, None, fixed, None, nonnegative, integer=True)
+    tree, x, fx, nn = pb.tree, pb.y, pb.fixed, pb.nonneg
     n, m = x.shape
-    if nonnegative:
-        x = np.maximum(x, 0.0)
+    x = np.where(nn, np.maximum(x, 0.0), x)
     is_fixed = ~np.isnan(fx)
     a = np.empty((n, m), np.int64)
     roots = tree.levels[0]
-    a[roots] = np.where(is_fixed[roots], fx[roots], np.rint(x[roots])).astype(np.int64)
+    r0 = np.rint(x[roots])
+    a[roots] = np.where(is_fixed[roots], fx[roots], r0).astype(np.int64)
     for d in range(1, len(tree.levels)):
         nodes = tree.levels[d]
         par, starts = _segments(tree, d)
@@ -675,17 +863,18 @@ def round_consistent(parents, values, *, fixed=None, nonnegative: bool = False) 
         t = np.where(f, 0.0, x[nodes])
         tsum = np.add.reduceat(t, starts, axis=0)
         n_free = np.add.reduceat((~f).astype(np.int64), starts, axis=0)
+        all_nn = np.add.reduceat((nn[nodes] | f).astype(np.int64), starts, axis=0) == np.diff(
+            np.r_[starts, len(nodes)])[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            if nonnegative:
-                u = np.where(tsum[seg_of] > 0, t * left[seg_of] / tsum[seg_of], left[seg_of] / n_free[seg_of])
-            else:
-                u = t + (left[seg_of] - tsum[seg_of]) / n_free[seg_of]
+            prop = np.where(tsum[seg_of] > 0, t * left[seg_of] / tsum[seg_of], left[seg_of] / n_free[seg_of])
+            shift = t + (left[seg_of] - tsum[seg_of]) / n_free[seg_of]
+        u = np.where(all_nn[seg_of], prop, shift)
         sel = ~f
         seg = (seg_of[:, None] * m + np.arange(m)[None, :])[sel]
         vals = np.where(f, fx[nodes], 0).astype(np.int64)
-        vals[sel] = _apportion(seg, u[sel], left.reshape(-1), nonnegative)
+        vals[sel] = _apportion(seg, u[sel], left.reshape(-1), nn[nodes][sel])
         a[nodes] = vals
-    return _out(a, squeeze)
+    return pb.out(a)
 
 
 def distribute(cells, totals, nonnegative: bool = True) -> np.ndarray:
@@ -729,10 +918,14 @@ def distribute(cells, totals, nonnegative: bool = True) -> np.ndarray:
     return _apportion(seg, u.reshape(-1), T, nonnegative).reshape(g, k)
 
 
-def violations(parents, values, tol: float = 0.0) -> int | np.ndarray:
+def violations(parents, values, tol: float = 0.0, released=None) -> int | np.ndarray:
     """How many internal nodes differ from the sum of their children (by more than `tol`).
 
-    One count for ``(n,)`` values, one per tree (column) for ``(n, m)``.
+    With `released` (a flag per node: published or not) only what a reader can check
+    counts: a published parent whose children are all published must equal their sum;
+    one with unpublished children must be at least the sum of the published ones (the
+    unpublished remainder cannot be negative). One count for ``(n,)`` values, one per
+    tree (column) for ``(n, m)``.
     """
     tree = _tree(parents)
     v = np.asarray(values, dtype=np.float64)
@@ -741,9 +934,20 @@ def violations(parents, values, tol: float = 0.0) -> int | np.ndarray:
         v = v[:, None]
     if v.shape[0] != tree.n:
         raise ValueError(f"values must have {tree.n} rows to match parents, got {v.shape}")
+    rel = None
+    if released is not None:
+        rel = np.broadcast_to(np.asarray(released, bool).reshape(tree.n, -1), v.shape)
     bad = np.zeros(v.shape[1], np.int64)
     for d in range(1, len(tree.levels)):
         par, starts = _segments(tree, d)
-        sums = np.add.reduceat(v[tree.levels[d]], starts, axis=0)
-        bad += (np.abs(v[par] - sums) > tol).sum(axis=0)
+        kids = tree.levels[d]
+        if rel is None:
+            sums = np.add.reduceat(v[kids], starts, axis=0)
+            bad += (np.abs(v[par] - sums) > tol).sum(axis=0)
+            continue
+        sums = np.add.reduceat(np.where(rel[kids], v[kids], 0.0), starts, axis=0)
+        size = np.diff(np.r_[starts, len(kids)])[:, None]
+        all_out = np.add.reduceat(rel[kids].astype(np.int64), starts, axis=0) == size
+        off = np.where(all_out, np.abs(v[par] - sums) > tol, v[par] < sums - tol)
+        bad += (rel[par] & off).sum(axis=0)
     return int(bad[0]) if squeeze else bad

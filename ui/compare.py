@@ -36,7 +36,21 @@ class MethodPage:
 
 
 #: The pages under "Compare methods", in navigation order (after the index page).
-METHODS: tuple[MethodPage, ...] = ()
+METHODS: tuple[MethodPage, ...] = (
+    MethodPage(
+        path="pages/compare_consistency.py",
+        title="Consistency",
+        icon=":material/account_tree:",
+        question=("Can a group's published counts add up, from the nation to its states, counties and tracts, "
+                  "and what does that cost in accuracy?"),
+        method=("After SafeTab-P, each group's noisy totals are adjusted so that every area equals the sum of the "
+                "areas inside it, moving the noisiest totals most. Least squares finds the closest consistent "
+                "counts; the tree dynamic program of Fioretto, Van Hentenryck and Zhu finds the closest "
+                "consistent non-negative whole numbers, exactly."),
+        source=("Fioretto, Van Hentenryck, Zhu, \"Differential Privacy of Hierarchical Census Data: An Optimization "
+                "Approach\" (CP 2019; Artificial Intelligence 2021); Hay, Rastogi, Miklau, Suciu (VLDB 2010)"),
+    ),
+)
 
 METHODS += (MethodPage(
     path="pages/compare_invariants.py",

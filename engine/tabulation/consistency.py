@@ -1,8 +1,9 @@
 """`--consistency`: hierarchical consistency as adjust functions of the hierarchy stage.
 
 Each method turns the published totals of one forest (`hierarchy.HierarchyBatch`) into
-integer totals, weighting every node by the noise variance of its total and holding
-suppressed groups at 0; the stage then makes the sex x age cells follow (docs/consistency.md):
+integer totals, weighting every node by the noise variance of its total; suppressed
+groups are unobserved non-negative remainders (their noisy totals are never read). The
+stage then makes the sex x age cells follow (docs/consistency.md):
 
 - ``none``: SafeTab-P as published (no stage at all in a release).
 - ``least-squares``: the weighted least-squares consistent estimate
@@ -55,18 +56,20 @@ def adjuster(method: str, allow_negative: bool) -> tuple[AdjustFn | None, bool]:
         nonneg = not allow_negative
 
         def adjust(b: HierarchyBatch):
-            real = mc.least_squares(b.forest.parents, b.published, b.variance, fixed=b.fixed, nonnegative=nonneg)
-            return mc.round_consistent(b.forest.parents, real, fixed=b.fixed, nonnegative=nonneg)
+            real = mc.least_squares(b.forest.parents, b.published, b.variance, nonnegative=nonneg)
+            # Suppressed leaves stand for non-negative remainders: rounding keeps them so.
+            bounded = nonneg | (b.leaf & ~b.released)
+            return mc.round_consistent(b.forest.parents, real, nonnegative=bounded)
 
         return adjust, nonneg
 
     if method == "tree-dp":
         def adjust(b: HierarchyBatch):
-            return mc.tree_dp(b.forest.parents, b.published, variances=b.variance, fixed=b.fixed, nonnegative=True)
+            return mc.tree_dp(b.forest.parents, b.published, variances=b.variance, nonnegative=True)
 
         return adjust, True
 
     def adjust(b: HierarchyBatch):
-        return mc.relax_then_round(b.forest.parents, b.published, b.variance, fixed=b.fixed, nonnegative=True)
+        return mc.relax_then_round(b.forest.parents, b.published, b.variance, nonnegative=True)
 
     return adjust, True

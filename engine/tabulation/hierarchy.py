@@ -28,8 +28,11 @@ The rules (docs/consistency.md explains them):
   (PLACE and AIANNH ones too) publishes that node's adjusted outputs.
 - Suppression is decided before, by SafeTab-P's rule on the noisy total, and never
   changed: the same groups are suppressed with or without the stage. A suppressed
-  group is held at 0 in the tree (`HierarchyBatch.fixed`): its parent is the sum of its
-  released siblings, so "parent minus siblings" reveals 0, never a hidden value.
+  group is an *unobserved* node (variance inf, published value 0 in the batch): its
+  noisy total is never handed to the adjust function, so nothing derived from the
+  adjusted release can reveal more about it than SafeTab-P's own release does. It
+  stands for a non-negative unpublished remainder: a parent is at least the sum of its
+  published children, and equal to it when none is suppressed.
 """
 
 from __future__ import annotations
@@ -79,10 +82,13 @@ class HierarchyBatch:
     """What an adjust function receives: m iterations sharing one forest.
 
     Arrays are (nodes, iterations). `published` holds SafeTab-P's published totals
-    after the coterminous rule (0 where suppressed); `variance` the noise variance of
-    each (`engine.reports.levels.total_variance` of the level and stat level it comes
-    from); `released` is False for suppressed groups, which must stay 0 (`fixed`).
-    `truth` is the confidential true total: for invariants only, never for estimation.
+    after the coterminous rule, and 0 for suppressed groups (their noisy totals are not
+    handed over); `variance` the noise variance of each published total
+    (`engine.tabulation.mechanism.total_variance` of the level and stat level it comes
+    from), inf for suppressed groups: unobserved nodes, which `methods.consistency`
+    treats as non-negative unknowns. `released` is False for suppressed groups; the
+    values an adjust function gives them are not published. `truth` is the confidential
+    true total: for invariants only, never for estimation.
     """
 
     forest: Forest
@@ -95,9 +101,9 @@ class HierarchyBatch:
     allow_negative: bool
 
     @property
-    def fixed(self) -> np.ndarray:
-        """0 for suppressed groups, NaN (free) elsewhere: the form `methods.consistency` takes."""
-        return np.where(self.released, np.nan, 0.0)
+    def leaf(self) -> np.ndarray:
+        """(nodes, 1): whether each node is a leaf of the forest."""
+        return (np.bincount(self.forest.parents[self.forest.parents >= 0], minlength=self.forest.n) == 0)[:, None]
 
 
 #: An adjust function: the batch in, adjusted integer totals (nodes, iterations) out.
@@ -111,13 +117,17 @@ class HierarchyResult:
     `published` lists (LevelCounts, Published of the whole level) for every chain
     level, with every group's final outputs (coterminous members included; the writer
     skips them, as it writes members from `rows`). `stats` holds, per forest, the
-    violations of additivity before and after (suppressed groups count as 0).
+    violations of additivity before and after (`methods.consistency.violations` with
+    the released flags: what a reader can check).
+    `seconds` is the whole of `finish`, `adjust_seconds` the adjust function's share
+    (with the cells that follow).
     """
 
     published: list[tuple[object, Published]]
     rows: StashedRows | None
     stats: dict
     seconds: float
+    adjust_seconds: float = 0.0
 
 
 @dataclass
@@ -214,6 +224,7 @@ class HierarchyStage:
             self._take_sources(rows, rec, total_variance)
         stats: dict = {"forests": [], "groups_adjusted": 0, "groups_changed": 0,
                        "violations_before": 0, "violations_after": 0}
+        adjusting = 0.0  # time spent in the adjust function and on the cells
         forests = self.forests(member)
         done, total = 0, sum(len(codes) for _lvl, _f, codes in forests)
         for lvl_i, forest, codes in forests:
@@ -221,13 +232,15 @@ class HierarchyStage:
             gidx = self._group_index(forest, levels, codes)
             released = _gather(forest, levels, gidx, {lv: rec[lv].released for lv in levels})
             published = np.where(released, _gather(forest, levels, gidx, {lv: rec[lv].t1 for lv in levels}), 0)
-            variance = _gather(forest, levels, gidx, {lv: rec[lv].variance for lv in levels})
+            variance = np.where(released, _gather(forest, levels, gidx, {lv: rec[lv].variance for lv in levels}),
+                                np.inf)
             truth = _gather(forest, levels, gidx, {lv: self._levels[lv].truth for lv in levels})
             batch = HierarchyBatch(forest, lvl_i, codes, published, variance, released, truth, allow_negative)
-            before = int(np.sum(violations(forest.parents, published)))
+            before = int(np.sum(violations(forest.parents, published, released=released)))
             entry = {"iteration_level": lvl_i, "levels": list(forest.levels), "nodes": forest.n,
                      "iterations": len(codes), "violations_before": before, "violations_after": before}
             if adjust is not None:
+                ta = time.perf_counter()
                 try:
                     new = np.asarray(adjust(batch))
                 except ValueError as exc:
@@ -235,13 +248,16 @@ class HierarchyStage:
                 if new.shape != published.shape or not np.issubdtype(new.dtype, np.integer):
                     raise ValueError(f"the adjust function returned {new.dtype} {new.shape}, "
                                      f"expected integers {published.shape}")
-                if np.any(new[~released] != 0):
-                    raise ValueError("the adjust function gave a suppressed group a value; suppressed groups stay 0")
-                entry["violations_after"] = int(np.sum(violations(forest.parents, new)))
+                entry["violations_after"] = int(np.sum(violations(forest.parents, new, released=released)))
                 entry["groups_changed"] = int(np.sum((new != published) & released))
                 stats["groups_changed"] += entry["groups_changed"]
                 stats["groups_adjusted"] += int(released.sum())
-                self._put_back(forest, levels, codes, new, rec, cells_nonnegative)
+                try:
+                    self._put_back(forest, levels, codes, new, rec, cells_nonnegative)
+                except ValueError as exc:
+                    raise ValueError(f"adjusting {' > '.join(forest.levels)}, iteration level {lvl_i}: "
+                                     f"the cells cannot follow the totals: {exc}") from exc
+                adjusting += time.perf_counter() - ta
             stats["violations_before"] += entry["violations_before"]
             stats["violations_after"] += entry["violations_after"]
             stats["forests"].append(entry)
@@ -253,7 +269,8 @@ class HierarchyStage:
         published = [(self._levels[lvl].counts, self._published(lvl, rec[lvl], with_truth)) for lvl in self._levels]
         secs = time.perf_counter() - t0
         stats["seconds"] = round(secs, 3)
-        return HierarchyResult(published, rows, stats, secs)
+        stats["adjust_seconds"] = round(adjusting, 3)
+        return HierarchyResult(published, rows, stats, secs, adjusting)
 
     # ---------------------------------------------------------------- records
 

@@ -298,3 +298,25 @@ def test_compare_invariants(server, page):
     body = page.inner_text("body")
     assert "0.8899" in body and "760 sums are published exactly" in body
     _screenshot(page, "compare_invariants_custom")
+
+
+def test_consistency_comparison(server, page, tmp_path):
+    if not (REPO / "sample_data" / "data" / "person-records.txt").is_file():
+        pytest.skip("sample_data/ is not there")
+    _open(page, f"{server}/compare_consistency", "The question.")
+    page.get_by_text("Verdict").first.wait_for(timeout=300_000)
+    _settle(page, 1.0)
+    body = page.inner_text("body")
+    assert "Consistency methods" in body and "SafeTab-P as published" in body and "do not add up" in body
+    _screenshot(page, "compare_consistency")
+    zpath = tmp_path / "consistency.zip"
+    zpath.write_bytes(_download(page, "Everything (consistency.zip)"))
+    with zipfile.ZipFile(zpath) as zf:
+        head = zf.read("consistency_table7_error.csv").decode().splitlines()
+        assert head[0] == "geography_level,iteration_level,none,least-squares,tree-dp,relax-then-round"
+        assert len(head) > 4 and "verdict.txt" in zf.namelist()
+    radio = page.locator("[data-testid='stRadio']").filter(has_text="Measure")
+    radio.get_by_text("Bias", exact=True).click()
+    page.get_by_text("Bias by true size").first.wait_for()
+    _settle(page)
+    assert "Bias of published totals" in page.inner_text("body")
