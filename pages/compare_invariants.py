@@ -141,7 +141,7 @@ if mode == LEVEL:
                           "whose published counts' variances add up to W. Medians over the counts. MOEs with "
                           "invariants are normal approximations (1.96 × standard deviation); SafeTab-P's exact MOE "
                           "is beside its normal approximation for comparison. Suppressed counts are not published "
-                          "and count as 0, as in the engine.")
+                          "and not read: the published counts add up to the true total, as in the engine.")
     with st.expander("Every region's count (table)"):
         widgets.table(study.groups, "invariants_groups.csv", key="inv_groups", height=360)
 

@@ -328,7 +328,7 @@ def level_study(prepared, tables: dict, chain_key: str, iteration_level: int) ->
     `tables` is `engine.reports.levels.level_tables(...)` (a seeded study: stat levels and
     suppression as SafeTab-P drew them). As in the engine (`engine.tabulation.invariants`):
     a family is a released parent group and an iteration both levels tabulate; its
-    released children (suppressed ones count as 0) are held to the parent's true total by
+    released children (suppressed ones are not read) are held to the parent's true total by
     the minimum-variance projection, so child i's total, of noise variance v_i, keeps
     v_i (1 - v_i / W), W the family's sum (factor 1 - v_i / W). A region that is the only
     one inside its parent is coterminous with it and publishes its outputs (SPEC §1), so

@@ -22,10 +22,11 @@ makes the sex x age cells of a group follow its adjusted total. For each chosen
   released child of its parent carries the whole true total. Moves are rounded to
   integers keeping the sum exactly (largest remainders, ties broken by random words from
   the release's own random stream: `methods.invariants.hold_sums`).
-* Suppressed children count as 0, as everywhere in the stage (decided first, by
-  SafeTab-P's rule on the noisy total): the released children add up to the parent's
-  true total, so they also carry the persons of suppressed siblings (a small upward
-  bias where a small group is suppressed). A family whose parent is suppressed (a county
+* Suppressed children (decided first, by SafeTab-P's rule on the noisy total) are never
+  read and stay unpublished: the released children add up to the parent's true total,
+  i.e. the suppressed remainder is taken as 0 (a value computed from the suppressed
+  noisy totals would reveal them), so they also carry the persons of suppressed
+  siblings (a small upward bias where a small group is suppressed). A family whose parent is suppressed (a county
   with `--invariant COUNTY`) is left as published, so no suppressed total is revealed;
   a family whose children are all suppressed keeps them suppressed (its parent is still
   published exactly).
