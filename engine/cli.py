@@ -114,6 +114,11 @@ def _parser() -> argparse.ArgumentParser:
                          "non-negative integer optimum (Fioretto et al.); default none = SafeTab-P as "
                          "published. Suppressed groups stay suppressed and are never read (a parent is at "
                          "least the sum of its published children); see docs/consistency.md")
+    sp.add_argument("--invariant", choices=["USA", "STATE", "COUNTY"], default=None,
+                    help="NOT SafeTab-P: publish this level's TRUE totals exactly (no noise) and project the noise "
+                         "of the level below so it adds up to them, e.g. STATE: each state's true count of every "
+                         "iteration, its counties adding up to it (PR-STATE likewise). The manifest lists what is "
+                         "revealed; needs allow_negative_counts: true; see docs/invariants.md")
 
     sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
     common(sp)
@@ -132,6 +137,10 @@ def _parser() -> argparse.ArgumentParser:
                          "Census production layouts, error_report.csv (per population group, first trial) and "
                          "multi_run_error_report.csv (all trials), with the trials kept in OUT_DIR/single_runs/; "
                          "both: all three from the same releases (default studio)")
+    sp.add_argument("--invariant", choices=["USA", "STATE", "COUNTY"], default=None,
+                    help="NOT SafeTab-P: compare the release with this level's true totals held exact (see run "
+                         "--invariant) against the plain release, on the same noise in every trial; writes "
+                         "accuracy_invariant.csv and .json")
     sp.add_argument("--consistency", default=None, metavar="METHODS",
                     help="compare hierarchical consistency methods instead: a comma-separated list of "
                          "none, least-squares, tree-dp, relax-then-round, or all. Each trial draws one "
@@ -281,13 +290,15 @@ def _dispatch(args, progress: _Progress) -> int:
         truth = args.command == "truth"
         res = run(args.params_dir, args.data_dir, args.out_dir, seed=None if truth else args.seed, truth=truth,
                   coterminous=args.coterminous, overwrite=args.overwrite, progress=progress,
-                  consistency=getattr(args, "consistency", "none"))
+                  consistency=getattr(args, "consistency", "none"), invariant=getattr(args, "invariant", None))
         progress.close()
         m = res.manifest
         print(f"Wrote {res.out_dir}: {m['outputs']['rows']['t1']:,} T1 rows, {m['outputs']['rows']['t2']:,} T2 rows, "
               f"{m['outputs']['rows']['suppressed']:,} suppressed groups.")
         if not m["mode"]["for_release"]:
             print(m["mode"]["note"])
+        if m["mode"].get("warning"):
+            print(m["mode"]["warning"])
         return EXIT_OK
 
     if args.command == "accuracy":
@@ -295,6 +306,19 @@ def _dispatch(args, progress: _Progress) -> int:
 
         if args.trials < 1:
             raise ValueError("--trials must be at least 1")
+        if getattr(args, "invariant", None):
+            from engine.reports.invariants import format_comparison, invariant_accuracy
+            from engine.tabulation.invariants import WARNING
+
+            if args.release is not None:
+                raise ValueError("--invariant draws its own paired trials; it cannot read --release")
+            df = invariant_accuracy(args.params_dir, args.data_dir, args.out_dir, args.invariant, trials=args.trials,
+                                    seed=args.seed, overwrite=args.overwrite, progress=progress)
+            progress.close()
+            print(WARNING)
+            print(format_comparison(df))
+            print(f"Wrote {args.out_dir / 'accuracy_invariant.csv'} and accuracy_invariant.json")
+            return EXIT_OK
         if args.consistency is not None:
             from engine.reports.consistency import consistency_report, format_comparison, parse_methods
 

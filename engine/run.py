@@ -146,12 +146,15 @@ def run(
     progress: Progress | None = None,
     prepared: Prepared | None = None,
     consistency: str = "none",
+    invariant: str | None = None,
 ) -> RunResult:
     """Validate, tabulate and write a release (or, with `truth`, the noise-free tables).
 
     With `seed` the noise is reproducible and the manifest says "not for release".
     `consistency` ("none", "least-squares", "tree-dp") post-processes the nested levels
     so that they add up (`engine.tabulation.consistency`; the truth needs none).
+    `invariant` ("USA", "STATE", "COUNTY"; NOT SafeTab-P) publishes that level's true
+    totals and holds the level below to them (`engine.tabulation.invariants`).
     Nothing is written unless the whole run succeeds. OUT_DIR is checked and locked
     first, and the free disk space once the universe is known, before any noise
     (`engine.release.publish`); `RunResult.manifest` is the full manifest, the
@@ -166,17 +169,26 @@ def run(
 
     if consistency not in RUN_METHODS:
         raise ValueError(f"unknown consistency method {consistency!r}; choose one of {', '.join(RUN_METHODS)}")
+    if invariant is not None and consistency != "none":
+        raise ValueError("--invariant and --consistency cannot be combined (each adjusts the nested levels its own "
+                         "way; see docs/invariants.md)")
     writer = ReleaseWriter(out_dir, overwrite=overwrite, inputs=(("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir)))
     try:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
+        if invariant is not None and not truth:
+            from engine.tabulation.invariants import check
+
+            check(invariant, prepared)
         writer.ensure_space(min_release_bytes(prepared))
         source = None
         if not truth:
             source = _noise.RandomSource.seeded(seed) if seed is not None else _noise.RandomSource.secure()
         noise = make_noise(prepared.inputs.config.privacy_defn, source)
         t0 = time.perf_counter()
-        stats = _write_release(prepared, writer, noise, truth, coterminous, progress, consistency)
+        stats = _write_release(prepared, writer, noise, truth, coterminous, progress, consistency,
+                               invariant=None if truth else invariant,
+                               tiebreak=source.words if source is not None else None)
         t1 = time.perf_counter()
         timings = dict(prepared.timings)
         timings["tabulate_and_write"] = t1 - t0
@@ -191,7 +203,8 @@ def run(
 
 
 def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterminous: bool,
-                   progress: Progress | None, consistency: str = "none") -> dict:
+                   progress: Progress | None, consistency: str = "none", invariant: str | None = None,
+                   tiebreak=None) -> dict:
     geo = prepared.inputs.geography
     sets = geo.coterminous_sets() if coterminous else []
     stash = CoterminousStash(sets)
@@ -201,7 +214,7 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
     stats: dict[str, dict] = {}
     # The hierarchy stage keeps the nested levels until all are tabulated (docs/consistency.md).
     stage = None
-    if consistency != "none" and not truth:
+    if (consistency != "none" or invariant is not None) and not truth:
         from engine.tabulation.hierarchy import HierarchyStage
 
         stage = HierarchyStage(prepared)
@@ -250,15 +263,24 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
     if stage is not None:
         from engine.tabulation.consistency import DESCRIPTIONS, adjuster
 
-        adjust, cells_nonnegative = adjuster(consistency, prepared.inputs.config.allow_negative_counts)
+        if invariant is not None:
+            # NOT SafeTab-P: true totals held exact (docs/invariants.md).
+            from engine.tabulation.invariants import InvariantAdjuster
+
+            adjust, cells_nonnegative = InvariantAdjuster(invariant, tiebreak), False
+        else:
+            adjust, cells_nonnegative = adjuster(consistency, prepared.inputs.config.allow_negative_counts)
         res = stage.finish(rows, stash.member if sets else None, adjust, cells_nonnegative=cells_nonnegative,
                            progress=progress)
         rows = res.rows
         for counts, pub in res.published:
             emit(counts, pub, stash_members=False)
-        stats["consistency"] = {"method": consistency, "description": DESCRIPTIONS[consistency],
-                                **{k: v for k, v in res.stats.items() if k != "forests"},
-                                "forests": res.stats["forests"]}
+        if invariant is not None:
+            stats["invariant"] = adjust.summary()
+        else:
+            stats["consistency"] = {"method": consistency, "description": DESCRIPTIONS[consistency],
+                                    **{k: v for k, v in res.stats.items() if k != "forests"},
+                                    "forests": res.stats["forests"]}
     if sets:
         if rows is not None:
             _write_coterminous(writer, geo, rows, pa.array(all_codes))

@@ -68,6 +68,19 @@ METHODS += (MethodPage(
             "geographic_spines/optimize_spine.py"),
 ),)
 
+METHODS += (MethodPage(
+    path="pages/compare_invariants.py",
+    title="Invariants",
+    icon=":material/lock_open:",
+    question=("Should some totals be published exactly (e.g. each state's count of every group), as the 2020 "
+              "redistricting data held state populations, with the noise of the areas below them adjusted to "
+              "add up?"),
+    method=("The noise is projected onto the directions the invariants leave free (subspace differential "
+            "privacy), so the released counts add up to the true totals exactly and each keeps a smaller, "
+            "unbiased noise. The true totals themselves are published with no protection at all."),
+    source="J. Gao, R. Gong, F.-Y. Yu, \"Subspace Differential Privacy\", AAAI 2022 (arXiv:2108.11527)",
+),)
+
 #: SafeTab-P itself, the row every comparison is made against.
 SAFETAB_P = MethodPage(
     path="pages/overview.py",

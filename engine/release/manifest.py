@@ -41,6 +41,12 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
     else:
         mode = {"kind": "release", "for_release": True, "noise_source": source.description if source else None}
     mode["noise"] = "two-sided geometric (exact)" if puredp else "discrete Gaussian (exact, Canonne-Kamath-Steinke)"
+    invariant = dict(stats.get("invariant") or {})
+    confidential_invariant = invariant.pop("_confidential", None)
+    if invariant:
+        # Loudly: a release with invariants is not SafeTab-P (docs/invariants.md).
+        mode["not_safetab_p"] = True
+        mode["warning"] = invariant["warning"]
 
     levels = {}
     for lvl, plan in prepared.plans.items():
@@ -105,6 +111,7 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
             # their first max_race_codes codes (QRACE1..QRACEr, as production).
             "race_codes_truncated": {"max_race_codes": config.max_race_codes,
                                      "persons": prepared.table.persons_truncated},
+            **({"invariant_true_totals_by_size": confidential_invariant} if confidential_invariant else {}),
         },
         "config": config.to_dict(),
         "stability": _stability_section(inputs.specs, config.max_race_codes),
@@ -117,6 +124,8 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
             **({"coterminous_result": stats["coterminous"]} if "coterminous" in stats else {}),
             # Hierarchical consistency (`--consistency`, docs/consistency.md); "none" = as SafeTab-P.
             "consistency": stats.get("consistency", {"method": "none"}),
+            # True totals held exact (`--invariant`, NOT SafeTab-P); None = no invariant.
+            "invariant": invariant or None,
         },
         "outputs": {"rows": rows},
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},

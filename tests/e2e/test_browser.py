@@ -395,6 +395,37 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
     _screenshot(page, "compare_spines_optimisation")
 
 
+def test_compare_invariants(server, page):
+    """The Invariants page: the paper's 14 x 24 x 20 table, then a SafeTab-P level with its
+    simulation; every number the page promises is there and the zip downloads."""
+    if not (REPO / "sample_data" / "data" / "person-records.txt").is_file():
+        pytest.skip("sample_data/ is not there")
+    _open(page, f"{server}/compare_invariants", "What the invariant gives away")
+    body = page.inner_text("body")
+    assert "Invariants are not SafeTab-P" in body and "the disclosure SafeTab-P exists to prevent" in body
+    page.locator("[data-testid='stSelectbox']").first.click()
+    page.get_by_role("option", name="Tracts add up to their county's true count").click()
+    page.get_by_text("In every replication the regions add up to the true total exactly.").wait_for(timeout=90_000)
+    _settle(page, 1.0)
+    _screenshot(page, "compare_invariants")
+    data = _download(page, "Everything (invariants_level_study.zip)")
+    zpath = Path(tempfile.mkdtemp()) / "inv.zip"
+    zpath.write_bytes(data)
+    with zipfile.ZipFile(zpath) as zf:
+        assert "invariants_simulation.csv" in zf.namelist()
+        assert "Var. with, simulated" in zf.read("invariants_simulation.csv").decode().splitlines()[0]
+    page.get_by_text("A custom table").click()
+    _settle(page)
+    page.locator("[data-testid='stSelectbox']").first.click()
+    page.get_by_role("option", name="Paper §5.1: 14 × 24 × 20 table, two-way margins held at each of the 20 "
+                                    "locations").click()
+    page.get_by_text("rank 740, largest difference from the closed form").wait_for(timeout=90_000)
+    _settle(page, 1.0)
+    body = page.inner_text("body")
+    assert "0.8899" in body and "760 sums are published exactly" in body
+    _screenshot(page, "compare_invariants_custom")
+
+
 def test_consistency_comparison(server, page, tmp_path):
     if not (REPO / "sample_data" / "data" / "person-records.txt").is_file():
         pytest.skip("sample_data/ is not there")

@@ -1,0 +1,294 @@
+"""Compare methods: invariants (exact totals) and subspace differential privacy."""
+
+import pandas as pd
+import streamlit as st
+
+from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
+from engine.errors import InputError
+from ui import analysis, compare, planner, runner, state, widgets
+from ui import compare_invariants as ci
+
+state.page_setup()
+PAGE = next(m for m in compare.METHODS if m.path == "pages/compare_invariants.py")
+compare.header(PAGE)
+st.warning(
+    "**Invariants are not SafeTab-P.** The held totals are published **without any noise**: only the way the "
+    "counts below them are split is protected (subspace differential privacy). The engine offers it as "
+    "`python -m engine run --invariant STATE` for studies, and every such release is marked in its manifest.",
+    icon=":material/warning:")
+
+cfg = state.config()
+cfg_json = cfg.to_json()
+u = planner.units(cfg)
+
+LEVEL, CUSTOM = "A SafeTab-P level of the current plan (sample data)", "A custom table"
+mode = st.radio("Table", [LEVEL, CUSTOM], horizontal=True, key="inv_mode",
+                help="A SafeTab-P level runs the current plan on the shipped sample data; a custom table takes any "
+                     "shape and any margins, with the noise of one SafeTab-P cell.")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _prepared(config_json: str, sample: str):
+    from calculators.config import SafeTabConfig
+    from engine.run import prepare
+
+    return prepare(f"{sample}/params", f"{sample}/data", config=runner.on_files(SafeTabConfig.from_json(config_json)))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _tables(config_json: str, sample: str, seed: int):
+    from engine.noise import RandomSource
+    from engine.reports.levels import level_tables
+    from engine.run import make_noise
+
+    prepared = _prepared(config_json, sample)
+    return level_tables(prepared, make_noise(prepared.inputs.config.privacy_defn, RandomSource.seeded(seed)))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _family_sim(config_json: str, sample: str, seed: int, chain_key: str, it_level: int, parent: str,
+                iteration: str, reps: int):
+    prepared = _prepared(config_json, sample)
+    tables = _tables(config_json, sample, seed)
+    study = ci.level_study(prepared, tables, chain_key, it_level)
+    return ci.simulate_family(study, prepared, tables, parent, iteration, it_level, reps, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _custom_sim(shape, margins, scale, noise, reps, seed):
+    study = ci.custom_study(shape, list(margins), float(scale), noise)
+    return ci.simulate_custom(study, scale, noise, reps, seed)
+
+
+def _side_metrics(col, items):
+    with col:
+        for label, value, help_text in items:
+            st.metric(label, value, help=help_text)
+
+
+if mode == LEVEL:
+    if not state.has_sample():
+        st.info("The sample data are not installed, so only a custom table can be studied.")
+        st.stop()
+    c = st.columns([2.2, 1.2, 1, 1])
+    chain_key = c[0].selectbox("Invariant", [ch.key for ch in ci.CHAINS], key="inv_chain",
+                               format_func=lambda k: ci.chain(k).label,
+                               help="Which true totals are held exact, and for which areas below them. Puerto Rico "
+                                    "is held the same way (PR-STATE, PR-COUNTY).")
+    it_level = c[1].radio("Iteration level", [2, 1], format_func=lambda k: ITERATION_LEVEL_NAMES[k],
+                          horizontal=True, key="inv_it")
+    seed = int(c[2].number_input("Seed of the study", min_value=0, max_value=2**31 - 1, value=2020, step=1,
+                                 key="inv_seed", help="A seeded study, not a release: the same seed draws the "
+                                                      "same SafeTab-P noise."))
+    reps = int(c[3].number_input("Simulation runs", min_value=100, max_value=20_000, value=2_000, step=100,
+                                 key="inv_reps"))
+    try:
+        with st.spinner("Running SafeTab-P on the sample data (seeded study, not a release)…"):
+            prepared = _prepared(cfg_json, str(state.sample_dir()))
+            tables = _tables(cfg_json, str(state.sample_dir()), seed)
+    except InputError as exc:
+        widgets.problems("The sample data cannot be run with the current plan:", exc.problems[:10])
+        st.stop()
+    study = ci.level_study(prepared, tables, chain_key, it_level)
+    if study.empty:
+        st.info(f"The current plan tabulates no {ITERATION_LEVEL_NAMES[it_level]} counts at the lower level of "
+                "this invariant on the sample data; pick another invariant or iteration level.")
+        st.stop()
+    s = study.summary()
+    st.caption(f"Seeded study (seed {seed}), NOT a release: SafeTab-P with the current plan ({state.source_label()}) "
+               f"on the shipped sample data. Stat levels are those SafeTab-P drew; each count keeps its own noise "
+               f"variance (one {u['law']} value for a total, the sum of 8, 18 or 46 cells for a table).")
+
+    left, right = compare.side_by_side("With the totals held exact", "SafeTab-P")
+    _side_metrics(left, [
+        ("True totals published exactly", f"{s['parent_totals']:,}",
+         f"One per parent region and iteration: {study.description}."),
+        ("… of which under 100 persons", f"{s['small_totals']:,}", "Exact counts of small groups."),
+        ("Region counts that become exact", f"{s['child_exact']:,}",
+         "A region that is the only one inside its parent carries the whole true total."),
+        ("Median MOE of a region's count (normal approx.)",
+         "0 (exact)" if s["moe_with"] == 0 else f"{s['moe_with']:.1f}",
+         "1.96 × the standard deviation of the projected noise; it is not a discrete Gaussian, so this is an "
+         "approximation (the simulation below checks it)."),
+    ])
+    _side_metrics(right, [
+        ("True totals published exactly", "0", "Every count SafeTab-P publishes has its own exact noise."),
+        ("… of which under 100 persons", "0", None),
+        ("Region counts that become exact", "0", None),
+        ("Median MOE of a region's count (exact)", f"{s['moe_plain']:.0f}",
+         f"Exact 95% MOE of the {u['law']} noise of each published total."),
+    ])
+
+    st.subheader("What the invariant gives away")
+    rev = study.revealed()
+    st.markdown(ci.level_disclosure(study, ITERATION_LEVEL_NAMES[it_level].lower()))
+    cols = st.columns([1, 1.6], gap="large")
+    with cols[0]:
+        widgets.table(rev, "invariants_revealed_by_size.csv", key="inv_revealed",
+                      caption="The true totals the invariant publishes exactly, by their size.")
+    with cols[1]:
+        by_parent = study.by_parent()
+        widgets.chart(ci.factor_chart(by_parent), by_parent, "invariants_by_parent.csv", key="inv_factor_chart")
+
+    st.subheader("Accuracy of each kind of count")
+    by_table = study.by_table()
+    widgets.table(by_table, "invariants_by_table.csv", key="inv_by_table",
+                  column_config={k: st.column_config.NumberColumn(format="%.3f") for k in by_table.columns
+                                 if "factor" in k} | {k: st.column_config.NumberColumn(format="%.1f")
+                                                      for k in by_table.columns if "MOE" in k},
+                  caption="Variance factor = the share of a count's noise variance the invariant leaves: "
+                          "1 − v / W for a count of noise variance v in a family (a parent group and iteration) "
+                          "whose published counts' variances add up to W. Medians over the counts. MOEs with "
+                          "invariants are normal approximations (1.96 × standard deviation); SafeTab-P's exact MOE "
+                          "is beside its normal approximation for comparison. Suppressed counts are not published "
+                          "and not read: the published counts add up to the true total, as in the engine.")
+    with st.expander("Every region's count (table)"):
+        widgets.table(study.groups, "invariants_groups.csv", key="inv_groups", height=360)
+
+    st.subheader("Simulation check")
+    fams = ci.families(study)
+    sim_table = pd.DataFrame()
+    if fams.empty:
+        st.info("No parent group has two or more published regions here, so every published region count is "
+                "simply the true total: there is no noise left to simulate.")
+    else:
+        options = [f"{r['Parent region']}|{r['Iteration']}" for _i, r in fams.head(300).iterrows()]
+        labels = {f"{r['Parent region']}|{r['Iteration']}":
+                  f"{r['Parent region']} · iteration {r['Iteration']} ({r['Published regions']} published regions, "
+                  f"true total {r['Parent true total']:,})" for _i, r in fams.head(300).iterrows()}
+        if st.session_state.get("inv_family") not in options:
+            st.session_state["inv_family"] = options[0]
+        pick = st.selectbox("Family to simulate (parent region · iteration)", options, key="inv_family",
+                            format_func=lambda k: labels.get(k, k))
+        parent, iteration = pick.split("|", 1)
+        with st.spinner("Simulating with exact noise…"):
+            sim_table, info = _family_sim(cfg_json, str(state.sample_dir()), seed, chain_key, it_level, parent,
+                                          iteration, reps)
+        st.caption(
+            f"{info['replications']:,} seeded replications: exact {u['law']} noise ({u['scale']} = "
+            f"{info['scale']:.4g}) on each of the family's {info['units']:,} noisy values, then the engine's "
+            "adjustment (moves weighted by each total's variance, rounded to integers by largest remainders with "
+            "random tie-breaks; rounding adds at most 1/4 to a variance). "
+            + f"A simulated variance is within about ±{2 * (2 / info['replications']) ** 0.5:.0%} of the true one "
+              "(two standard errors). "
+            + ("In every replication the regions add up to the true total exactly."
+               if info["sums_exact"] else "**The regions did not always add up to the total.**"))
+        widgets.table(sim_table, "invariants_simulation.csv", key="inv_sim_table",
+                      column_config={k: st.column_config.NumberColumn(format="%.2f") for k in sim_table.columns
+                                     if k not in ("Region", "Published as")})
+
+    compare.verdict(ci.level_verdict(study))
+    compare.downloads({
+        "invariants_groups.csv": study.groups,
+        "invariants_by_table.csv": by_table,
+        "invariants_by_parent.csv": by_parent,
+        "invariants_revealed_by_size.csv": rev,
+        "invariants_simulation.csv": sim_table,
+    }, "invariants_level_study.zip", key="inv_dl_level")
+
+else:
+    names = [p.label for p in ci.PRESETS] + ["Custom"]
+
+    def _on_preset():
+        chosen = next((p for p in ci.PRESETS if p.label == st.session_state["inv_preset"]), None)
+        if chosen is not None:
+            st.session_state["inv_shape"] = ci.shape_text(chosen.shape)
+            st.session_state["inv_margins"] = list(chosen.margins)
+
+    if "inv_shape" not in st.session_state:
+        st.session_state["inv_preset"] = names[0]
+        _on_preset()
+    c = st.columns([2.2, 1, 2.2])
+    c[0].selectbox("Example", names, key="inv_preset", on_change=_on_preset)
+    shape_in = c[1].text_input("Table shape (lengths of the axes)", key="inv_shape",
+                               help="For example 14 x 24 x 20 (cells are counted in row-major order).")
+    try:
+        shape = ci.parse_shape(shape_in)
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
+    opts = ci.margin_options(shape)
+    st.session_state["inv_margins"] = [m for m in st.session_state.get("inv_margins", []) if tuple(m) in opts]
+    margins = c[2].multiselect("Margins held exact", opts, key="inv_margins",
+                               format_func=lambda m: ci.margin_label(tuple(m), shape),
+                               help="Each margin keeps some axes and sums over the others; its sums are published "
+                                    "exactly.")
+    levels = [lvl.key for lvl in cfg.tabulated_levels()]
+    if not levels:
+        st.info("The current plan tabulates no level, so it gives no cell noise to study.")
+        st.stop()
+    c2 = st.columns([2, 1, 1, 1.5])
+    if st.session_state.get("inv_noise_level") not in levels:
+        st.session_state["inv_noise_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in levels else levels[0]
+    lvl_key = c2[0].selectbox("Noise of one cell: a stage-2 cell of", levels, key="inv_noise_level",
+                              format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
+    sig = analysis.sigmas(cfg, PopulationGroupLevel.parse(lvl_key))
+    reps = int(c2[1].number_input("Simulation runs", min_value=100, max_value=20_000, value=2_000, step=100,
+                                  key="inv_reps_custom"))
+    seed = int(c2[2].number_input("Seed", min_value=0, max_value=2**31 - 1, value=2020, step=1, key="inv_seed_c"))
+    c2[3].markdown(f"{u['scale']} = **{sig['stage2']:.4g}** ({u['law']}, the plan's stage-2 cell at "
+                   f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))})")
+    preset = next((p for p in ci.PRESETS if p.label == st.session_state.get("inv_preset")), None)
+    if preset is not None and preset.shape == shape and list(preset.margins) == [tuple(m) for m in margins]:
+        st.caption(preset.note)
+
+    margins_t = tuple(tuple(m) for m in margins)
+    study = ci.custom_study(shape, list(margins_t), sig["stage2"], sig["noise"])
+    with st.spinner("Simulating with exact noise…"):
+        sim = _custom_sim(shape, margins_t, sig["stage2_exact"], sig["noise"], reps, seed)
+
+    left, right = compare.side_by_side("With the margins held exact", "SafeTab-P")
+    _side_metrics(left, [
+        ("Sums published exactly", f"{study.constraints:,}",
+         f"{study.rank:,} of them independent (the rank of the constraint matrix)."),
+        ("Cells published exactly", f"{study.exact_cells:,}", None),
+        ("Variance factor per cell", f"{float(study.factor):.4f}", f"Exactly {study.factor} = (n − n_c) / n."),
+        ("MOE of a cell (normal approx.)", f"{study.moe_with_normal:.2f}",
+         "1.96 × the standard deviation of the projected noise (a linear combination of exact noise values, "
+         "not itself a discrete Gaussian)."),
+    ])
+    _side_metrics(right, [
+        ("Sums published exactly", "0", None),
+        ("Cells published exactly", "0", None),
+        ("Variance factor per cell", "1", None),
+        ("MOE of a cell (exact)", f"{study.moe_plain_exact:,}",
+         f"normal approximation {study.moe_plain_normal:.2f}"),
+    ])
+
+    st.subheader("What the invariants give away")
+    st.markdown(ci.custom_disclosure(study))
+
+    figures = study.table()
+    widgets.table(figures, "invariants_custom_figures.csv", key="inv_custom_table", height=35 * (len(figures) + 1) + 3,
+                  column_config={"Figure": st.column_config.TextColumn(width="large"),
+                                 "Value": st.column_config.TextColumn(width="medium")})
+    if study.check is not None:
+        ok = study.check["rank"] == study.rank and study.check["max_difference"] < 1e-9
+        (st.success if ok else st.error)(
+            f"Checked against the general projector (pivoted QR of the {study.constraints:,} × {study.cells:,} "
+            f"constraint matrix): rank {study.check['rank']:,}, largest difference from the closed form "
+            f"{study.check['max_difference']:.1e}.", icon=":material/check_circle:" if ok else ":material/error:")
+    else:
+        st.caption(f"The general projector re-check runs for tables up to {ci.CHECK_CELLS:,} cells; the figures "
+                   "come from the exact closed form (ANOVA decomposition of the margins).")
+
+    st.subheader("Simulation check")
+    sim_table = ci.custom_simulation_table(study, sim)
+    widgets.table(sim_table, "invariants_custom_simulation.csv", key="inv_custom_sim",
+                  column_config={k: st.column_config.NumberColumn(format="%.3f") for k in sim_table.columns
+                                 if k != "Figure"},
+                  caption=f"{sim['replications']:,} seeded replications of exact {u['law']} noise on all "
+                          f"{study.cells:,} cells (pooled, so the simulated figures are precise), projected with the "
+                          "closed form; the largest held sum of the "
+                          f"projected noise is {sim['max_margin']:.1e} (0 up to float rounding). SafeTab-P's MOE is "
+                          "exact; the MOE with invariants is a normal approximation.")
+    hist = sim["histogram"]
+    widgets.chart(ci.histogram_chart(hist, study.moe_plain_exact, study.moe_with_normal), hist,
+                  "invariants_cell_errors.csv", key="inv_hist")
+
+    compare.verdict(ci.custom_verdict(study))
+    compare.downloads({
+        "invariants_custom_figures.csv": figures,
+        "invariants_custom_simulation.csv": sim_table,
+        "invariants_cell_errors.csv": hist,
+    }, "invariants_custom_table.zip", key="inv_dl_custom")

@@ -1,0 +1,66 @@
+"""The Invariants page (Compare methods) as a user drives it."""
+
+from __future__ import annotations
+
+import math
+
+from calculators import budget, discrete_gaussian
+from tests.app.conftest import frame, needs_sample, open_app, texts
+
+
+@needs_sample
+def test_level_study_states_and_tracts():
+    at = open_app("compare_invariants", timeout=120)
+    body = texts(at)
+    assert at.title[0].value == "Invariants"
+    assert "Invariants are not SafeTab-P" in body
+    # Default: counties held to their state's true count; on the sample every state has one
+    # county, so every county count is exact and nothing is left to simulate.
+    assert "True totals published exactly=" in body
+    assert "the disclosure SafeTab-P exists to prevent" in body
+    assert "there is no noise left to simulate" in body
+    rev = frame(at, "True total (persons)", "Totals published exactly")
+    shown = int(next(m.value for m in at.metric if m.label == "True totals published exactly" and m.value != "0")
+                .replace(",", ""))
+    assert rev["Totals published exactly"].sum() == shown
+    # Tracts within counties: some counties hold 2-3 tracts; the simulation runs.
+    at.selectbox(key="inv_chain").set_value("COUNTY").run()
+    assert not at.exception
+    sim = frame(at, "Var. with, simulated", "Var. with, predicted")
+    assert len(sim) >= 2
+    assert (sim["Var. with, simulated"] < sim["Var. SafeTab-P, simulated"]).all()
+    assert "In every replication the regions add up to the true total exactly." in texts(at)
+    assert "shrinks the typical MOE" in at.success[-1].value
+    assert any(b.label.startswith("Everything (invariants_level_study.zip)") for b in at.get("download_button"))
+
+
+def test_custom_table_presets_and_errors():
+    at = open_app("compare_invariants")
+    at.radio(key="inv_mode").set_value("A custom table").run()
+    assert not at.exception
+    body = texts(at)
+    # Default preset: the paper's 102 counties with the state total held.
+    assert "Variance factor per cell=0.9902" in body
+    assert "general projector" in body and "rank 1," in body
+    s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
+    assert f"MOE of a cell (exact)={int(discrete_gaussian.moe(s2))}" in body
+    # The paper's 14 x 24 x 20 table: rank 740, factor 299/336.
+    at.selectbox(key="inv_preset").set_value(
+        "Paper §5.1: 14 × 24 × 20 table, two-way margins held at each of the 20 locations").run()
+    assert not at.exception
+    body = texts(at)
+    assert "Variance factor per cell=0.8899" in body and "rank 740" in body
+    fig = frame(at, "Figure", "Value")
+    assert "299/336" in " ".join(fig["Value"])
+    moe = 1.96 * math.sqrt(float(discrete_gaussian.variance(s2)) * 299 / 336)
+    assert f"MOE of a cell (normal approx.)={moe:.2f}" in body
+    # A bad shape is a message, not a traceback; the margins follow the shape.
+    at.text_input(key="inv_shape").set_value("14 x banana").run()
+    assert not at.exception
+    assert any("'banana' is not a whole number" in e.value for e in at.error)
+    at.text_input(key="inv_shape").set_value("3 x 4").run()
+    assert not at.exception
+    assert at.multiselect(key="inv_margins").value == []
+    at.multiselect(key="inv_margins").set_value([(0, 1)]).run()
+    assert "Cells published exactly=12" in texts(at)
+    assert "whole table would be published exactly" in at.success[-1].value
