@@ -24,7 +24,8 @@ UPL_i and LPL_i, *full* protection asks high_i >= x_i + UPL_i and low_i <= x_i -
 *sliding* protection asks only high_i - low_i >= UPL_i + LPL_i (the interval may slide).
 A *singleton* cell has one contributor, who knows its value: with singletons given, the audit
 of cell i is also run with each other suppressed singleton j known (the seed's singleton
-problem: two suppressed singletons in one relation disclose each other).
+problem: two suppressed singletons in one relation disclose each other), except the singletons
+whose contributor is inside cell i (its parts, through sum relations) or cell i inside theirs.
 
 **Complementary suppression** (the seed's sequential LP): primaries in order of required
 protection, largest first. For primary p and a direction, a deviation y = y+ - y- of the
@@ -206,20 +207,20 @@ class _LP:
         self.solves = 0
 
     def bounds(self, idx, lo, hi) -> None:
-        idx = np.atleast_1d(np.asarray(idx, np.int32))
-        lo = np.broadcast_to(np.asarray(lo, np.float64), idx.shape).copy()
-        hi = np.broadcast_to(np.asarray(hi, np.float64), idx.shape).copy()
+        idx = np.asarray(idx, np.int32).reshape(-1)
+        lo = np.full(idx.size, float(lo)) if np.ndim(lo) == 0 else np.asarray(lo, np.float64).reshape(-1)
+        hi = np.full(idx.size, float(hi)) if np.ndim(hi) == 0 else np.asarray(hi, np.float64).reshape(-1)
         self.lo[idx], self.hi[idx] = lo, hi
-        self.h.changeColsBounds(len(idx), idx, _inf(lo), _inf(hi))
+        self.h.changeColsBounds(idx.size, idx, lo, hi)
 
-    def solve(self, idx, cost, maximize: bool = False) -> tuple[str, float, np.ndarray | None]:
+    def solve(self, idx, cost, maximize: bool = False, want_x: bool = True) -> tuple[str, float, np.ndarray | None]:
         """("optimal" | "unbounded" | "infeasible" | "time" | "error", objective, x)."""
-        idx = np.atleast_1d(np.asarray(idx, np.int32))
-        cost = np.broadcast_to(np.asarray(cost, np.float64), idx.shape)
+        idx = np.asarray(idx, np.int32).reshape(-1)
+        cost = np.full(idx.size, float(cost)) if np.ndim(cost) == 0 else np.asarray(cost, np.float64).reshape(-1)
         h = self.h
-        if len(self._cost_idx):
-            h.changeColsCost(len(self._cost_idx), self._cost_idx, np.zeros(len(self._cost_idx)))
-        h.changeColsCost(len(idx), idx, np.ascontiguousarray(cost))
+        if self._cost_idx.size:
+            h.changeColsCost(self._cost_idx.size, self._cost_idx, np.zeros(self._cost_idx.size))
+        h.changeColsCost(idx.size, idx, cost)
         self._cost_idx = idx
         h.changeObjectiveSense(highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize)
         # HiGHS measures time_limit from the object's creation, not from this call.
@@ -228,7 +229,8 @@ class _LP:
         self.solves += 1
         ms = h.getModelStatus()
         if ms == _MS.kOptimal:
-            return "optimal", float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)
+            x = np.asarray(h.getSolution().col_value) if want_x else None
+            return "optimal", float(h.getObjectiveValue()), x
         if ms in (_MS.kUnbounded, _MS.kUnboundedOrInfeasible):
             return "unbounded", np.inf if maximize else -np.inf, None
         if ms == _MS.kInfeasible:
@@ -239,7 +241,7 @@ class _LP:
 
 
 def _inf(a) -> np.ndarray:
-    return np.clip(np.asarray(a, np.float64), -highspy.kHighsInf, highspy.kHighsInf)
+    return np.asarray(a, np.float64)  # highspy's kHighsInf is IEEE infinity
 
 
 # --------------------------------------------------------------------------- inputs
@@ -253,6 +255,135 @@ class _Problem:
     lpl: np.ndarray
     single: np.ndarray
     tol: np.ndarray
+    _dag: sp.csr_matrix | None = None
+    _dag_t: sp.csr_matrix | None = None
+    _a_csc: sp.csc_matrix | None = None
+    _up: dict = field(default_factory=dict)
+    _related: dict = field(default_factory=dict)
+    _leaves: dict = field(default_factory=dict)
+    _bal: dict = field(default_factory=dict)
+
+    def sub(self, rows: np.ndarray, cells: np.ndarray) -> sp.csc_matrix:
+        """A[rows][:, cells] for the rows and cells of one connected part (every relation
+        holding one of `cells` is among `rows`, which are sorted), without scanning all of A."""
+        if self._a_csc is None:
+            self._a_csc = self.A.tocsc()
+        a = self._a_csc
+        starts, ends = a.indptr[cells], a.indptr[cells + 1]
+        lens = ends - starts
+        idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(lens.sum())
+        local = np.searchsorted(rows, a.indices[idx])
+        col = np.repeat(np.arange(cells.size), lens)
+        return sp.csc_matrix((a.data[idx], (local, col)), shape=(rows.size, cells.size))
+
+    def _graph(self) -> None:
+        """total -> part edges of the relations of the sum form (one -1, the rest +1)."""
+        coo = sp.coo_matrix(self.A)
+        rows = self.A.shape[0]
+        minus = np.bincount(coo.row, weights=coo.data == -1.0, minlength=rows)
+        other = np.bincount(coo.row, weights=~np.isin(coo.data, (-1.0, 1.0)), minlength=rows)
+        sel = ((minus == 1) & (other == 0))[coo.row]
+        total = np.full(rows, -1, np.int64)
+        is_tot = sel & (coo.data < 0)
+        total[coo.row[is_tot]] = coo.col[is_tot]
+        part = sel & (coo.data > 0) & (total[coo.row] >= 0)
+        n = self.x.size
+        self._dag = sp.csr_matrix((np.ones(part.sum()), (total[coo.row[part]], coo.col[part])), shape=(n, n))
+        self._dag_t = self._dag.T.tocsr()
+        if self._a_csc is None:
+            self._a_csc = self.A.tocsc()
+
+    def totals_of(self, i: int) -> np.ndarray:
+        """Cell i and every total containing it, through relations of the sum form."""
+        if self._dag is None:
+            self._graph()
+        i = int(i)
+        if i not in self._up:
+            ptr, idx = self._dag_t.indptr, self._dag_t.indices
+            seen, todo = {i}, [i]
+            while todo:  # totals are few and near: a plain walk beats a graph call
+                c = todo.pop()
+                for t in idx[ptr[c]:ptr[c + 1]].tolist():
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            self._up[i] = np.array(sorted(seen), np.int64)
+        return self._up[i]
+
+    def related(self, i: int) -> np.ndarray:
+        """Cells holding the same contributors as part of cell i: the totals containing it and
+        the parts it contains. A singleton respondent inside cell i learns nothing about
+        others from i's value."""
+        i = int(i)
+        if i not in self._related:
+            up = self.totals_of(i)
+            down = csgraph.breadth_first_order(self._dag, i, directed=True, return_predecessors=False)
+            self._related[i] = np.union1d(down, up)
+        return self._related[i]
+
+    def leaves_under(self, i: int, limit: int = 4) -> list[int]:
+        """Cell i if it is no total, else up to `limit` of the cells it sums that are no
+        totals themselves, largest first."""
+        if self._dag is None:
+            self._graph()
+        if int(i) in self._leaves:
+            return self._leaves[int(i)]
+        ptr, idx = self._dag.indptr, self._dag.indices
+        seen, todo, leaves = {int(i)}, [int(i)], []
+        while todo:
+            c = todo.pop()
+            kids = idx[ptr[c]:ptr[c + 1]].tolist()
+            if not kids:
+                leaves.append(c)
+            for k in kids:
+                if k not in seen:
+                    seen.add(k)
+                    todo.append(k)
+        self._leaves[int(i)] = sorted(leaves, key=lambda c: -self.x[c])[:limit]
+        return self._leaves[int(i)]
+
+    def certificate(self, i: int, sup: np.ndarray) -> tuple[bool, bool, bool]:
+        """(down, up, up without limit): moving a cell l that i sums (or i itself) by LPL_i
+        down (UPL_i up) together with every total containing l - i among them - gives a
+        table the attacker cannot exclude.
+
+        Such a table satisfies every relation (checked), changes only suppressed cells and no
+        singleton other than those holding i's own contributors, and stays within the bounds;
+        with no upper bound on the cells moved, i has no upper limit at all. The same holds
+        for every singleton respondent, so no LP is needed where it applies; elsewhere the
+        LPs decide.
+        """
+        down = up = free = False
+        for leaf in self.leaves_under(i):
+            d = self.totals_of(leaf)
+            if not sup[d].all() or not self._balanced(leaf):
+                continue
+            others = d[self.single[d]]
+            others = others[(others != leaf) & (others != i)]  # both hold i's contributors
+            if others.size and not np.isin(others, self.related(i)).all():
+                continue
+            x, tol = self.x[d], self.tol[d]
+            down |= bool((x - self.lpl[i] >= self.lower[d] - tol).all())
+            f = bool(np.isinf(self.upper[d]).all())
+            free |= f
+            up |= f or bool((x + self.upl[i] <= self.upper[d] + tol).all())
+            if down and free:
+                break
+        return down, up, free
+
+    def _balanced(self, leaf: int) -> bool:
+        """A x = 0 still holds after adding 1 to the leaf and every total containing it."""
+        if leaf in self._bal:
+            return self._bal[leaf]
+        d = self.totals_of(leaf)
+        a = self._a_csc
+        rows: dict[int, float] = {}
+        for col in d.tolist():
+            lo, hi = a.indptr[col], a.indptr[col + 1]
+            for r, v in zip(a.indices[lo:hi].tolist(), a.data[lo:hi].tolist()):
+                rows[r] = rows.get(r, 0.0) + v
+        self._bal[leaf] = not any(abs(v) > 1e-9 for v in rows.values())
+        return self._bal[leaf]
 
 
 def _vector(name: str, v, n: int, default: float) -> np.ndarray:
@@ -347,9 +478,11 @@ class Audit:
 
     `low`/`high`: the interval an outside attacker derives for each suppressed cell (NaN for
     published cells; `high` is +inf where nothing bounds the cell; NaN where an LP did not
-    finish). `insider_low`/`insider_high`: the tightest bounds any one singleton respondent
-    derives (equal to low/high without singletons); `insider_width` the narrowest interval one
-    such respondent gets. `required_low`/`required_high`: LPL and UPL.
+    finish). `insider_low`/`insider_high`: for a cell whose outside interval meets its
+    protection but that some singleton respondent narrows below it, the tightest bounds those
+    respondents derive (`insider_width`: the narrowest interval one of them gets); elsewhere the
+    outsider's interval, which every respondent then provably cannot narrow below the
+    protection. `required_low`/`required_high`: LPL and UPL.
     """
 
     values: np.ndarray
@@ -453,104 +586,186 @@ def _empty_audit(pb: _Problem, sup: np.ndarray) -> Audit:
 
 
 def _audit_part(pb: _Problem, sup: np.ndarray, cells: np.ndarray, rows: np.ndarray, res: Audit,
-                time_limit: float, targets: np.ndarray | None = None) -> int:
-    """Intervals of the suppressed `cells` of one connected part (all of them, or `targets`)."""
+                time_limit: float) -> int:
+    """Intervals of the suppressed `cells` of one connected part; returns the LPs solved."""
     x, lo, hi = pb.x[cells], pb.lower[cells], pb.upper[cells]
     if rows.size == 0:  # in no relation: only the a-priori bounds
         for arr, v in ((res.low, lo), (res.high, hi), (res.insider_low, lo), (res.insider_high, hi)):
             arr[cells] = v
         res.insider_width[cells] = hi - lo
         return 0
-    A = pb.A[rows]
-    rhs = -(A[:, ~sup] @ pb.x[~sup])
-    M = A[:, cells]
-    model = _LP(M, lo, hi, rhs, rhs, time_limit)
+    rhs = -(pb.A[rows] @ np.where(sup, 0.0, pb.x))
+    M = pb.sub(rows, cells)
     k = cells.size
+    tol = pb.tol[cells]
+    required = (pb.upl[cells] > 0) | (pb.lpl[cells] > 0)
     low = np.full(k, np.nan)
     high = np.full(k, np.nan)
-    witness_hi: dict[int, np.ndarray | None] = {}
-    witness_lo: dict[int, np.ndarray | None] = {}
-    want = np.ones(k, bool) if targets is None else np.isin(cells, targets)
-    # Unbounded above: the cells a recession direction d >= 0 (A d = 0, d = 0 on cells with a
-    # finite upper bound) can raise; one LP finds them all (maximise sum t, t <= d, t <= 1).
-    unbounded = np.zeros(k, bool)
+    # Certificates (see _Problem.certificate): a cell moved with its totals. They settle the
+    # unbounded cells, and for cells required to reach their lower bound, that bound.
+    cert = np.zeros((k, 3), bool)
+    for i in np.flatnonzero(required):
+        cert[i] = pb.certificate(cells[i], sup)
+    high[cert[:, 2]] = np.inf
+    # Nothing published in the relations and every lower bound 0: the table of zeros is possible.
+    if np.allclose(rhs, 0.0) and (lo == 0).all():
+        low[:] = 0.0
+    lo_truth = x <= lo + tol  # the true table is their witness: no singleton respondent changes it
+    low[lo_truth] = lo[lo_truth]
+    model: _LP | None = None
+    cone: _Cone | None = None
+
+    def lp() -> _LP:
+        nonlocal model
+        if model is None:
+            model = _LP(M, lo, hi, rhs, rhs, time_limit)
+        return model
+
+    # Unbounded above: the cells some recession direction d >= 0 (M d = 0, d = 0 on cells with
+    # a finite upper bound) raises; one LP finds them all (maximise sum t, t <= d, t <= 1).
     free = ~np.isfinite(hi)
-    cone = None
-    if free.any():
+    unbounded = cert[:, 2].copy()
+    # With nothing published in the relations and lower bounds 0, every multiple of the true
+    # table is possible: cells above 0 in it have no upper limit.
+    if np.allclose(rhs, 0.0) and (lo == 0).all():
+        unbounded |= free & (x > tol)
+    skip = np.zeros(k, bool)
+    if (free & ~unbounded).any():
         cone = _Cone(M, free, time_limit)
-        unbounded = cone.support()
-        if unbounded is None:  # did not finish: these cells stay unknown
-            unbounded = np.zeros(k, bool)
-            want &= ~free
+        found = cone.support()
+        if found is None:  # did not finish: these cells stay unknown
+            skip = free & ~unbounded
+        else:
+            unbounded |= found
     high[unbounded] = np.inf
-    # Cells at their lower bound in the true table, or in one feasible table that minimises
-    # their sum, have min = lower: one LP for many cells.
-    at_lo = x <= lo + pb.tol[cells]
-    low[at_lo] = lo[at_lo]
-    for i in np.flatnonzero(at_lo):
-        witness_lo[i] = None  # the true table is the witness: no singleton changes it
-    rest = want & ~at_lo
-    if rest.any():
-        status, _v, sol = model.solve(np.flatnonzero(rest), 1.0)
+    # Cells at their lower bound in one feasible table minimising their sum: one LP for many.
+    rest = np.isnan(low) & ~skip
+    witness_lo: dict[int, np.ndarray | None] = {}
+    witness_hi: dict[int, np.ndarray | None] = {}
+    if rest.sum() > 1:
+        status, _v, sol = lp().solve(np.flatnonzero(rest), 1.0)
         if status == "optimal":
-            hit = rest & (sol <= lo + pb.tol[cells])
+            hit = rest & (sol <= lo + tol)
             low[hit] = lo[hit]
             for i in np.flatnonzero(hit):
                 witness_lo[i] = sol
-    for i in np.flatnonzero(want):
+    # Witness tables are kept only where singleton respondents may need them.
+    keep = required & bool(pb.single[cells].any())
+    for i in np.flatnonzero(~skip):
         if np.isnan(low[i]):
-            status, v, sol = model.solve(i, 1.0)
+            status, v, sol = lp().solve(i, 1.0, want_x=keep[i])
             if status == "optimal":
                 low[i], witness_lo[i] = v, sol
         if np.isnan(high[i]):
-            status, v, sol = model.solve(i, 1.0, maximize=True)
+            status, v, sol = lp().solve(i, 1.0, maximize=True, want_x=keep[i])
             if status == "optimal":
                 high[i], witness_hi[i] = v, sol
             elif status == "unbounded":
-                high[i], witness_hi[i] = np.inf, None
-    res.low[cells[want]] = low[want]
-    res.high[cells[want]] = high[want]
-    # Singleton respondents: only a singleton j whose value the witness table changes can
-    # tighten a bound (otherwise the witness is still a table consistent with j's knowledge).
+                high[i] = np.inf
+    res.low[cells] = low
+    res.high[cells] = high
+    # Singleton respondents: the protection must hold against each of them (see _respondents).
+    # Where one breaks it, the interval the most informed respondent derives is computed.
     single = pb.single[cells]
     ins_lo, ins_hi, ins_w = low.copy(), high.copy(), high - low
-    needs = want & ((pb.upl[cells] > 0) | (pb.lpl[cells] > 0))
-    if single.any():
-        for i in np.flatnonzero(needs & ~np.isnan(low) & ~np.isnan(high)):
-            js = set()
-            for wit in (witness_lo.get(i), witness_hi.get(i)):
-                if wit is not None:
-                    js |= set(np.flatnonzero(single & (np.abs(wit - x) > pb.tol[cells])).tolist())
-            if np.isinf(high[i]):
-                js |= set(np.flatnonzero(single & unbounded).tolist())
-            js.discard(int(i))
-            for j in sorted(js):
-                model.bounds(j, x[j], x[j])
-                lo_j = low[i]
-                wit = witness_lo.get(i)
-                if wit is not None and abs(wit[j] - x[j]) > pb.tol[cells][j]:
-                    status, v, _s = model.solve(i, 1.0)
-                    lo_j = v if status == "optimal" else np.nan
-                hi_j = high[i]
-                if np.isinf(high[i]):
-                    still = cone.raises(i, j) if cone is not None else None
-                    if still is False:
-                        status, v, _s = model.solve(i, 1.0, maximize=True)
-                        hi_j = v if status == "optimal" else np.nan
-                    elif still is None:
-                        hi_j = np.nan
-                elif witness_hi.get(i) is not None and abs(witness_hi[i][j] - x[j]) > pb.tol[cells][j]:
-                    status, v, _s = model.solve(i, 1.0, maximize=True)
-                    hi_j = v if status == "optimal" else np.nan
-                model.bounds(j, lo[j], hi[j])
-                ins_lo[i] = np.fmax(ins_lo[i], lo_j) if not np.isnan(lo_j) else np.nan
-                ins_hi[i] = np.fmin(ins_hi[i], hi_j) if not np.isnan(hi_j) else np.nan
-                with np.errstate(invalid="ignore"):
-                    ins_w[i] = min(ins_w[i], hi_j - lo_j) if not (np.isnan(lo_j) or np.isnan(hi_j)) else np.nan
-    res.insider_low[cells[want]] = ins_lo[want]
-    res.insider_high[cells[want]] = ins_hi[want]
-    res.insider_width[cells[want]] = ins_w[want]
-    return model.solves + (cone.model.solves if cone is not None else 0)
+    needs = required & ~np.isnan(low) & ~np.isnan(high)
+    for i in np.flatnonzero(needs) if single.any() else ():
+        gi = cells[i]
+        if cert[i, 0] and cert[i, 1]:
+            continue
+        if sliding_ok := res.sliding:
+            sliding_ok = high[i] - low[i] >= pb.upl[gi] + pb.lpl[gi] - tol[i]
+        outsider_ok = sliding_ok if res.sliding else (
+            high[i] >= x[i] + pb.upl[gi] - tol[i] and low[i] <= x[i] - pb.lpl[gi] + tol[i])
+        if not outsider_ok:
+            continue  # under-protected already; the outsider's interval is reported
+        others = np.flatnonzero(single)
+        others = others[~np.isin(cells[others], pb.related(gi))]
+        if not others.size:
+            continue
+        m = lp()
+        w_lo = x if lo_truth[i] else witness_lo.get(i)
+        tables = (w_lo, witness_hi.get(i)) if not res.sliding else None
+        verdict = _respondents(m, i, x, lo, hi, others, tol[i], pb.lpl[gi], pb.upl[gi], res.sliding, tables)
+        if verdict is None:
+            ins_lo[i] = ins_hi[i] = ins_w[i] = np.nan
+            continue
+        for j in verdict:
+            m.bounds(j, x[j], x[j])
+            s1, lo_j, _ = m.solve(i, 1.0, want_x=False)
+            s2, hi_j, _ = m.solve(i, 1.0, maximize=True, want_x=False)
+            m.bounds(j, lo[j], hi[j])
+            lo_j = lo_j if s1 == "optimal" else np.nan
+            hi_j = hi_j if s2 in ("optimal", "unbounded") else np.nan
+            ins_lo[i] = np.fmax(ins_lo[i], lo_j) if not np.isnan(lo_j) else np.nan
+            ins_hi[i] = np.fmin(ins_hi[i], hi_j) if not np.isnan(hi_j) else np.nan
+            with np.errstate(invalid="ignore"):
+                ins_w[i] = min(ins_w[i], hi_j - lo_j) if not (np.isnan(lo_j) or np.isnan(hi_j)) else np.nan
+    res.insider_low[cells] = ins_lo
+    res.insider_high[cells] = ins_hi
+    res.insider_width[cells] = ins_w
+    return (model.solves if model is not None else 0) + (cone.model.solves if cone is not None else 0)
+
+
+def _respondents(m: _LP, i: int, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, others: np.ndarray, tol: float,
+                 lpl: float, upl: float, sliding: bool, tables=None) -> list[int] | None:
+    """The singleton respondents among `others` (columns of `m`) who can exclude the values
+    cell i must keep possible: x_i - LPL and x_i + UPL (full), or a range of UPL + LPL
+    (sliding). [] when none can; None if an LP did not finish.
+
+    A witness table reaching the targets with nothing known leaves most respondents unmoved:
+    they cannot exclude it. Those it moves are held at their values together in a second
+    witness; if none exists the group is halved, and so on down to single respondents. Each
+    respondent is thus unmoved in, or held fixed by, a table reaching the targets.
+    `tables` (low, high witness) may give the first witness: any table the attacker cannot
+    exclude with cell i at or beyond the targets (one found with fewer cells suppressed too).
+    """
+    need_lo = lpl + (upl if sliding else 0.0)
+    need_hi = upl + (lpl if sliding else 0.0)
+    lo_t, hi_t = max(lo[i], x[i] - need_lo), min(hi[i], x[i] + need_hi)
+
+    def reach(known: np.ndarray):
+        """(ok, tables) with `known` fixed and cell i held within the targets."""
+        m.bounds(i, lo_t, hi_t)
+        if known.size:
+            m.bounds(known, x[known], x[known])
+        try:
+            s1, v1, w1 = m.solve(i, 1.0)
+            s2, v2, w2 = m.solve(i, 1.0, maximize=True)
+        finally:
+            m.bounds(i, lo[i], hi[i])
+            if known.size:
+                m.bounds(known, lo[known], hi[known])
+        if s1 != "optimal" or s2 != "optimal":
+            return None, None
+        if sliding:
+            ok = v2 - v1 >= upl + lpl - tol
+        else:
+            ok = v1 <= x[i] - lpl + tol and v2 >= x[i] + upl - tol
+        return ok, (w1, w2)
+
+    if tables is None or tables[0] is None or tables[1] is None:
+        ok, tables = reach(np.zeros(0, np.int64))
+        if ok is None:
+            return None
+        if not ok:  # the outsider already narrows it: reported by the outsider's interval
+            return []
+    moved = others[(np.abs(tables[0][others] - x[others]) > 1e-7 * (1 + np.abs(x[others])))
+                   | (np.abs(tables[1][others] - x[others]) > 1e-7 * (1 + np.abs(x[others])))]
+    failing: list[int] = []
+    groups = [moved] if moved.size else []
+    while groups:  # a group held fixed together covers each of its members; halve those that fail
+        g = groups.pop()
+        ok_g, _t = reach(g)
+        if ok_g is None:
+            return None
+        if ok_g:
+            continue
+        if g.size == 1:
+            failing.append(int(g[0]))
+        else:
+            groups += [g[: g.size // 2], g[g.size // 2:]]
+    return sorted(failing)
 
 
 class _Cone:
@@ -558,12 +773,15 @@ class _Cone:
     cell's upper bound is finite. max x_i is unbounded exactly when some d has d_i > 0."""
 
     def __init__(self, M: sp.spmatrix, free: np.ndarray, time_limit: float):
-        k = M.shape[1]
+        m, k = M.shape
         self.k = k
         self.free = free
         # Columns: d (k), t (k). Rows: M d = 0; t - d <= 0.
-        eye = sp.identity(k, format="csc")
-        mat = sp.vstack([sp.hstack([M, sp.csc_matrix((M.shape[0], k))]), sp.hstack([-eye, eye])])
+        c = sp.coo_matrix(M)
+        ar = np.arange(k)
+        mat = sp.csc_matrix((np.concatenate([c.data, -np.ones(k), np.ones(k)]),
+                             (np.concatenate([c.row, m + ar, m + ar]), np.concatenate([c.col, ar, k + ar]))),
+                            shape=(m + k, 2 * k))
         d_hi = np.where(free, np.inf, 0.0)
         self.model = _LP(mat, np.zeros(2 * k), np.concatenate([d_hi, np.where(free, 1.0, 0.0)]),
                          np.concatenate([np.zeros(M.shape[0]), np.full(k, -np.inf)]),
@@ -577,12 +795,14 @@ class _Cone:
             return None
         return sol[self.k:] > 0.5
 
-    def raises(self, i: int, j: int) -> bool | None:
-        """Does a direction with d_j = 0 raise cell i? (None if the LP did not finish.)"""
+    def raises(self, i: int, js) -> bool | None:
+        """Does a direction with d_j = 0 for every j of `js` raise cell i? (None if the LP
+        did not finish.)"""
         m = self.model
-        m.bounds(j, 0.0, 0.0)
+        js = np.atleast_1d(np.asarray(js, np.int64))
+        m.bounds(js, 0.0, 0.0)
         status, v, _s = m.solve(self.k + i, 1.0, maximize=True)
-        m.bounds(j, 0.0, np.inf if self.free[j] else 0.0)
+        m.bounds(js, 0.0, np.where(self.free[js], np.inf, 0.0))
         if status != "optimal":
             return None
         return v > 0.5
@@ -656,6 +876,7 @@ class Protection:
     optimal: bool
     lps: int = 0
     seconds: float = 0.0
+    parts: int = 0  # connected parts of the table that hold a primary
     notes: list[str] = field(default_factory=list)
 
 
@@ -711,7 +932,7 @@ def protect(values, primary, relations, protection, *, lower_protection=None, sl
     return Protection(suppressed=sup, primary=prim, withheld=given, complementary=comp, fallback=fallback,
                       audit=res, method=method, cost_kind=cost, cost=float(_pattern_cost(pb.x, comp, cost)),
                       optimal=bool(optimal and not fallback.any()), lps=lps + res.lps,
-                      seconds=time.perf_counter() - t0, notes=notes)
+                      seconds=time.perf_counter() - t0, parts=len(parts), notes=notes)
 
 
 def _costs(x: np.ndarray, cost: str) -> np.ndarray:
@@ -740,7 +961,7 @@ class _Part:
                  sliding: bool, time_limit: float):
         self.pb, self.cells, self.sliding = pb, cells, sliding
         self.local_sup = sup[cells].copy()
-        A = pb.A[rows][:, cells]
+        A = pb.sub(rows, cells)
         self.k = k = cells.size
         x, lo, hi = pb.x[cells], pb.lower[cells], pb.upper[cells]
         self.x, self.lo, self.hi = x, lo, hi
@@ -768,6 +989,13 @@ class _Part:
         self.copies = copies
         self._slide_p = None
 
+    def lo_now(self) -> np.ndarray:
+        """Current lower bounds of the audit LP's columns (the value for published cells)."""
+        return np.where(self.local_sup, self.lo, self.x)
+
+    def hi_now(self) -> np.ndarray:
+        return np.where(self.local_sup, self.hi, self.x)
+
     def cost_vector(self) -> np.ndarray:
         c = np.where(self.local_sup, 0.0, self.c)
         return np.tile(c, 2 * self.copies)
@@ -779,26 +1007,37 @@ class _Part:
             self.audit_lp.bounds(idx, self.lo[idx], self.hi[idx])
             self.local_sup |= new
 
-    def protected(self, p: int, known: int | None = None) -> tuple[bool, bool, bool] | None:
-        """(up ok, down ok, sliding ok) of local primary p against the outsider, or with the
-        local singleton `known` fixed; None if an LP did not finish."""
-        m = self.audit_lp
-        if known is not None:
+    def protected(self, p: int, known=None) -> tuple[bool, bool, bool, list] | None:
+        """(up ok, down ok, sliding ok, witness tables) of local primary p, against the
+        outsider or with the local cells `known` (singleton respondents) fixed; None if an
+        LP did not finish.
+
+        p is held within [x - need, x + need] meanwhile: the LPs then only ask whether the
+        required values are reachable (every LP is bounded, and the witnesses show how).
+        """
+        m, pb, gi = self.audit_lp, self.pb, self.cells[p]
+        x = self.x[p]
+        up_need = pb.upl[gi] + (pb.lpl[gi] if self.sliding else 0.0)
+        dn_need = pb.lpl[gi] + (pb.upl[gi] if self.sliding else 0.0)
+        m.bounds(p, max(self.lo[p], x - dn_need), min(self.hi[p], x + up_need))
+        known = np.atleast_1d(np.asarray([] if known is None else known, np.int64))
+        if known.size:
             m.bounds(known, self.x[known], self.x[known])
         try:
-            s1, lo, _ = m.solve(p, 1.0)
-            s2, hi, _ = m.solve(p, 1.0, maximize=True)
+            s1, lo, w_lo = m.solve(p, 1.0)
+            s2, hi, w_hi = m.solve(p, 1.0, maximize=True)
         finally:
-            if known is not None and self.local_sup[known]:
-                m.bounds(known, self.lo[known], self.hi[known])
-        if s1 not in ("optimal",) or s2 not in ("optimal", "unbounded"):
+            m.bounds(p, self.lo[p], self.hi[p])
+            back = known[self.local_sup[known]]
+            if back.size:
+                m.bounds(back, self.lo[back], self.hi[back])
+        if s1 != "optimal" or s2 != "optimal":
             return None
-        pb, gi = self.pb, self.cells[p]
         tol = pb.tol[gi]
-        up = hi >= self.x[p] + pb.upl[gi] - tol
-        dn = lo <= self.x[p] - pb.lpl[gi] + tol
+        up = hi >= x + pb.upl[gi] - tol
+        dn = lo <= x - pb.lpl[gi] + tol
         sl = hi - lo >= pb.upl[gi] + pb.lpl[gi] - tol
-        return up, dn, sl
+        return up, dn, sl, [w_lo, w_hi]
 
     def deviation(self, p: int, direction: str, known: int | None = None) -> np.ndarray | None:
         """Cells moved by the cheapest deviation protecting p ("up", "down" or "slide");
@@ -843,58 +1082,70 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
 
     Returns (finished, LPs solved, note).
     """
-    part = _Part(pb, sup, cells, rows, c, sliding, time_limit)
     order = _order(pb, cells[(pb.upl[cells] + pb.lpl[cells]) > 0])
+    # Primaries a certificate protects (moved with their totals, all already suppressed) need
+    # no LP, against the outsider and every singleton respondent alike.
+    order = np.array([g for g in order if not all(pb.certificate(g, sup)[:2])], np.int64)
+    if not order.size:
+        return True, 0, ""
+    part = _Part(pb, sup, cells, rows, c, sliding, time_limit)
     loc = {int(g): i for i, g in enumerate(cells)}
 
     def lps() -> int:
         return part.audit_lp.solves + part.dev.solves
 
-    def fix(p: int, known: int | None) -> bool:
-        """Protect local primary p (against the singleton `known` if given); False on failure."""
+    witnesses: dict[int, list] = {}
+
+    def fix(p: int, known) -> bool | None:
+        """Protect local primary p (with the singleton respondents `known` fixed); True if it
+        was already protected, False if it now is, None on failure."""
         state = part.protected(p, known)
         if state is None:
-            return False
-        up, dn, sl = state
+            return None
+        up, dn, sl, w = state
+        if known is None and (sl if sliding else (up and dn)):
+            witnesses[p] = w  # stay valid as more cells are suppressed
         todo = (["slide"] if not sl else []) if sliding else ([] if up else ["up"]) + ([] if dn else ["down"])
         for d in todo:
             if time.perf_counter() > deadline:
-                return False
+                return None
             moved = part.deviation(p, d, known)
             if moved is None:
-                return False
+                return None
             part.suppress(moved)
-        return True
+        return not todo
 
+    failed = "an LP did not finish or was infeasible: the part is withheld whole"
     for g in order:
         if time.perf_counter() > deadline:
             return False, lps(), "time limit of a connected part reached: the part is withheld whole"
-        if not fix(loc[int(g)], None):
-            return False, lps(), "an LP did not finish or was infeasible: the part is withheld whole"
-    # Singletons: a suppressed singleton's respondent knows its value. Re-protect every primary
-    # against each one until the audit passes (each round adds cells, so this ends).
+        if fix(loc[int(g)], None) is None:
+            return False, lps(), failed
+    # Singletons: a suppressed singleton's respondent knows its value. Every primary is checked
+    # against each respondent (_respondents) and re-protected with the one that breaks it
+    # known. Each round only adds cells, so the rounds end.
     singles = np.flatnonzero(pb.single[cells])
-    if singles.size:
-        for _round in range(cells.size + 1):
-            changed = False
-            for g in order:
-                p = loc[int(g)]
-                for j in singles:
-                    if j == p or not part.local_sup[j]:
-                        continue
-                    state = part.protected(p, int(j))
-                    if state is None:
-                        return False, lps(), "an LP did not finish: the part is withheld whole"
-                    up, dn, sl = state
-                    if (sl if sliding else (up and dn)):
-                        continue
-                    before = part.local_sup.sum()
-                    if not fix(p, int(j)):
-                        return False, lps(), ("a primary cannot be protected against a singleton respondent, "
-                                              "or an LP did not finish: the part is withheld whole")
-                    changed |= part.local_sup.sum() > before
-            if not changed:
-                break
+    for _round in range(cells.size + 1) if singles.size else ():
+        changed = False
+        for g in order:
+            if time.perf_counter() > deadline:
+                return False, lps(), "time limit of a connected part reached: the part is withheld whole"
+            p = loc[int(g)]
+            others = singles[part.local_sup[singles] & ~np.isin(cells[singles], pb.related(cells[p]))]
+            if not others.size:
+                continue
+            breaking = _respondents(part.audit_lp, p, part.x, part.lo_now(), part.hi_now(), others, pb.tol[g],
+                                    pb.lpl[g], pb.upl[g], sliding, witnesses.pop(p, None))
+            if breaking is None:
+                return False, lps(), failed
+            for j in breaking:
+                done = fix(p, int(j))
+                if done is None:
+                    return False, lps(), ("a primary cannot be protected against a singleton respondent, or an "
+                                          "LP did not finish: the part is withheld whole")
+                changed |= not done
+        if not changed:
+            break
     sup[cells] = part.local_sup
     return True, lps(), ""
 
@@ -905,7 +1156,7 @@ def _exact(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows
 
     Returns (finished, 1, note, proven optimal).
     """
-    A = pb.A[rows][:, cells]
+    A = pb.sub(rows, cells)
     k = cells.size
     x, lo, hi = pb.x[cells], pb.lower[cells], pb.upper[cells]
     fixed = sup[cells]
@@ -918,7 +1169,8 @@ def _exact(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows
     cap_up = np.minimum(hi - x, big)
     attacks = []  # (primary, kind, known singleton or -1)
     for p in prim:
-        for j in [-1, *[int(s) for s in singles if s != p]]:
+        unrelated = singles[~np.isin(cells[singles], pb.related(cells[p]))]
+        for j in [-1, *[int(s) for s in unrelated]]:
             if sliding:
                 attacks.append((int(p), "slide", j))
             else:
