@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csgraph
 
 #: Default limit of one LP solve, seconds (HiGHS time_limit).
@@ -1156,6 +1155,7 @@ def _exact(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows
 
     Returns (finished, 1, note, proven optimal).
     """
+    from scipy.optimize import Bounds, LinearConstraint, milp  # only the exact model needs it
     A = pb.sub(rows, cells)
     k = cells.size
     x, lo, hi = pb.x[cells], pb.lower[cells], pb.upper[cells]

@@ -48,8 +48,6 @@ from calculators.levels import (
     PopulationGroupLevel,
     age_bins,
 )
-from engine.reports.levels import parent_regions
-from engine.tabulation.mechanism import collapse_cells
 from methods import cell_suppression as cs
 
 #: The geography level whose regions nest the regions of each level (None: no parent).
@@ -250,6 +248,8 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
 def _values(prepared, lvl: PopulationGroupLevel, stat: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(regions, codes, values (groups, 2 bins + 3)) of one level: the true sex x age cells,
     the sex marginals and the total of every group of the universe."""
+    from engine.tabulation.mechanism import collapse_cells
+
     counts = prepared.counts(lvl)
     totals = counts.totals()
     nz = np.flatnonzero(totals > 0)
@@ -309,6 +309,8 @@ def _system(prepared, levels, vals, options: LegacyOptions) -> _System:
     rem_values = np.zeros((0, width), np.int64)
     if len(levels) == 2:
         (rc, cc, vc), (rp, cp, vp) = vals
+        from engine.reports.levels import parent_regions
+
         geo = prepared.inputs.geography
         child, par = levels[0].geo, levels[1].geo
         nest = parent_regions(geo, child, par)
@@ -383,7 +385,7 @@ T1_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "COUNT"]
 T2_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "AGESTART", "AGEEND", "SEX", "COUNT"]
 AUDIT_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "AGESTART", "AGEEND", "SEX", "STATUS",
                  "LOWER", "UPPER", "EXACT", "PROTECTED"]
-_WRITE = pacsv.WriteOptions(delimiter="|", quoting_style="none", include_header=True)
+_WRITE = pacsv.WriteOptions(delimiter="|", quoting_style="none", include_header=False)
 
 README = f"""LEGACY CELL-SUPPRESSION STUDY - {NOTE}
 
@@ -505,7 +507,10 @@ def write_legacy(rel: LegacyRelease, out_dir: str | Path, *, overwrite: bool = F
             cols = {"t1": T1_COLUMNS, "t2": T2_COLUMNS, "suppressed": T1_COLUMNS[:3], "audit": AUDIT_COLUMNS}
             table = table.select(cols[name.split("/")[0]])
             table = pa.table({c: table[c].cast(pa.string()) for c in table.column_names})
-            pacsv.write_csv(table, path, write_options=_WRITE)
+            with open(path, "wb") as fh:  # the header unquoted, as SafeTab-P writes it
+                fh.write(("|".join(table.column_names) + "\n").encode())
+                if table.num_rows:
+                    pacsv.write_csv(table, fh, write_options=_WRITE)
         (stage / "manifest.json").write_text(json.dumps(legacy_manifest(rel, prepared), indent=2) + "\n",
                                              encoding="utf-8")
         (stage / "README.txt").write_text(README, encoding="utf-8")
