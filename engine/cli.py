@@ -140,7 +140,8 @@ def _legacy_options(sp) -> None:
     sp.add_argument("--ages", type=int, default=d.ages, choices=(4, 9, 23),
                     help=f"age bins of the sex x age table (default {d.ages})")
     sp.add_argument("--no-hierarchy", dest="hierarchy", action="store_false",
-                    help="protect each level alone, ignoring that parent cells are sums of child cells")
+                    help="protect each level alone, as if nobody added up child cells against the parent's; "
+                         "the audit still does, and shows what that gives away")
     sp.add_argument("--no-singletons", dest="singletons", action="store_false",
                     help="ignore what a person alone in a cell knows (the seed's singleton problem)")
     sp.add_argument("--sliding", action="store_true",
@@ -152,6 +153,9 @@ def _legacy_options(sp) -> None:
     sp.add_argument("--part-time-limit", type=float, default=d.part_time_limit, metavar="SECONDS",
                     help=f"limit of the LPs of one connected part of the tables; a part whose LPs do not "
                          f"finish is withheld whole (default {d.part_time_limit:g})")
+    sp.add_argument("--time-budget", type=float, default=d.time_budget, metavar="SECONDS",
+                    help=f"limit of the complementary suppression, and again of the audit; parts not reached "
+                         f"are withheld whole, or left unaudited (default {d.time_budget:g})")
     sp.epilog = ("The output follows the SafeTab-P layout: t1/, t2/ (COUNT = D where withheld), suppressed/\n"
                  "(groups below the minimum population), audit/ (the interval an attacker derives for\n"
                  "each withheld count), manifest.json and README.txt. It is NOT a SafeTab-P release: the\n"
@@ -231,7 +235,8 @@ def _dispatch(args, progress: _Progress) -> int:
         opts = LegacyOptions(geo=args.geo, iteration_level=args.iteration_level, min_population=args.min_population,
                              min_cell=args.min_cell, protection=args.protection, ages=args.ages,
                              hierarchy=args.hierarchy, singletons=args.singletons, sliding=args.sliding,
-                             cost=args.cost, time_limit=args.time_limit, part_time_limit=args.part_time_limit)
+                             cost=args.cost, time_limit=args.time_limit, part_time_limit=args.part_time_limit,
+                             time_budget=args.time_budget)
         rel, out = run_legacy(args.params_dir, args.data_dir, args.out_dir, opts, overwrite=args.overwrite,
                               progress=progress)
         progress.close()

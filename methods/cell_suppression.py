@@ -551,14 +551,15 @@ class Audit:
 
 def audit(values, suppressed, relations, *, lower=0.0, upper=np.inf, protection=None, lower_protection=None,
           sliding: bool = False, singletons=None, time_limit: float = LP_TIME_LIMIT,
-          progress: Progress | None = None) -> Audit:
+          time_budget: float | None = None, progress: Progress | None = None) -> Audit:
     """The seed's audit for any set of additive relations (A x = 0, `relations` is A).
 
     `values` (n,) are the true cells, `suppressed` (n,) the withheld ones; `protection` the
     upper protection UPL (one number for every suppressed cell, or one per cell),
-    `lower_protection` LPL (default UPL), both capped at what the bounds allow; `singletons` marks one-contributor cells whose
-    respondent knows the value. Intervals are computed connected part by connected part of
-    the suppressed cells; see the module docstring for the LPs.
+    `lower_protection` LPL (default UPL), both capped at what the bounds allow; `singletons`
+    marks one-contributor cells whose respondent knows the value. Intervals are computed
+    connected part by connected part of the suppressed cells (see the module docstring); parts
+    not reached within `time_budget` seconds are left unaudited (NaN, `complete` is False).
     """
     t0 = time.perf_counter()
     pb = _problem(values, relations, lower, upper, protection, lower_protection, singletons)
@@ -572,8 +573,10 @@ def audit(values, suppressed, relations, *, lower=0.0, upper=np.inf, protection=
     res = _empty_audit(pb, sup)
     res.sliding = bool(sliding)
     parts = _components(pb.A, sup)
+    stop = np.inf if time_budget is None else t0 + time_budget
     for k, (cells, rows) in enumerate(parts):
-        res.lps += _audit_part(pb, sup, cells, rows, res, time_limit)
+        if time.perf_counter() < stop:
+            res.lps += _audit_part(pb, sup, cells, rows, res, time_limit)
         if progress:
             progress(k + 1, len(parts))
     res.seconds = time.perf_counter() - t0
@@ -885,7 +888,8 @@ class Protection:
 def protect(values, primary, relations, protection, *, lower_protection=None, sliding: bool = False,
             cost: str = "value", method: str = "lp", suppressed=None, lower=0.0, upper=np.inf,
             singletons=None, time_limit: float = LP_TIME_LIMIT, part_time_limit: float = PART_TIME_LIMIT,
-            progress: Progress | None = None) -> Protection:
+            time_budget: float | None = None, progress: Progress | None = None,
+            audit_progress: Progress | None = None) -> Protection:
     """Complementary suppression so every primary meets its protection under the audit.
 
     `values` (n,) true cells; `primary` (n,) the cells the primary rules withhold;
@@ -893,7 +897,9 @@ def protect(values, primary, relations, protection, *, lower_protection=None, sl
     UPL) per primary; `suppressed` cells already withheld (cost 0, need no protection);
     `cost` "value" (the withheld total, ties to fewer cells) or "count" (the number of cells);
     `method` "lp" (the seed's sequential LP) or "milp" (the exact integer model, for small
-    tables). Works connected part by connected part; every result is audited.
+    tables). Works connected part by connected part; every result is audited. Parts not
+    reached within `time_budget` seconds are withheld whole (safe, and said in `notes`); the
+    audit then gets the same budget.
     """
     if cost not in ("value", "count"):
         raise ValueError(f"cost must be 'value' or 'count' (got {cost!r})")
@@ -913,13 +919,17 @@ def protect(values, primary, relations, protection, *, lower_protection=None, sl
     c = _costs(pb.x, cost)
     lps, notes, optimal = 0, [], method == "milp"
     parts = [p for p in _components(pb.A, np.ones(n, bool)) if prim[p[0]].any()]
+    stop = np.inf if time_budget is None else t0 + time_budget
     for k, (cells, rows) in enumerate(parts):
-        deadline = time.perf_counter() + part_time_limit
-        if method == "lp":
+        now = time.perf_counter()
+        deadline = min(now + part_time_limit, stop)
+        if now >= stop:
+            ok, used, note, opt = False, 0, "time budget reached: the remaining parts are withheld whole", False
+        elif method == "lp":
             ok, used, note = _sequential(pb, sup, c, cells, rows, sliding, time_limit, deadline)
             opt = False
         else:
-            ok, used, note, opt = _exact(pb, sup, c, cells, rows, sliding, min(part_time_limit, 1e9))
+            ok, used, note, opt = _exact(pb, sup, c, cells, rows, sliding, max(1e-3, deadline - now))
         lps += used
         optimal &= opt
         if not ok:
@@ -929,7 +939,8 @@ def protect(values, primary, relations, protection, *, lower_protection=None, sl
         if progress:
             progress(k + 1, len(parts))
     res = audit(pb.x, sup, pb.A, lower=pb.lower, upper=pb.upper, protection=pb.upl, lower_protection=pb.lpl,
-                sliding=sliding, singletons=pb.single, time_limit=time_limit)
+                sliding=sliding, singletons=pb.single, time_limit=time_limit, time_budget=time_budget,
+                progress=audit_progress)
     comp = sup & ~prim & ~given & ~fallback
     return Protection(suppressed=sup, primary=prim, withheld=given, complementary=comp, fallback=fallback,
                       audit=res, method=method, cost_kind=cost, cost=float(_pattern_cost(pb.x, comp, cost)),

@@ -38,6 +38,20 @@ class MethodPage:
 #: The pages under "Compare methods", in navigation order (after the index page).
 METHODS: tuple[MethodPage, ...] = ()
 
+METHODS += (MethodPage(
+    path="pages/compare_cell_suppression.py",
+    title="Cell suppression",
+    icon=":material/grid_off:",
+    question=("What did detailed-group tables look like before differential privacy, and what could anyone "
+              "still work out from them?"),
+    method=("Legacy suppression publishes a group's exact sex by age table only above a population threshold, "
+            "withholds small counts, and withholds more counts, chosen by linear programming, so that the small "
+            "ones cannot be worked out from the totals. An audit, also by linear programming, finds the range "
+            "every withheld count could still take given everything published."),
+    source=("P. B. Massell, Cell Suppression and Audit Programs used for Economic Magnitude Data, "
+            "U.S. Census Bureau SRD Research Report RR2001/01"),
+),)
+
 #: SafeTab-P itself, the row every comparison is made against.
 SAFETAB_P = MethodPage(
     path="pages/overview.py",

@@ -17,9 +17,10 @@ geography level above it, this module builds that release from the exact counts:
    across the geography hierarchy each cell of a parent region (e.g. a state) is the sum of
    the same cell of its child regions (its counties), plus the part of the parent in no
    child when the children do not cover it (e.g. persons in no place). Nesting and coverage
-   come from GRF-C, which is public.
-4. **The audit** (`methods.cell_suppression.audit`) of every withheld count: the interval
-   an attacker derives from what is published, and whether the protection holds.
+   come from GRF-C, which is public. With `hierarchy=False` each level is protected alone.
+4. **The audit** (`methods.cell_suppression.audit`) of every withheld count, always with
+   every relation, the hierarchy included: the interval an attacker derives from what is
+   published, and whether the protection holds.
 
 The output is NOT a SafeTab-P release: published counts are exact counts of the
 confidential input. It exists to compare methods on synthetic or otherwise public data.
@@ -88,6 +89,7 @@ class LegacyOptions:
     cost: str = "value"
     time_limit: float = cs.LP_TIME_LIMIT
     part_time_limit: float = cs.PART_TIME_LIMIT
+    time_budget: float = 1800.0
 
     def check(self) -> None:
         """ValueError naming the option and its value when an option is out of range."""
@@ -103,7 +105,7 @@ class LegacyOptions:
             raise ValueError(f"--ages must be 4, 9 or 23 (got {self.ages})")
         if self.cost not in ("value", "count"):
             raise ValueError(f"--cost must be 'value' or 'count' (got {self.cost!r})")
-        for name in ("time_limit", "part_time_limit"):
+        for name in ("time_limit", "part_time_limit", "time_budget"):
             v = getattr(self, name)
             if not 0 < v <= 86_400:
                 raise ValueError(f"--{name.replace('_', '-')} must be more than 0 and at most 86,400 seconds (got {v})")
@@ -198,7 +200,7 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
     if geo.n_regions(lvl.geo) == 0:
         raise ValueError(f"--geo {lvl.geo}: this run has no {lvl.geo} regions (see run_us, run_pr and "
                          "state_filter_us in config.json)")
-    parent = PARENT[lvl.geo] if options.hierarchy else None
+    parent = PARENT[lvl.geo]
     if parent is not None and geo.n_regions(parent) == 0:
         parent = None
     t0 = time.perf_counter()
@@ -218,11 +220,20 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
     def prog(stage):
         return (lambda done, total: progress(stage, done, total)) if progress else None
 
-    res = cs.protect(system.x, system.primary, system.relations, options.protection, sliding=options.sliding,
-                     cost=options.cost, method="lp", suppressed=system.withheld,
-                     singletons=system.singletons if options.singletons else None,
+    singles = system.singletons if options.singletons else None
+    # Without the hierarchy each level is protected alone; the audit still knows that a parent
+    # cell is the sum of its children's, as anyone adding up the tables does.
+    rel = system.relations if options.hierarchy else system.relations[~system.hierarchy]
+    res = cs.protect(system.x, system.primary, rel, options.protection, sliding=options.sliding,
+                     cost=options.cost, method="lp", suppressed=system.withheld, singletons=singles,
                      time_limit=options.time_limit, part_time_limit=options.part_time_limit,
-                     progress=prog("complementary suppression"))
+                     time_budget=options.time_budget, progress=prog("complementary suppression"),
+                     audit_progress=prog("audit"))
+    audit = res.audit
+    if not options.hierarchy and system.hierarchy.any():
+        audit = cs.audit(system.x, res.suppressed, system.relations, protection=np.where(res.primary,
+                         float(options.protection), 0.0), sliding=options.sliding, singletons=singles,
+                         time_limit=options.time_limit, time_budget=options.time_budget, progress=prog("audit"))
     t3 = time.perf_counter()
     tables = []
     for k, (v, (regions, codes, values)) in enumerate(zip(levels, vals)):
@@ -233,16 +244,17 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
         status[res.complementary[sl]] = COMPLEMENTARY
         status[res.fallback[sl]] = FALLBACK
         status[system.withheld[sl]] = GROUP_THRESHOLD
-        a = res.audit
+        a = audit
         tables.append(LegacyTables(
             level=v, regions=regions, codes=codes, values=values, status=status.reshape(shape),
             low=a.low[sl].reshape(shape), high=a.high[sl].reshape(shape), exact=a.exact[sl].reshape(shape),
             underprotected=a.underprotected[sl].reshape(shape)))
     return LegacyRelease(
-        options=options, tables=tables, bins=age_bins(STAT_LEVEL_AGE_EDGES[stat]), lps=res.lps,
+        options=options, tables=tables, bins=age_bins(STAT_LEVEL_AGE_EDGES[stat]),
+        lps=res.lps + (audit.lps if audit is not res.audit else 0),
         parts=res.parts, notes=sorted(set(res.notes)),
         timings={"counts": t1 - t0, "relations": t2 - t1, "protect_and_audit": t3 - t2,
-                 "audit": res.audit.seconds, "protect": (t3 - t2) - res.audit.seconds})
+                 "audit": audit.seconds, "protect": (t3 - t2) - audit.seconds})
 
 
 def _values(prepared, lvl: PopulationGroupLevel, stat: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -272,6 +284,7 @@ class _System:
     withheld: np.ndarray
     singletons: np.ndarray
     offsets: list[int]
+    hierarchy: np.ndarray  # relations (rows) across the geography hierarchy
 
 
 def _system(prepared, levels, vals, options: LegacyOptions) -> _System:
@@ -346,6 +359,7 @@ def _system(prepared, levels, vals, options: LegacyOptions) -> _System:
         rows.append((n_rows + np.flatnonzero(need)[:, None] * width + v[None, :]).reshape(-1))
         cols.append((base + np.arange(rem_groups.size)[:, None] * width + v[None, :]).reshape(-1))
         data.append(np.ones(rem_groups.size * width))
+        hier_from = n_rows
         n_rows += linked.size * width
         base += rem_values.size
         x_parts.append(rem_values.reshape(-1))
@@ -366,7 +380,10 @@ def _system(prepared, levels, vals, options: LegacyOptions) -> _System:
     level_cells = np.zeros(vals[0][2].shape, bool)
     level_cells[:, :b2] = vals[0][2][:, :b2] == 1
     singletons[:vals[0][2].size] = level_cells.reshape(-1)
-    return _System(x, relations, primary, withheld, singletons, offsets)
+    hierarchy = np.zeros(n_rows, bool)
+    if len(levels) == 2:
+        hierarchy[hier_from:] = True
+    return _System(x, relations, primary, withheld, singletons, offsets, hierarchy)
 
 
 def _covered(geo, child: str, parent: str, nest: np.ndarray) -> np.ndarray:
@@ -378,6 +395,56 @@ def _covered(geo, child: str, parent: str, nest: np.ndarray) -> np.ndarray:
     ok_piece = (pc >= 0) & (np.where(pc >= 0, nest[np.maximum(pc, 0)], -1) == pp)
     bad[pp[inside & ~ok_piece]] = True
     return ~bad
+
+
+# ------------------------------------------------------------------ SafeTab-P on the same groups
+@dataclass
+class SafeTabSide:
+    """SafeTab-P's release of some levels, for the side-by-side study: the whole-level arrays
+    of `engine.reports.levels.LevelTables`, the noisy sex x age cells of every group that gets
+    a table (group -> (stat level, cells: sex 1 bins then sex 2 bins)), and the seconds spent
+    tabulating each level."""
+
+    tables: dict
+    cells: dict
+    seconds: dict
+
+
+def safetab_release(prepared, noise, levels: list[PopulationGroupLevel]) -> SafeTabSide:
+    """One pass of `engine.run.iter_published` (post-processed, before coterminous copies, as
+    `engine.reports.levels.level_tables`), keeping `levels` with their tables' cells."""
+    from engine.reports.levels import LevelTables, total_variance
+    from engine.run import iter_published
+
+    wanted = set(levels)
+    geo = prepared.inputs.geography
+    tables, cells, seconds = {}, {}, {}
+    last = time.perf_counter()
+    for counts, pub in iter_published(prepared, noise):
+        lvl = pub.plan.level
+        if lvl in wanted:
+            if lvl not in tables:
+                n = (counts.n_regions, counts.n_iterations)
+                tables[lvl] = LevelTables(
+                    level=lvl, plan=pub.plan, regions=geo.regions[lvl.geo].astype(str),
+                    codes=prepared.catalog.codes(lvl.geo, lvl.iteration_level).astype(str),
+                    truth=np.zeros(n, np.int64), published=np.zeros(n, np.int64), released=np.zeros(n, bool),
+                    stat_level=np.zeros(n, np.int8), variance=np.zeros(n, np.float64))
+                cells[lvl] = {}
+            t = tables[lvl]
+            sl = slice(pub.g0, pub.g1)
+            t.truth.reshape(-1)[sl] = pub.true_total
+            t.published.reshape(-1)[sl] = pub.t1
+            t.released.reshape(-1)[sl] = pub.released
+            t.stat_level.reshape(-1)[sl] = pub.stat_level
+            t.variance.reshape(-1)[sl] = total_variance(pub.plan, pub.stat_level)
+            for k, (groups, table, _marg) in pub.tables.items():
+                for g, row in zip(groups.tolist(), table):
+                    cells[lvl][g] = (k, row.copy())
+            now = time.perf_counter()
+            seconds[lvl] = seconds.get(lvl, 0.0) + (now - last)
+        last = time.perf_counter()
+    return SafeTabSide(tables, cells, seconds)
 
 
 # ------------------------------------------------------------------ output

@@ -117,19 +117,22 @@ def test_primaries_survive_an_independent_attack_across_the_hierarchy(two_counti
 
 
 def test_without_the_hierarchy_the_state_table_gives_the_child_away(two_counties, tmp_path):
+    """Each level protected alone: the county's table hides the lone child, but the state's
+    table (published by the same rules) minus the other county gives him away. The module's
+    audit, which knows the hierarchy, says so, and so does the independent attacker."""
     prepared = prepare(two_counties.params, two_counties.data)
     rel = legacy_release(prepared, LegacyOptions(**OPTIONS, hierarchy=False))
     out = write_legacy(rel, tmp_path / "legacy")
-    assert [t.level.geo for t in rel.tables] == ["COUNTY"]
-    county = _published(out, "COUNTY", "3001")
-    assert county["01001"][0] is None
-    # protected within its own table...
-    assert rel.summary()["(COUNTY, 2)"]["audit"]["primaries_underprotected"] == 0
-    # ...but the state's table (from the same tabulation, published separately with the same
-    # rules) and the other county give it away exactly.
-    state = {"01": list(_truth(COUNTY_A) + _truth(COUNTY_B))}
-    bounds = _attack({**county, **state}, "01", ["01001", "01003"])
+    assert [t.level.geo for t in rel.tables] == ["COUNTY", "STATE"]
+    tables = {**_published(out, "COUNTY", "3001"), **_published(out, "STATE", "3001")}
+    assert tables["01001"][0] is None and tables["01"][0] == 6.0  # the state's cell is 6: not small
+    bounds = _attack(tables, "01", ["01001", "01003"])
     assert bounds[("01001", 0)] == pytest.approx((1.0, 1.0))
+    county = rel.tables[0]
+    g = list(county.regions).index("01001") * len(county.codes) + list(county.codes).index("3001")
+    assert county.exact[g, 0] and county.underprotected[g, 0]
+    s = rel.summary()["(COUNTY, 2)"]["audit"]
+    assert s["recovered_exactly_nonzero"] >= 1 and s["primaries_underprotected"] >= 1
 
 
 def test_every_group_is_in_t1_or_suppressed_and_the_files_are_marked(two_counties, tmp_path):
