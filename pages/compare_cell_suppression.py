@@ -123,31 +123,32 @@ lgc, spc = counts[cmp.LEGACY], counts[cmp.SAFETAB]
 left, right = compare.side_by_side(cmp.LEGACY, cmp.SAFETAB)
 with left:
     m = st.columns(2)
-    m[0].metric("Groups with a published table", f"{lgc['groups_with_table']:,}",
+    m[0].metric("Groups with a table", f"{lgc['groups_with_table']:,}",
                 help=f"of {lgc['groups_with_persons']:,} groups with persons; the others fall below the threshold")
-    m[1].metric("Sex by age cells published", f"{lgc['cells_published']:,}", help="exact counts")
-    m[0].metric("Withheld counts recovered exactly", f"{lgc['recovered_exactly']:,}",
-                help="by the audit: the smallest and largest value they can take, given what is published, agree")
-    m[1].metric(f"Withheld counts within {narrow:g} persons", f"{lgc['narrow']:,}",
-                help="not exactly, but the audit pins them to a range this narrow")
-    m[0].metric("Cells withheld in published tables", f"{lgc['cells_withheld']:,}")
+    m[1].metric("Cells published", f"{lgc['cells_published']:,}", help="sex by age cells, exact counts")
+    m[0].metric("Recovered exactly", f"{lgc['recovered_exactly']:,}",
+                help="withheld counts whose smallest and largest possible values, given what is published, agree "
+                     "(the audit)")
+    m[1].metric(f"Within {narrow:g} persons", f"{lgc['narrow']:,}",
+                help="withheld counts the audit pins, not exactly, to a range this narrow")
+    m[0].metric("Cells withheld", f"{lgc['cells_withheld']:,}", help="in the published tables")
     m[1].metric("Solver time", cmp.seconds(lgc["seconds"]), help=f"{lgc['lps']:,} linear programs (HiGHS)")
 with right:
     m = st.columns(2)
-    m[0].metric("Groups with a published table", f"{spc['groups_with_table']:,}",
+    m[0].metric("Groups with a table", f"{spc['groups_with_table']:,}",
                 help=f"and {spc['groups_published'] - spc['groups_with_table']:,} more with a total only")
-    m[1].metric("Sex by age cells published", f"{spc['cells_published']:,}",
-                help="with noise; a group's table is as detailed as its noisy size allows")
-    m[0].metric("Counts recovered exactly", "0", help="every published count carries noise; nothing is withheld "
+    m[1].metric("Cells published", f"{spc['cells_published']:,}",
+                help="sex by age cells, with noise; a group's table is as detailed as its noisy size allows")
+    m[0].metric("Recovered exactly", "0", help="every published count carries noise; nothing is withheld "
                                                        "by a rule that the published counts can undo")
-    m[1].metric("95% margin of error of a cell", f"±{study.moe_cell}", help="one stage-2 count of this level")
-    m[0].metric("Groups with a total suppressed", f"{spc['withheld']:,}",
+    m[1].metric("Margin of error", f"±{study.moe_cell}", help="95% margin of error of one cell (a stage-2 count) of this level")
+    m[0].metric("Totals suppressed", f"{spc['withheld']:,}",
                 help="small noisy totals below SafeTab-P's suppression threshold, and groups not tabulated")
     m[1].metric("Noise time", cmp.seconds(spc["seconds"]), help="tabulating this level with noise")
 
 summary = cmp.summary(study, narrow)
 widgets.table(summary, "cell_suppression_summary.csv", key="cs_summary", height=35 * (len(summary) + 1) + 3,
-              column_config={"Measure": st.column_config.TextColumn(width="medium")},
+              column_config={"Measure": st.column_config.TextColumn(width="large")},
               caption=f"{cmp.level_label(level)}, the same population groups under both methods. "
                       "SafeTab-P's figures come from one seeded release of the current plan.")
 
@@ -171,13 +172,13 @@ else:
     grid_sp, note = cmp.safetab_grid(study, g)
     gl, gr = st.columns(2, gap="large")
     with gl:
-        st.plotly_chart(cmp.grid_figure(grid_legacy, f"{cmp.LEGACY}: D = withheld, [lowest, highest] from the audit"),
+        st.plotly_chart(cmp.grid_figure(grid_legacy, "Legacy: D = withheld, [lowest, highest] possible"),
                         key="cs_grid_legacy", config=widgets.PLOTLY_CONFIG)
         st.caption("Red: small counts (primary suppression); orange: withheld so that they cannot be worked out "
                    "(complementary). The range under each D is all an attacker can learn from the published counts "
                    "of this level and the level above. Hover for the true count (synthetic data).")
     with gr:
-        st.plotly_chart(cmp.grid_figure(grid_sp, f"{cmp.SAFETAB}: the same group, every count with noise"),
+        st.plotly_chart(cmp.grid_figure(grid_sp, "SafeTab-P: the same group, every count with noise"),
                         key="cs_grid_safetab", config=widgets.PLOTLY_CONFIG)
         st.caption(note)
 

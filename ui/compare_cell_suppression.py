@@ -153,7 +153,7 @@ def summary(study: Study, narrow: float) -> pd.DataFrame:
         (f"Withheld counts pinned within {narrow:g} persons", _n(lg_["narrow"]), "none"),
         ("Totals of withheld groups recovered exactly", _n(lg_["group_totals_recovered"]),
          "none (the counts around them are noisy)"),
-        ("Small counts left with less than the required protection", _n(lg_["underprotected"]), "—"),
+        ("Small counts under-protected", _n(lg_["underprotected"]), "—"),
         ("Computing time", f"{seconds(lg_['seconds'])} ({_n(lg_['lps'])} linear programs)",
          f"{seconds(sp['seconds'])} (noise for the whole level)"),
     ]

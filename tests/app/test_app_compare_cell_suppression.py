@@ -23,7 +23,7 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
     assert at.title[0].value == "Cell suppression"
     t = texts(at)
     assert "The question." in t and "Massell" in t and "seeded study" in t
-    assert metric(at, "Groups with a published table") == f"{_groups_at_least(100):,}"
+    assert metric(at, "Groups with a table") == f"{_groups_at_least(100):,}"
     summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P")
     assert "Withheld counts the audit recovers exactly" in set(summary["Measure"])
     audit = frame(at, "Lowest possible", "Highest possible", "Why withheld")
@@ -38,7 +38,7 @@ def test_a_higher_threshold_publishes_fewer_groups():
     at = open_app(PAGE, timeout=600)
     at.number_input(key="cs_minpop").set_value(1000).run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
-    assert metric(at, "Groups with a published table") == f"{_groups_at_least(1000):,}"
+    assert metric(at, "Groups with a table") == f"{_groups_at_least(1000):,}"
     summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")
     assert summary.loc["Groups with a published total", "Legacy cell suppression"].startswith(
         f"{_groups_at_least(1000):,} (")

@@ -276,7 +276,7 @@ def test_compare_cell_suppression(server, page, tmp_path):
     page.get_by_text("Verdict").first.wait_for(timeout=600_000)
     _settle(page, 1.0)
     body = page.inner_text("body")
-    assert "Legacy cell suppression" in body and "Withheld counts recovered exactly" in body
+    assert "Legacy cell suppression" in body and "Recovered exactly" in body
     assert "One table, both ways" in body
     assert page.locator("[data-testid='stPlotlyChart']").count() >= 3  # by size, and the two grids
     _screenshot(page, "compare_cell_suppression")

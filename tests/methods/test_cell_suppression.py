@@ -379,6 +379,18 @@ def test_an_lp_that_cannot_finish_withholds_its_part_whole():
     assert not res.complementary.any()
 
 
+def test_a_spent_time_budget_withholds_the_remaining_parts_and_leaves_them_unaudited():
+    t = _with_margins([[1, 20, 30], [10, 2, 40], [25, 35, 5]])
+    prim = np.zeros(t.shape, bool)
+    prim[0, 0] = True
+    res = cs.protect_table(t, prim, 3, time_budget=0.0)
+    assert res.suppressed.all() and res.fallback.sum() == t.size - 1
+    assert any("time budget" in n for n in res.notes)
+    assert not res.audit.complete and np.isnan(res.audit.low[0, 0])
+    a = cs.audit_table(t, prim, protection=3, time_budget=0.0)
+    assert not a.complete and not a.protected[0, 0]
+
+
 def test_the_exact_model_refuses_tables_too_large_for_it():
     t = _with_margins(np.arange(1, 401).reshape(20, 20) % 7 + 1)
     prim = cs.frequency_rule(t, 3)

@@ -8,6 +8,9 @@ the sum of its counties' cells), bounds every withheld count.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -214,3 +217,15 @@ def test_cli_exit_codes(two_counties, tmp_path, capsys):
     assert main(["legacy", *base, str(tmp_path / "c"), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "QAGE" in err and "Nothing was written" in err and not (tmp_path / "c").exists()
+
+
+def test_help_explains_the_study_and_every_option():
+    repo = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-m", "engine", "legacy", "--help"], cwd=repo, capture_output=True, text=True)
+    assert out.returncode == 0
+    for word in ("--geo", "--iteration-level", "--min-population", "--min-cell", "--protection", "--ages",
+                 "--no-hierarchy", "--no-singletons", "--sliding", "--cost", "--time-limit", "--time-budget",
+                 "NOT a SafeTab-P release", "COUNT = D", "exit codes"):
+        assert word in out.stdout, word
+    top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=repo, capture_output=True, text=True)
+    assert "legacy" in top.stdout
