@@ -58,6 +58,8 @@ from scipy.sparse import csgraph
 LP_TIME_LIMIT = 10.0
 #: Default limit of one connected part of a table (all its LPs), seconds.
 PART_TIME_LIMIT = 60.0
+#: Default limit of a whole protection, and again of a whole audit, seconds.
+TIME_BUDGET = 3600.0
 #: The exact model refuses parts with more variables than this (use the LP).
 MILP_MAX_VARIABLES = 200_000
 
@@ -551,7 +553,7 @@ class Audit:
 
 def audit(values, suppressed, relations, *, lower=0.0, upper=np.inf, protection=None, lower_protection=None,
           sliding: bool = False, singletons=None, time_limit: float = LP_TIME_LIMIT,
-          time_budget: float | None = None, progress: Progress | None = None) -> Audit:
+          time_budget: float | None = TIME_BUDGET, progress: Progress | None = None) -> Audit:
     """The seed's audit for any set of additive relations (A x = 0, `relations` is A).
 
     `values` (n,) are the true cells, `suppressed` (n,) the withheld ones; `protection` the
@@ -888,7 +890,7 @@ class Protection:
 def protect(values, primary, relations, protection, *, lower_protection=None, sliding: bool = False,
             cost: str = "value", method: str = "lp", suppressed=None, lower=0.0, upper=np.inf,
             singletons=None, time_limit: float = LP_TIME_LIMIT, part_time_limit: float = PART_TIME_LIMIT,
-            time_budget: float | None = None, progress: Progress | None = None,
+            time_budget: float | None = TIME_BUDGET, progress: Progress | None = None,
             audit_progress: Progress | None = None) -> Protection:
     """Complementary suppression so every primary meets its protection under the audit.
 

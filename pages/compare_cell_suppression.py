@@ -118,6 +118,9 @@ if "value" not in slot:
 study = slot["value"]
 counts = cmp.counts(study, narrow)
 lgc, spc = counts[cmp.LEGACY], counts[cmp.SAFETAB]
+if study.legacy.notes or lgc["not_audited"]:
+    widgets.problems("The solver did not finish everything in time:", study.legacy.notes + (
+        [f"{lgc['not_audited']:,} withheld counts were not audited"] if lgc["not_audited"] else []), kind="warning")
 
 # ------------------------------------------------------------------ side by side
 left, right = compare.side_by_side(cmp.LEGACY, cmp.SAFETAB)
