@@ -39,7 +39,7 @@ def _slot(kind: str, key: str) -> dict:
     return {}
 
 
-prep = _slot("prepared", cfg.to_json())
+prep = _slot("prepared", json.dumps([str(state.sample_dir()), cfg.to_json()]))
 if "value" not in prep:
     with st.spinner("Checking the sample data and counting persons..."):
         try:
@@ -94,7 +94,7 @@ narrow = float(ss["cs_narrow"])
 seed = int(ss["cs_seed"])
 
 # ------------------------------------------------------------------ the study (cached)
-slot = _slot("study", json.dumps([cfg.to_json(), repr(options), seed]))
+slot = _slot("study", json.dumps([str(state.sample_dir()), cfg.to_json(), repr(options), seed]))
 if "value" not in slot:
     with st.status("Building both releases...", expanded=True) as status:
         bar = st.progress(0.0, text="Starting")
