@@ -1,4 +1,4 @@
-"""Command line: `python -m engine {validate,run,truth,accuracy,sample,check-output,spines} ...`.
+"""Command line: `python -m engine {validate,run,truth,accuracy,legacy,sample,check-output,spines} ...`.
 
 Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
 OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
@@ -149,6 +149,11 @@ def _parser() -> argparse.ArgumentParser:
                          "Fioretto et al.'s Table 7), consistency_by_size.csv, consistency_summary.csv "
                          "(negative counts, violations of additivity, run time) and consistency.json")
 
+    sp = sub.add_parser("legacy", help="a legacy cell-suppression study of one level (NOT a SafeTab-P release: "
+                                       "exact counts, withheld ones marked D)")
+    common(sp)
+    _legacy_options(sp)
+
     sp = sub.add_parser("sample", help="write a synthetic nation (PARAMS_DIR + DATA_DIR layout) of any size")
     sp.add_argument("out_dir", metavar="OUT", type=Path, help="folder to create: OUT/params and OUT/data")
     sp.add_argument("--persons", type=int, required=True, help="number of persons, 1,000 to 300,000,000")
@@ -214,6 +219,50 @@ class _StderrNotes(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         print("Note: " + record.getMessage(), file=sys.stderr)
+
+
+def _legacy_options(sp) -> None:
+    from calculators.levels import GEO_LEVELS
+    from engine.reports.legacy import LegacyOptions
+
+    d = LegacyOptions()
+    sp.add_argument("--geo", default=d.geo, choices=GEO_LEVELS, metavar="LEVEL",
+                    help=f"geography level of the study: {', '.join(GEO_LEVELS)} (default {d.geo}); its "
+                         "parent level (e.g. STATE for COUNTY) is released with it, linked cell by cell")
+    sp.add_argument("--iteration-level", type=int, default=d.iteration_level, choices=(1, 2),
+                    help=f"1 = Regional, 2 = Detailed (default {d.iteration_level})")
+    sp.add_argument("--min-population", type=int, default=d.min_population, metavar="N",
+                    help=f"publish a group's table and total only from N persons (default {d.min_population}, "
+                         "as the 2000 and 2010 detailed-group products)")
+    sp.add_argument("--min-cell", type=int, default=d.min_cell, metavar="N",
+                    help=f"primary suppression of counts of 1 to N-1 persons (default {d.min_cell})")
+    sp.add_argument("--protection", type=int, default=d.protection, metavar="N",
+                    help=f"persons of uncertainty each primary keeps up and down, down no further than 0 "
+                         f"(default {d.protection})")
+    sp.add_argument("--ages", type=int, default=d.ages, choices=(4, 9, 23),
+                    help=f"age bins of the sex x age table (default {d.ages})")
+    sp.add_argument("--no-hierarchy", dest="hierarchy", action="store_false",
+                    help="protect each level alone, as if nobody added up child cells against the parent's; "
+                         "the audit still does, and shows what that gives away")
+    sp.add_argument("--no-singletons", dest="singletons", action="store_false",
+                    help="ignore what a person alone in a cell knows (the seed's singleton problem)")
+    sp.add_argument("--sliding", action="store_true",
+                    help="sliding protection: the interval must be wide enough, anywhere around the count")
+    sp.add_argument("--cost", choices=("value", "count"), default=d.cost,
+                    help="what complementary suppression minimises: persons withheld (value) or counts withheld")
+    sp.add_argument("--time-limit", type=float, default=d.time_limit, metavar="SECONDS",
+                    help=f"limit of one LP (default {d.time_limit:g})")
+    sp.add_argument("--part-time-limit", type=float, default=d.part_time_limit, metavar="SECONDS",
+                    help=f"limit of the LPs of one connected part of the tables; a part whose LPs do not "
+                         f"finish is withheld whole (default {d.part_time_limit:g})")
+    sp.add_argument("--time-budget", type=float, default=d.time_budget, metavar="SECONDS",
+                    help=f"limit of the complementary suppression, and again of the audit; parts not reached "
+                         f"are withheld whole, or left unaudited (default {d.time_budget:g})")
+    sp.epilog = ("The output follows the SafeTab-P layout: t1/, t2/ (COUNT = D where withheld), suppressed/\n"
+                 "(groups below the minimum population), audit/ (the interval an attacker derives for\n"
+                 "each withheld count), manifest.json and README.txt. It is NOT a SafeTab-P release: the\n"
+                 "published counts are exact counts of the input. Never publish it from confidential\n"
+                 "data.\n\n" + _EPILOG)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -341,6 +390,28 @@ def _dispatch(args, progress: _Progress) -> int:
             print(f"Wrote {args.out_dir / 'accuracy.csv'} and accuracy.json")
         if args.layout != "studio":
             print(f"Wrote {args.out_dir / 'error_report.csv'} and multi_run_error_report.csv (production layouts)")
+        return EXIT_OK
+
+    if args.command == "legacy":
+        from engine.reports.legacy import LegacyOptions, NOTE, run_legacy
+
+        opts = LegacyOptions(geo=args.geo, iteration_level=args.iteration_level, min_population=args.min_population,
+                             min_cell=args.min_cell, protection=args.protection, ages=args.ages,
+                             hierarchy=args.hierarchy, singletons=args.singletons, sliding=args.sliding,
+                             cost=args.cost, time_limit=args.time_limit, part_time_limit=args.part_time_limit,
+                             time_budget=args.time_budget)
+        rel, out = run_legacy(args.params_dir, args.data_dir, args.out_dir, opts, overwrite=args.overwrite,
+                              progress=progress)
+        progress.close()
+        for key, s in rel.summary().items():
+            a = s["audit"]
+            print(f"{key}: {s['groups_published']:,} of {s['groups']:,} groups published, "
+                  f"{s['counts_published']:,} counts published, {s['withheld_primary']:,} primary and "
+                  f"{s['withheld_complementary']:,} complementary suppressions; audit: "
+                  f"{a['recovered_exactly']:,} withheld counts recovered exactly, "
+                  f"{a['primaries_underprotected']:,} primaries under-protected.")
+        print(f"Wrote {out} ({rel.lps:,} LPs, {rel.timings['protect_and_audit']:.1f} s).")
+        print(NOTE)
         return EXIT_OK
 
     if args.command == "sample":

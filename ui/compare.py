@@ -50,36 +50,47 @@ METHODS: tuple[MethodPage, ...] = (
         source=("Fioretto, Van Hentenryck, Zhu, \"Differential Privacy of Hierarchical Census Data: An Optimization "
                 "Approach\" (CP 2019; Artificial Intelligence 2021); Hay, Rastogi, Miklau, Suciu (VLDB 2010)"),
     ),
+    MethodPage(
+        path="pages/compare_invariants.py",
+        title="Invariants",
+        icon=":material/lock_open:",
+        question=("Should some totals be published exactly (e.g. each state's count of every group), as the 2020 "
+                  "redistricting data held state populations, with the noise of the areas below them adjusted to "
+                  "add up?"),
+        method=("The noise is projected onto the directions the invariants leave free (subspace differential "
+                "privacy), so the released counts add up to the true totals exactly and each keeps a smaller, "
+                "unbiased noise. The true totals themselves are published with no protection at all."),
+        source="J. Gao, R. Gong, F.-Y. Yu, \"Subspace Differential Privacy\", AAAI 2022 (arXiv:2108.11527)",
+    ),
+    MethodPage(
+        path="pages/compare_cell_suppression.py",
+        title="Cell suppression",
+        icon=":material/grid_off:",
+        question=("What did detailed-group tables look like before differential privacy, and what could anyone "
+                  "still work out from them?"),
+        method=("Legacy suppression publishes a group's exact sex by age table only above a population threshold, "
+                "withholds small counts, and withholds more counts, chosen by linear programming, so that the small "
+                "ones cannot be worked out from the totals. An audit, also by linear programming, finds the range "
+                "every withheld count could still take given everything published."),
+        source=("P. B. Massell, Cell Suppression and Audit Programs used for Economic Magnitude Data, "
+                "U.S. Census Bureau SRD Research Report RR2001/01"),
+    ),
+    MethodPage(
+        path="pages/compare_spines.py",
+        title="Custom geographies",
+        icon=":material/polyline:",
+        question=("How accurate is a group's count in an area a data user builds (a neighbourhood of tracts, a place "
+                  "minus a tract) rather than one SafeTab-P publishes, and how far are places and tribal areas from "
+                  "a TopDown-style geographic spine?"),
+        method=("A custom area is made by adding and subtracting published units; the off-spine entity distance "
+                "(OSED) is the fewest units that takes, and every unit adds its noise. The Census TopDown "
+                "Algorithm's spine optimisation regroups block groups and tract groups so that places and AIANNH "
+                "areas need few units, and bypasses parents that cannot help."),
+        source=("Abowd et al., \"Geographic Spines in the 2020 Census Disclosure Avoidance System TopDown "
+                "Algorithm\" (2021); uscensusbureau/DAS_2020_Redistricting_Production_Code, "
+                "geographic_spines/optimize_spine.py"),
+    ),
 )
-
-METHODS += (MethodPage(
-    path="pages/compare_spines.py",
-    title="Custom geographies",
-    icon=":material/polyline:",
-    question=("How accurate is a group's count in an area a data user builds (a neighbourhood of tracts, a place "
-              "minus a tract) rather than one SafeTab-P publishes, and how far are places and tribal areas from "
-              "a TopDown-style geographic spine?"),
-    method=("A custom area is made by adding and subtracting published units; the off-spine entity distance "
-            "(OSED) is the fewest units that takes, and every unit adds its noise. The Census TopDown "
-            "Algorithm's spine optimisation regroups block groups and tract groups so that places and AIANNH "
-            "areas need few units, and bypasses parents that cannot help."),
-    source=("Abowd et al., \"Geographic Spines in the 2020 Census Disclosure Avoidance System TopDown "
-            "Algorithm\" (2021); uscensusbureau/DAS_2020_Redistricting_Production_Code, "
-            "geographic_spines/optimize_spine.py"),
-),)
-
-METHODS += (MethodPage(
-    path="pages/compare_invariants.py",
-    title="Invariants",
-    icon=":material/lock_open:",
-    question=("Should some totals be published exactly (e.g. each state's count of every group), as the 2020 "
-              "redistricting data held state populations, with the noise of the areas below them adjusted to "
-              "add up?"),
-    method=("The noise is projected onto the directions the invariants leave free (subspace differential "
-            "privacy), so the released counts add up to the true totals exactly and each keeps a smaller, "
-            "unbiased noise. The true totals themselves are published with no protection at all."),
-    source="J. Gao, R. Gong, F.-Y. Yu, \"Subspace Differential Privacy\", AAAI 2022 (arXiv:2108.11527)",
-),)
 
 #: SafeTab-P itself, the row every comparison is made against.
 SAFETAB_P = MethodPage(

@@ -16,5 +16,5 @@ def test_index_lists_the_methods_with_their_questions():
 
 def test_every_method_page_opens_without_error():
     for m in compare.METHODS:
-        at = open_app(m.path.removeprefix("pages/").removesuffix(".py"))
+        at = open_app(m.path.removeprefix("pages/").removesuffix(".py"), timeout=600)  # studies take a while
         assert at.title and at.title[0].value == m.title

@@ -446,3 +446,23 @@ def test_consistency_comparison(server, page, tmp_path):
     page.get_by_text("Bias by true size").first.wait_for()
     _settle(page)
     assert "Bias of published totals" in page.inner_text("body")
+
+
+def test_compare_cell_suppression(server, page, tmp_path):
+    if not (REPO / "sample_data" / "data" / "person-records.txt").is_file():
+        pytest.skip("sample_data/ is not there")
+    page.goto(f"{server}/compare_cell_suppression")
+    page.get_by_text("Verdict").first.wait_for(timeout=600_000)
+    _settle(page, 1.0)
+    body = page.inner_text("body")
+    assert "Legacy cell suppression" in body and "Recovered exactly" in body
+    assert "One table, both ways" in body
+    assert page.locator("[data-testid='stPlotlyChart']").count() >= 3  # by size, and the two grids
+    _screenshot(page, "compare_cell_suppression")
+    data = _download(page, "Everything (cell_suppression.zip)")
+    zpath = tmp_path / "cs.zip"
+    zpath.write_bytes(data)
+    with zipfile.ZipFile(zpath) as zf:
+        assert {"cell_suppression_summary.csv", "cell_suppression_audit.csv", "one_table_legacy.csv"} <= set(zf.namelist())
+        header = zf.read("cell_suppression_audit.csv").decode().splitlines()[0]
+        assert "Lowest possible" in header and "Why withheld" in header

@@ -199,7 +199,7 @@ REFUSED = {
 }
 
 
-@pytest.mark.parametrize("command", ["run", "truth", "accuracy"])
+@pytest.mark.parametrize("command", ["run", "truth", "accuracy", "legacy"])
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_out_dir_is_refused_before_the_computation(ds, tmp_path, capsys, monkeypatch, case, command):
     make, extra, code, message = REFUSED[case]

@@ -1,0 +1,44 @@
+"""The "Cell suppression" page (Compare methods) as a user opens it, on the sample data."""
+
+from __future__ import annotations
+
+from calculators.levels import PopulationGroupLevel
+from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, texts
+
+PAGE = "compare_cell_suppression"
+
+
+def _groups_at_least(n: int) -> int:
+    """COUNTY Regional groups of the sample with at least n persons, counted by the engine."""
+    from calculators.presets import production_2020
+    from engine.run import prepare
+
+    prepared = prepare(SAMPLE / "params", SAMPLE / "data", config=production_2020().updated(reader="csv"))
+    return int((prepared.counts(PopulationGroupLevel("COUNTY", 1)).totals() >= n).sum())
+
+
+@needs_sample
+def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
+    at = open_app(PAGE, timeout=600)
+    assert at.title[0].value == "Cell suppression"
+    t = texts(at)
+    assert "The question." in t and "Massell" in t and "seeded study" in t
+    assert metric(at, "Groups with a table") == f"{_groups_at_least(100):,}"
+    summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P")
+    assert "Withheld counts the audit recovers exactly" in set(summary["Measure"])
+    audit = frame(at, "Lowest possible", "Highest possible", "Why withheld")
+    assert len(audit) > 0 and (audit["Lowest possible"] <= audit["Highest possible"]).all()
+    assert at.success and "Legacy suppression publishes exact tables" in at.success[0].value
+    labels = [b.label for b in at.get("download_button")]
+    assert "cell_suppression_audit.csv" in labels and any("cell_suppression.zip" in lab for lab in labels)
+
+
+@needs_sample
+def test_a_higher_threshold_publishes_fewer_groups():
+    at = open_app(PAGE, timeout=600)
+    at.number_input(key="cs_minpop").set_value(1000).run(timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    assert metric(at, "Groups with a table") == f"{_groups_at_least(1000):,}"
+    summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")
+    assert summary.loc["Groups with a published total", "Legacy cell suppression"].startswith(
+        f"{_groups_at_least(1000):,} (")

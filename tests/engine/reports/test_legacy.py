@@ -1,0 +1,231 @@
+"""The legacy cell-suppression release (engine.reports.legacy) and `python -m engine legacy`.
+
+The written files are attacked independently: scipy's linprog, from the published counts
+and the relations a user of the tables knows (each table's margins, and a state's cell being
+the sum of its counties' cells), bounds every withheld count.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from engine.cli import main
+from engine.reports.legacy import WITHHELD, LegacyOptions, legacy_release, write_legacy
+from engine.run import prepare
+from tests.engine.conftest import BLOCKS, person, read_part_files
+
+#: age4 bins (0-17, 18-44, 45-64, 65+) per sex of the Albanians in each county of state 01.
+COUNTY_A = {1: [1, 10, 5, 4], 2: [6, 8, 5, 3]}  # 01001: a male child alone in his cell
+COUNTY_B = {1: [5, 7, 6, 4], 2: [4, 9, 7, 5]}  # 01003
+AGES = [10, 30, 50, 70]
+OPTIONS = dict(geo="COUNTY", iteration_level=2, min_population=20, min_cell=3, protection=3, ages=4)
+
+
+def _albanians(table: dict, block) -> list:
+    return [person(age=AGES[a], sex=s, block=block, races=("1010",))
+            for s, counts in table.items() for a, n in enumerate(counts) for _ in range(n)]
+
+
+@pytest.fixture
+def two_counties(dataset):
+    dataset.persons = _albanians(COUNTY_A, BLOCKS[0]) + _albanians(COUNTY_B, BLOCKS[3])
+    dataset.write()
+    return dataset
+
+
+def _truth(code_counts: dict) -> np.ndarray:
+    """cells (sex 1 ages, sex 2 ages), sex marginals, total."""
+    cells = code_counts[1] + code_counts[2]
+    return np.array(cells + [sum(code_counts[1]), sum(code_counts[2]), sum(cells)], float)
+
+
+def _published(out, geo: str, code: str) -> dict[str, list]:
+    """REGION_ID -> the 11 values of its table (age4), None where withheld."""
+    t1 = read_part_files(out / "t1")
+    t2 = read_part_files(out / "t2")
+    res = {}
+    for region in t1[(t1.REGION_TYPE == geo) & (t1.ITERATION_CODE == code)].REGION_ID:
+        rows = t2[(t2.REGION_TYPE == geo) & (t2.ITERATION_CODE == code) & (t2.REGION_ID == region)]
+        cells = rows[rows.AGESTART != "*"].assign(s=lambda d: d.SEX.astype(int), a=lambda d: d.AGESTART.astype(int))
+        cells = cells.sort_values(["s", "a"]).COUNT.tolist()
+        marg = rows[rows.AGESTART == "*"].sort_values("SEX").COUNT.tolist()
+        total = t1[(t1.REGION_TYPE == geo) & (t1.ITERATION_CODE == code) & (t1.REGION_ID == region)].COUNT.item()
+        res[region] = [None if v == WITHHELD else float(v) for v in cells + marg + [total]]
+    return res
+
+
+def _attack(tables: dict[str, list], parent: str, children: list[str]) -> dict[tuple[str, int], tuple]:
+    """[min, max] of every withheld value, by linear programming over what is published:
+    each table's margins and parent = sum of children, value by value, values >= 0."""
+    unknown = [(r, v) for r, vals in tables.items() for v, x in enumerate(vals) if x is None]
+    col = {u: i for i, u in enumerate(unknown)}
+    rows, rhs = [], []
+
+    def add(terms):  # sum of coef * value = 0
+        row, const = np.zeros(len(unknown)), 0.0
+        for coef, (r, v) in terms:
+            if tables[r][v] is None:
+                row[col[(r, v)]] += coef
+            else:
+                const += coef * tables[r][v]
+        if row.any():
+            rows.append(row)
+            rhs.append(-const)
+
+    for r in tables:
+        add([(1, (r, i)) for i in range(4)] + [(-1, (r, 8))])
+        add([(1, (r, 4 + i)) for i in range(4)] + [(-1, (r, 9))])
+        add([(1, (r, 8)), (1, (r, 9)), (-1, (r, 10))])
+    for v in range(11):
+        add([(1, (c, v)) for c in children] + [(-1, (parent, v))])
+    out = {}
+    for k, u in enumerate(unknown):
+        c = np.zeros(len(unknown))
+        c[k] = 1
+        lo = linprog(c, A_eq=np.array(rows), b_eq=rhs, bounds=(0, None), method="highs")
+        hi = linprog(-c, A_eq=np.array(rows), b_eq=rhs, bounds=(0, None), method="highs")
+        out[u] = (lo.fun, -hi.fun if hi.status == 0 else np.inf)
+    return out
+
+
+def test_primaries_survive_an_independent_attack_across_the_hierarchy(two_counties, tmp_path):
+    prepared = prepare(two_counties.params, two_counties.data)
+    rel = legacy_release(prepared, LegacyOptions(**OPTIONS))
+    out = write_legacy(rel, tmp_path / "legacy")
+    truth = {"01001": _truth(COUNTY_A), "01003": _truth(COUNTY_B)}
+    truth["01"] = truth["01001"] + truth["01003"]
+    tables = {**_published(out, "COUNTY", "3001"), **_published(out, "STATE", "3001")}
+    assert set(tables) == {"01001", "01003", "01"}
+    for region, vals in tables.items():  # what is published is the exact count
+        shown = np.array([np.nan if v is None else v for v in vals])
+        ok = ~np.isnan(shown)
+        assert np.array_equal(shown[ok], truth[region][ok]), region
+    assert tables["01001"][0] is None  # the lone child is withheld
+    bounds = _attack(tables, "01", ["01001", "01003"])
+    for (region, v), (lo, hi) in bounds.items():
+        x = truth[region][v]
+        if 0 < x < 3:  # every primary keeps 3 persons of doubt up and down to 0
+            assert lo <= max(0.0, x - 3) + 1e-7 and hi >= x + 3 - 1e-7, (region, v, lo, hi)
+    # the module's own audit agrees
+    summary = rel.summary()
+    assert summary["(COUNTY, 2)"]["audit"]["primaries_underprotected"] == 0
+    assert summary["(COUNTY, 2)"]["audit"]["recovered_exactly_nonzero"] == 0
+
+
+def test_without_the_hierarchy_the_state_table_gives_the_child_away(two_counties, tmp_path):
+    """Each level protected alone: the county's table hides the lone child, but the state's
+    table (published by the same rules) minus the other county gives him away. The module's
+    audit, which knows the hierarchy, says so, and so does the independent attacker."""
+    prepared = prepare(two_counties.params, two_counties.data)
+    rel = legacy_release(prepared, LegacyOptions(**OPTIONS, hierarchy=False))
+    out = write_legacy(rel, tmp_path / "legacy")
+    assert [t.level.geo for t in rel.tables] == ["COUNTY", "STATE"]
+    tables = {**_published(out, "COUNTY", "3001"), **_published(out, "STATE", "3001")}
+    assert tables["01001"][0] is None and tables["01"][0] == 6.0  # the state's cell is 6: not small
+    bounds = _attack(tables, "01", ["01001", "01003"])
+    assert bounds[("01001", 0)] == pytest.approx((1.0, 1.0))
+    county = rel.tables[0]
+    g = list(county.regions).index("01001") * len(county.codes) + list(county.codes).index("3001")
+    assert county.exact[g, 0] and county.underprotected[g, 0]
+    s = rel.summary()["(COUNTY, 2)"]["audit"]
+    assert s["recovered_exactly_nonzero"] >= 1 and s["primaries_underprotected"] >= 1
+
+
+def test_every_group_is_in_t1_or_suppressed_and_the_files_are_marked(two_counties, tmp_path):
+    prepared = prepare(two_counties.params, two_counties.data)
+    rel = legacy_release(prepared, LegacyOptions(**OPTIONS))
+    out = write_legacy(rel, tmp_path / "legacy", prepared=prepared)
+    t1 = read_part_files(out / "t1")
+    sup = read_part_files(out / "suppressed")
+    for t in rel.tables:
+        n_groups = len(t.regions) * len(t.codes)
+        got = t1[t1.REGION_TYPE == t.level.geo].shape[0] + sup[sup.REGION_TYPE == t.level.geo].shape[0]
+        assert got == n_groups
+    assert set(t1.REGION_ID) == {"01001", "01003", "01"}  # every other group is below 20 persons
+    t2 = read_part_files(out / "t2")
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["for_release"] is False and man["exact_counts"] is True and "NOT A SAFETAB-P RELEASE" in man["note"]
+    withheld = (t2.COUNT == WITHHELD).sum() + (t1.COUNT == WITHHELD).sum()
+    lv = man["levels"]
+    assert withheld == sum(v["withheld_primary"] + v["withheld_complementary"] for v in lv.values())
+    assert "NOT A SAFETAB-P RELEASE" in (out / "README.txt").read_text()
+    audit = read_part_files(out / "audit")
+    assert set(audit.STATUS) <= {"primary", "complementary", "group below threshold", "solver fallback"}
+    assert (audit[audit.STATUS == "primary"].PROTECTED == "True").all()
+
+
+def test_places_that_do_not_cover_their_state_leave_a_remainder(dataset, tmp_path):
+    """Place 0110000 holds blocks 0 and 2 of state 01; persons of blocks 1 and 3 are in no
+    place, so a state cell is the places' cells plus an unpublished remainder."""
+    dataset.persons = _albanians(COUNTY_A, BLOCKS[0]) + _albanians(COUNTY_B, BLOCKS[1])
+    dataset.write()
+    prepared = prepare(dataset.params, dataset.data)
+    rel = legacy_release(prepared, LegacyOptions(**{**OPTIONS, "geo": "PLACE"}))
+    assert [t.level.geo for t in rel.tables] == ["PLACE", "STATE"]
+    s = rel.summary()
+    assert s["(PLACE, 2)"]["groups_published"] == 2  # Albanian alone and in combination, place 0110000
+    assert s["(STATE, 2)"]["groups_published"] == 2
+    assert s["(PLACE, 2)"]["audit"]["primaries_underprotected"] == 0
+    place = rel.tables[0]
+    g = list(place.regions).index("0110000") * len(place.codes) + list(place.codes).index("3001")
+    assert place.values[g].tolist() == _truth(COUNTY_A).tolist()
+
+
+def test_study_options_are_checked(two_counties):
+    prepared = prepare(two_counties.params, two_counties.data)
+    with pytest.raises(ValueError, match="--ages"):
+        legacy_release(prepared, LegacyOptions(ages=5))
+    with pytest.raises(ValueError, match="--min-cell"):
+        legacy_release(prepared, LegacyOptions(min_cell=-1))
+    with pytest.raises(ValueError, match="no PR-COUNTY regions"):
+        two_counties.config["run_pr"] = False
+        two_counties.write()
+        legacy_release(prepare(two_counties.params, two_counties.data), LegacyOptions(geo="PR-COUNTY"))
+
+
+# ------------------------------------------------------------------ command line
+def test_cli_writes_the_study_and_says_what_it_is(two_counties, tmp_path, capsys):
+    out = tmp_path / "legacy"
+    args = ["legacy", str(two_counties.params), str(two_counties.data), str(out), "--quiet", "--ages", "4",
+            "--min-population", "20"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "NOT A SAFETAB-P RELEASE" in text and "(COUNTY, 2)" in text
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["options"]["min_population"] == 20 and man["options"]["ages"] == 4
+    assert (out / "t2" / "COUNTY-2.csv").read_text().splitlines()[0] == "REGION_ID|REGION_TYPE|ITERATION_CODE|AGESTART|AGEEND|SEX|COUNT"
+    assert main(args) == 2  # OUT_DIR is not empty
+    assert "not empty" in capsys.readouterr().err
+
+
+def test_cli_exit_codes(two_counties, tmp_path, capsys):
+    base = [str(two_counties.params), str(two_counties.data)]
+    with pytest.raises(SystemExit) as info:
+        main(["legacy", *base, str(tmp_path / "a"), "--geo", "NOWHERE"])
+    assert info.value.code == 2
+    assert main(["legacy", *base, str(tmp_path / "b"), "--quiet", "--min-cell", "-1"]) == 2
+    assert "--min-cell" in capsys.readouterr().err and not (tmp_path / "b").exists()
+    two_counties.persons.append(person(age=200))
+    two_counties.write()
+    assert main(["legacy", *base, str(tmp_path / "c"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "QAGE" in err and "Nothing was written" in err and not (tmp_path / "c").exists()
+
+
+def test_help_explains_the_study_and_every_option():
+    repo = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-m", "engine", "legacy", "--help"], cwd=repo, capture_output=True, text=True)
+    assert out.returncode == 0
+    for word in ("--geo", "--iteration-level", "--min-population", "--min-cell", "--protection", "--ages",
+                 "--no-hierarchy", "--no-singletons", "--sliding", "--cost", "--time-limit", "--time-budget",
+                 "NOT a SafeTab-P release", "COUNT = D", "exit codes"):
+        assert word in out.stdout, word
+    top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=repo, capture_output=True, text=True)
+    assert "legacy" in top.stdout
