@@ -14,6 +14,7 @@ import argparse
 import errno
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -460,12 +461,15 @@ def _spines(args, progress: _Progress) -> int:
     if args.iteration is not None and args.area is None:
         raise ValueError("--iteration needs --area")
     if args.area is None:
+        if args.out:
+            _check_new_file(args.out, (args.params_dir, args.data_dir))  # before the work
         geo = load_inputs(args.params_dir, args.data_dir).geography
         study = rs.spine_study(geo, args.fanout_cutoff, args.entity_threshold, progress=progress)
         progress.close()
         print(rs.format_study(study))
         if args.out:
-            study.entities.to_csv(args.out, index=False)
+            _write_new_file(args.out, study.entities.to_csv(index=False).encode("utf-8"),
+                            (args.params_dir, args.data_dir))
             print(f"Wrote {args.out}")
         return EXIT_OK
     if not args.area.is_file():
@@ -495,3 +499,34 @@ def _spines(args, progress: _Progress) -> int:
     progress.close()
     print(rs.format_area(res, seeded=args.iteration is not None))
     return EXIT_OK
+
+
+def _check_new_file(path: Path, inputs) -> None:
+    """A file the command is about to create: never an existing file, never in an input folder."""
+    from engine.errors import UsageError
+
+    if os.path.lexists(path):
+        raise UsageError(f"{_cut(path)} exists; choose a new file name (nothing is ever written over a file)")
+    target = Path(os.path.abspath(path)).parent.resolve()
+    for folder in inputs:
+        f = Path(folder).resolve()
+        if target == f or f in target.parents:
+            raise UsageError(f"{_cut(path)} lies inside the input folder {_cut(folder)}; choose a file elsewhere")
+
+
+def _write_new_file(path: Path, data: bytes, inputs) -> None:
+    """Create `path` whole or not at all (a temporary file beside it, fsynced, then linked
+    in place with os.link, which fails rather than replace a file that appeared meanwhile)."""
+    import tempfile
+
+    _check_new_file(path, inputs)
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent if str(path.parent) else ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)
+    finally:
+        os.unlink(tmp)

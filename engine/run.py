@@ -271,7 +271,7 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
         else:
             adjust, cells_nonnegative = adjuster(consistency, prepared.inputs.config.allow_negative_counts)
         res = stage.finish(rows, stash.member if sets else None, adjust, cells_nonnegative=cells_nonnegative,
-                           progress=progress)
+                           progress=progress, tiebreak=tiebreak)
         rows = res.rows
         for counts, pub in res.published:
             emit(counts, pub, stash_members=False)

@@ -796,7 +796,7 @@ def relax_then_round(parents, noisy, variances=None, *, root_total=None, fixed=N
     return np.rint(x).astype(np.int64)
 
 
-def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative) -> np.ndarray:
+def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative, tiebreak=None) -> np.ndarray:
     """Integers near the reals `u` whose sums per segment (`seg`, ids 0..len(totals)-1) are `totals`.
 
     Largest remainder: everybody gets floor(u) (at least 0 where `nonnegative`, a bool or
@@ -804,8 +804,14 @@ def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative) 
     the largest fractional parts; units in excess (from clamping at 0 or rounding of u)
     are taken back from the smallest fractional parts, never below 0 where
     `nonnegative`. When sum(u) = total in a segment, every entry ends within 1 of u.
+    Equal fractional parts are ordered by `tiebreak` (one uint64 per entry, e.g. random
+    words of the release's stream), else by position, which favours the first entries
+    of every segment when the parts are equal (an even spread over a table's cells).
     """
     n_seg = len(totals)
+    tb = np.zeros(len(u), np.uint64) if tiebreak is None else np.asarray(tiebreak, np.uint64).reshape(-1)
+    if len(tb) != len(u):
+        raise ValueError(f"tiebreak must have one entry per value ({len(u)}), got {len(tb)}")
     nn = np.broadcast_to(np.asarray(nonnegative, bool), u.shape)
     fl = np.floor(u)
     fl = np.where(nn, np.maximum(fl, 0.0), fl).astype(np.int64)
@@ -817,7 +823,7 @@ def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative) 
     cnt1 = np.maximum(cnt, 1)
     q = np.floor_divide(np.maximum(rem, 0), cnt1)  # whole units for everybody (only if u was far off)
     extra = np.maximum(rem, 0) - q * cnt1
-    order = np.lexsort((-frac, seg))
+    order = np.lexsort((~tb, -frac, seg))
     first = np.concatenate([[0], np.cumsum(cnt)])[:-1]
     rank = np.empty(len(u), np.int64)
     rank[order] = np.arange(len(u)) - first[seg[order]]
@@ -826,7 +832,7 @@ def _apportion(seg: np.ndarray, u: np.ndarray, totals: np.ndarray, nonnegative) 
     if short.any():
         # Take units back, smallest fractional parts first, among entries that can give one.
         can = (out > 0) | ~nn
-        order = np.lexsort((frac, ~can, seg))
+        order = np.lexsort((tb, frac, ~can, seg))
         rank[order] = np.arange(len(u)) - first[seg[order]]
         if np.any(np.bincount(seg, weights=can, minlength=n_seg) < -short):
             raise ValueError("a total cannot be apportioned without negative entries")
@@ -877,14 +883,16 @@ def round_consistent(parents, values, *, fixed=None, nonnegative=False) -> np.nd
     return pb.out(a)
 
 
-def distribute(cells, totals, nonnegative: bool = True) -> np.ndarray:
+def distribute(cells, totals, nonnegative: bool = True, tiebreak=None) -> np.ndarray:
     """Integer cells, one table per row, adjusted to add up to `totals`.
 
     The cells of a SafeTab-P table have equal noise variance, so the least-squares
     adjustment spreads the gap ``total - sum(cells)`` equally over them; with
     `nonnegative` it is the projection onto {cells >= 0, sum = total} instead
     (``max(0, cell + tau)``, tau found by sorting: "water filling"). The result is
-    rounded by largest remainder, so each row adds up to its total exactly.
+    rounded by largest remainder, so each row adds up to its total exactly. Give
+    `tiebreak` (one uint64 per cell, random words) so that an even spread does not
+    always round the first cells of a table up (`_apportion`).
     """
     c = np.asarray(cells, dtype=np.float64)
     T = np.asarray(totals)
@@ -915,7 +923,7 @@ def distribute(cells, totals, nonnegative: bool = True) -> np.ndarray:
     else:
         u = c + (T - c.sum(axis=1))[:, None] / k
     seg = np.repeat(np.arange(g), k)
-    return _apportion(seg, u.reshape(-1), T, nonnegative).reshape(g, k)
+    return _apportion(seg, u.reshape(-1), T, nonnegative, tiebreak).reshape(g, k)
 
 
 def violations(parents, values, tol: float = 0.0, released=None) -> int | np.ndarray:

@@ -112,7 +112,8 @@ def compare(prepared, methods: list[str] | tuple[str, ...] = STUDY_METHODS, *, t
             if progress:
                 progress(f"trial {t + 1}/{trials}: {LABELS[method]}", mi, len(methods))
             fn, cells_nonneg = adjuster(method, allow_negative)
-            res = stage.finish(rows, member, fn, cells_nonnegative=cells_nonneg, with_truth=True)
+            res = stage.finish(rows, member, fn, cells_nonnegative=cells_nonneg, with_truth=True,
+                               tiebreak=source.words)
             extra[method]["violations"] += res.stats["violations_after"]
             extra[method]["seconds"].append(res.adjust_seconds)
             extra[method]["parents"] += parents
@@ -204,23 +205,29 @@ def table7(comp: ConsistencyComparison, iteration_level: int | None = None, valu
 def consistency_report(params_dir, data_dir, out_dir, *, methods: list[str], trials: int = 1,
                        seed: int | None = None, overwrite: bool = False, progress=None,
                        prepared=None) -> ConsistencyComparison:
-    """Run `compare` and write OUT_DIR/consistency_{by_level,by_size,summary}.csv and consistency.json."""
-    from engine.release.outputs import check_out_dir
+    """Run `compare` and write OUT_DIR/consistency_{by_level,by_size,summary}.csv and
+    consistency.json, through `engine.release.publish.StagedOutput` (OUT_DIR checked and
+    locked before the work, published whole with SHA256SUMS and NOT-FOR-RELEASE.txt: the
+    errors are measured against the confidential truth)."""
+    from engine.release.outputs import not_for_release_text
+    from engine.release.publish import NOT_FOR_RELEASE, StagedOutput
     from engine.run import prepare
 
-    out_dir = Path(out_dir)
-    check_out_dir(out_dir, overwrite)
-    if prepared is None:
-        prepared = prepare(params_dir, data_dir, progress)
-    comp = compare(prepared, methods, trials=trials, seed=seed, progress=progress)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    comp.by_level.to_csv(out_dir / "consistency_by_level.csv", index=False)
-    comp.by_size.to_csv(out_dir / "consistency_by_size.csv", index=False)
-    comp.summary.to_csv(out_dir / "consistency_summary.csv", index=False)
-    (out_dir / "consistency.json").write_text(json.dumps({
-        "mode": comp.mode, "summary": comp.summary.to_dict(orient="records"),
-        "by_level": comp.by_level.to_dict(orient="records"), "by_size": comp.by_size.to_dict(orient="records"),
-    }, indent=2, default=float) + "\n", encoding="utf-8")
+    reason = "consistency methods compared with the confidential ground truth, without noise"
+    inputs = (("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir))
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="consistency comparison") as folder:
+        if prepared is None:
+            prepared = prepare(params_dir, data_dir, progress)
+        comp = compare(prepared, methods, trials=trials, seed=seed, progress=progress)
+        for name, df in (("consistency_by_level.csv", comp.by_level), ("consistency_by_size.csv", comp.by_size),
+                         ("consistency_summary.csv", comp.summary)):
+            folder.write_file(name, df.to_csv(index=False).encode("utf-8"))
+        folder.write_file("consistency.json", (json.dumps({
+            "mode": comp.mode, "summary": comp.summary.to_dict(orient="records"),
+            "by_level": comp.by_level.to_dict(orient="records"), "by_size": comp.by_size.to_dict(orient="records"),
+        }, indent=2, default=float) + "\n").encode("utf-8"))
+        folder.write_file(NOT_FOR_RELEASE, not_for_release_text(reason))
+        folder.publish(["NOT FOR RELEASE: " + reason])
     return comp
 
 

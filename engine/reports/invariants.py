@@ -50,48 +50,52 @@ def compare_tables(plain: AccuracyCollector, held: AccuracyCollector) -> pd.Data
 
 def invariant_accuracy(params_dir, data_dir, out_dir, choice: str, *, trials: int = 1, seed: int | None = None,
                        overwrite: bool = False, progress=None, prepared=None) -> pd.DataFrame:
-    """Run `trials` paired trials and write OUT_DIR/accuracy_invariant.csv and .json."""
+    """Run `trials` paired trials and write OUT_DIR/accuracy_invariant.csv and .json,
+    through `engine.release.publish.StagedOutput` (OUT_DIR checked and locked before the
+    work, published whole with SHA256SUMS and NOT-FOR-RELEASE.txt)."""
     from engine import noise as _noise
-    from engine.release.outputs import check_out_dir
+    from engine.release.outputs import not_for_release_text
+    from engine.release.publish import NOT_FOR_RELEASE, StagedOutput
     from engine.run import iter_published, make_noise, prepare
     from engine.tabulation.hierarchy import HierarchyStage
     from engine.tabulation.invariants import DESCRIPTIONS, INVARIANTS, WARNING, InvariantAdjuster, check
 
-    out_dir = Path(out_dir)
-    check_out_dir(out_dir, overwrite)
     if trials < 1:
         raise ValueError("--trials must be at least 1")
-    if prepared is None:
-        prepared = prepare(params_dir, data_dir, progress)
-    check(choice, prepared)
-    involved = {g for pair in INVARIANTS[choice] for g in pair}
-    plain, held = AccuracyCollector(), AccuracyCollector()
-    summary = None
-    for t in range(trials):
-        source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
-        noise = make_noise(prepared.inputs.config.privacy_defn, source)
-        stage = HierarchyStage(prepared)
-        cb = None if progress is None else (lambda s, d, n, t=t: progress(f"trial {t + 1}/{trials}, {s}", d, n))
-        for counts, pub in iter_published(prepared, noise, progress=cb):
-            if stage.collects(pub.plan.level):
-                stage.add(counts, pub)
-        adjust = InvariantAdjuster(choice, source.words)
-        for collector, fn in ((plain, None), (held, adjust)):
-            res = stage.finish(None, None, fn, cells_nonnegative=False, with_truth=True)
-            for counts, pub in res.published:
-                if pub.plan.level.geo in involved:
-                    collector.add_published(pub.plan, counts, pub)
-            collector.trials += 1
-        summary = adjust.summary()
-    df = compare_tables(plain, held)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out_dir / "accuracy_invariant.csv", index=False)
-    mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed,
-            "invariant": choice, "description": DESCRIPTIONS[choice], "warning": WARNING,
-            "held": summary["held"] if summary else []}
-    (out_dir / "accuracy_invariant.json").write_text(
-        json.dumps({"mode": mode, "rows": df.to_dict(orient="records")}, indent=2, default=_jsonable) + "\n",
-        encoding="utf-8")
+    reason = "accuracy of a release with invariants, measured against the confidential ground truth"
+    inputs = (("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir))
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="invariants comparison") as folder:
+        if prepared is None:
+            prepared = prepare(params_dir, data_dir, progress)
+        check(choice, prepared)
+        involved = {g for pair in INVARIANTS[choice] for g in pair}
+        plain, held = AccuracyCollector(), AccuracyCollector()
+        summary = None
+        for t in range(trials):
+            source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
+            noise = make_noise(prepared.inputs.config.privacy_defn, source)
+            stage = HierarchyStage(prepared)
+            cb = None if progress is None else (lambda s, d, n, t=t: progress(f"trial {t + 1}/{trials}, {s}", d, n))
+            for counts, pub in iter_published(prepared, noise, progress=cb):
+                if stage.collects(pub.plan.level):
+                    stage.add(counts, pub)
+            adjust = InvariantAdjuster(choice, source.words)
+            for collector, fn in ((plain, None), (held, adjust)):
+                res = stage.finish(None, None, fn, cells_nonnegative=False, with_truth=True, tiebreak=source.words)
+                for counts, pub in res.published:
+                    if pub.plan.level.geo in involved:
+                        collector.add_published(pub.plan, counts, pub)
+                collector.trials += 1
+            summary = adjust.summary()
+        df = compare_tables(plain, held)
+        folder.write_file("accuracy_invariant.csv", df.to_csv(index=False).encode("utf-8"))
+        mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed,
+                "invariant": choice, "description": DESCRIPTIONS[choice], "warning": WARNING,
+                "held": summary["held"] if summary else []}
+        folder.write_file("accuracy_invariant.json", (json.dumps(
+            {"mode": mode, "rows": df.to_dict(orient="records")}, indent=2, default=_jsonable) + "\n").encode("utf-8"))
+        folder.write_file(NOT_FOR_RELEASE, not_for_release_text(reason))
+        folder.publish(["NOT FOR RELEASE: " + reason])
     return df
 
 

@@ -204,7 +204,8 @@ class HierarchyStage:
 
     def finish(self, rows: StashedRows | None, member: dict | None, adjust: AdjustFn | None, *,
                cells_nonnegative: bool = True, with_truth: bool = False,
-               progress: Callable[[str, float, float], None] | None = None) -> HierarchyResult:
+               progress: Callable[[str, float, float], None] | None = None,
+               tiebreak: Callable[[int], np.ndarray] | None = None) -> HierarchyResult:
         """Resolve coterminous sets, adjust every forest, make cells follow their totals.
 
         `rows` and `member` come from the run's `CoterminousStash` (`resolve()` and
@@ -212,7 +213,9 @@ class HierarchyStage:
         adjusted: the result is SafeTab-P's release of the chain levels (what the
         comparisons measure "none" on). `cells_nonnegative` chooses how cells follow an
         adjusted total (`methods.consistency.distribute`). `with_truth` fills the true
-        tables of the returned `Published` (for accuracy studies).
+        tables of the returned `Published` (for accuracy studies). `tiebreak(n)` gives n
+        random 64-bit words (the release's `RandomSource.words`) that order the cells
+        with equal fractional parts when an adjusted table is rounded.
         """
         from engine.tabulation.mechanism import total_variance
         from methods.consistency import violations
@@ -253,7 +256,7 @@ class HierarchyStage:
                 stats["groups_changed"] += entry["groups_changed"]
                 stats["groups_adjusted"] += int(released.sum())
                 try:
-                    self._put_back(forest, levels, codes, new, rec, cells_nonnegative)
+                    self._put_back(forest, levels, codes, new, rec, cells_nonnegative, tiebreak)
                 except ValueError as exc:
                     raise ValueError(f"adjusting {' > '.join(forest.levels)}, iteration level {lvl_i}: "
                                      f"the cells cannot follow the totals: {exc}") from exc
@@ -401,7 +404,8 @@ class HierarchyStage:
 
     # ---------------------------------------------------------------- put back
 
-    def _put_back(self, forest: Forest, levels, codes, new: np.ndarray, rec: dict, cells_nonnegative: bool) -> None:
+    def _put_back(self, forest: Forest, levels, codes, new: np.ndarray, rec: dict, cells_nonnegative: bool,
+                  tiebreak: Callable[[int], np.ndarray] | None = None) -> None:
         """Adjusted totals to every group of the forest's levels (coterminous aliases too),
         and each table's cells adjusted to add up to its new total."""
         from methods.consistency import distribute
@@ -417,7 +421,9 @@ class HierarchyStage:
                 tg = groups[rel & (R.stat[groups] == k)]
                 if len(tg):
                     cells = np.stack([R.cells[k][g] for g in tg.tolist()])
-                    R.cells[k].update(zip(tg.tolist(), distribute(cells, R.t1[tg], nonnegative=cells_nonnegative)))
+                    tb = tiebreak(cells.size) if tiebreak is not None else None
+                    R.cells[k].update(zip(tg.tolist(), distribute(cells, R.t1[tg], nonnegative=cells_nonnegative,
+                                                                  tiebreak=tb)))
 
     # ---------------------------------------------------------------- coterminous after
 

@@ -123,3 +123,21 @@ def test_spines_area_composition_and_its_errors(dataset, tmp_path, capsys):
     assert main(args + ["--iteration", "9999"]) == 2
     assert "is not tabulated" in capsys.readouterr().err
     assert main(["spines", str(dataset.params), str(dataset.data), "--iteration", "3001"]) == 2
+
+
+def test_spines_out_never_writes_over_a_file(dataset, tmp_path, capsys):
+    dataset.persons = [person()]
+    dataset.write()
+    grf = dataset.data / "GRF-C.txt"
+    before = grf.read_bytes()
+    # an input file, an existing file elsewhere, a new file inside an input folder: refused, nothing written
+    for target, message in ((grf, "exists"), (tmp_path / "kept.csv", "exists"),
+                            (dataset.params / "osed.csv", "inside the input folder")):
+        if target.name == "kept.csv":
+            target.write_text("mine")
+        code = main(["spines", str(dataset.params), str(dataset.data), "--quiet", "--out", str(target)])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and "Traceback" not in err
+    assert grf.read_bytes() == before and (tmp_path / "kept.csv").read_text() == "mine"
+    assert not (dataset.params / "osed.csv").exists()
+    assert not [p for p in tmp_path.rglob(".*partial-*")]

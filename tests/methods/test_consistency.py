@@ -528,3 +528,21 @@ def test_round_consistent_respects_per_node_non_negativity():
     for _ in range(3):
         a = round_consistent(parents, real, nonnegative=nn)
         assert a[0] == 10 and a[1:].sum() == 10 and a[3] >= 0
+
+
+def test_distribute_tiebreak_spreads_an_even_adjustment_without_favouring_first_cells():
+    """Raising 8 zero cells to a total of 4 is an even spread (equal fractional parts):
+    without a tie-break the first four cells always get the units; with random words
+    every cell gets one half of the time (the adjustment is unbiased cell by cell)."""
+    from engine.noise import RandomSource
+
+    n = 20_000
+    cells = np.zeros((n, 8))
+    totals = np.full(n, 4)
+    plain = distribute(cells, totals)
+    assert (plain[:, :4] == 1).all() and (plain[:, 4:] == 0).all()
+    words = RandomSource.seeded(11).words(cells.size)
+    fair = distribute(cells, totals, tiebreak=words)
+    assert (fair.sum(axis=1) == 4).all() and set(np.unique(fair)) == {0, 1}
+    # each cell's mean is 0.5; its sd over n tables is 0.5/sqrt(n) = 0.0035: 6 sd is 0.021
+    assert np.abs(fair.mean(axis=0) - 0.5).max() < 0.021
