@@ -408,40 +408,27 @@ class SafeTabSide:
 
 
 def safetab_release(prepared, noise, levels: list[PopulationGroupLevel]) -> SafeTabSide:
-    """One pass of `engine.run.iter_published` (post-processed, before coterminous copies, as
-    `engine.reports.levels.level_tables`), keeping `levels` with their tables' cells."""
-    from engine.reports.levels import LevelTables, total_variance
-    from engine.run import iter_published
+    """One pass of `engine.run.iter_published` (`engine.reports.levels.level_tables`:
+    post-processed, before coterminous copies), keeping `levels` with their tables' cells
+    and the seconds spent tabulating each."""
+    from engine.reports.levels import level_tables
 
     wanted = set(levels)
-    geo = prepared.inputs.geography
-    tables, cells, seconds = {}, {}, {}
-    last = time.perf_counter()
-    for counts, pub in iter_published(prepared, noise):
+    cells: dict = {lvl: {} for lvl in wanted}
+    seconds: dict = {}
+    clock = {"last": time.perf_counter()}
+
+    def keep(counts, pub) -> None:
         lvl = pub.plan.level
         if lvl in wanted:
-            if lvl not in tables:
-                n = (counts.n_regions, counts.n_iterations)
-                tables[lvl] = LevelTables(
-                    level=lvl, plan=pub.plan, regions=geo.regions[lvl.geo].astype(str),
-                    codes=prepared.catalog.codes(lvl.geo, lvl.iteration_level).astype(str),
-                    truth=np.zeros(n, np.int64), published=np.zeros(n, np.int64), released=np.zeros(n, bool),
-                    stat_level=np.zeros(n, np.int8), variance=np.zeros(n, np.float64))
-                cells[lvl] = {}
-            t = tables[lvl]
-            sl = slice(pub.g0, pub.g1)
-            t.truth.reshape(-1)[sl] = pub.true_total
-            t.published.reshape(-1)[sl] = pub.t1
-            t.released.reshape(-1)[sl] = pub.released
-            t.stat_level.reshape(-1)[sl] = pub.stat_level
-            t.variance.reshape(-1)[sl] = total_variance(pub.plan, pub.stat_level)
             for k, (groups, table, _marg) in pub.tables.items():
                 for g, row in zip(groups.tolist(), table):
                     cells[lvl][g] = (k, row.copy())
-            now = time.perf_counter()
-            seconds[lvl] = seconds.get(lvl, 0.0) + (now - last)
-        last = time.perf_counter()
-    return SafeTabSide(tables, cells, seconds)
+            seconds[lvl] = seconds.get(lvl, 0.0) + (time.perf_counter() - clock["last"])
+        clock["last"] = time.perf_counter()
+
+    tables = level_tables(prepared, noise, levels=list(wanted), on_chunk=keep)
+    return SafeTabSide(tables, {lvl: c for lvl, c in cells.items() if lvl in tables}, seconds)
 
 
 # ------------------------------------------------------------------ output

@@ -51,12 +51,14 @@ class LevelTables:
         return self.truth.shape
 
 
-def level_tables(prepared, noise, *, truth: bool = False,
-                 levels: list[PopulationGroupLevel] | None = None) -> dict[PopulationGroupLevel, LevelTables]:
+def level_tables(prepared, noise, *, truth: bool = False, levels: list[PopulationGroupLevel] | None = None,
+                 on_chunk=None) -> dict[PopulationGroupLevel, LevelTables]:
     """Tabulate the plan's levels (or `levels`) once and return them whole.
 
     `prepared` is `engine.run.prepare(...)`, `noise` is `engine.run.make_noise(...)`
     (a seeded source makes the study reproducible; it is never a release).
+    `on_chunk(counts, pub)`, if given, sees every chunk of the pass (e.g. to keep the
+    cells of the tables, or to time the levels).
     """
     from engine.run import iter_published
 
@@ -65,6 +67,8 @@ def level_tables(prepared, noise, *, truth: bool = False,
     geo = prepared.inputs.geography
     for counts, pub in iter_published(prepared, noise, truth=truth):
         lvl = pub.plan.level
+        if on_chunk is not None:
+            on_chunk(counts, pub)
         if wanted is not None and lvl not in wanted:
             continue
         if lvl not in out:

@@ -16,30 +16,17 @@ from engine.tabulation.consistency import adjuster
 from engine.tabulation.hierarchy import HierarchyStage
 from engine.tabulation.postprocess import CoterminousStash
 from methods.consistency import tree_dp
-from tests.engine.conftest import BLOCKS, base_config, person, read_part_files
+from tests.engine.conftest import base_config, read_part_files
+from tests.engine.tabulation.conftest import moving_dataset, random_persons
 
 CHAIN_PAIRS = [("USA", "STATE", lambda r: "1"), ("STATE", "COUNTY", lambda r: r[:2]),
                ("COUNTY", "TRACT", lambda r: r[:5]), ("PR-STATE", "PR-COUNTY", lambda r: r[:2]),
                ("PR-COUNTY", "PR-TRACT", lambda r: r[:5])]
-RACES = [("1010",), ("1011",), ("1012",), ("1020",), ("1010", "1020")]
-
-
-def _persons(n=400, seed=1):
-    rng = np.random.default_rng(seed)
-    return [person(age=int(rng.integers(0, 116)), sex=int(rng.integers(1, 3)),
-                   block=BLOCKS[int(rng.integers(0, len(BLOCKS)))], races=RACES[int(rng.integers(0, 5))],
-                   eth=["2000", "2010"][int(rng.integers(0, 2))]) for _ in range(n)]
 
 
 @pytest.fixture
 def data(dataset):
-    dataset.persons = _persons()
-    # Small budgets and suppression on, so that values move, tables and suppressed groups occur.
-    dataset.config = base_config(zero_suppression_chance=0.99, thresholds_p={
-        k: [5, 20, 60] for k in base_config()["thresholds_p"]})
-    dataset.config.update({k: v * 0.05 for k, v in dataset.config.items() if k.startswith("privacy_budget_p_level")})
-    dataset.write()
-    return dataset
+    return moving_dataset(dataset, 400)
 
 
 def _release(out):
@@ -166,7 +153,7 @@ def test_forests_follow_the_levels_that_tabulate_each_iteration(data):
 
 
 def test_levels_that_are_off_are_skipped(dataset, tmp_path):
-    dataset.persons = _persons(200)
+    dataset.persons = random_persons(200)
     dataset.config = base_config(privacy_budget_p_level_2_county=0.0, privacy_budget_p_level_1_county=0.0)
     dataset.write()
     _prepared, stage, stash = _collected(dataset)

@@ -12,33 +12,20 @@ import pytest
 from calculators import discrete_gaussian
 from engine import noise as _noise
 from engine.cli import main
-from engine.reports.invariants import invariant_accuracy
 from engine.release.outputs import read_operator_file
+from engine.reports.invariants import invariant_accuracy
 from engine.run import run
 from engine.tabulation.hierarchy import Forest, HierarchyBatch
 from engine.tabulation.invariants import INVARIANTS, InvariantAdjuster
-from tests.engine.conftest import BLOCKS, base_config, person, read_part_files
+from tests.engine.conftest import base_config, read_part_files
+from tests.engine.tabulation.conftest import moving_dataset, random_persons
 
-RACES = [("1010",), ("1011",), ("1012",), ("1020",), ("1010", "1020")]
 UP = {"STATE": "USA", "COUNTY": "STATE", "TRACT": "COUNTY", "PR-COUNTY": "PR-STATE", "PR-TRACT": "PR-COUNTY"}
-
-
-def _persons(n=500, seed=1):
-    rng = np.random.default_rng(seed)
-    return [person(age=int(rng.integers(0, 116)), sex=int(rng.integers(1, 3)),
-                   block=BLOCKS[int(rng.integers(0, len(BLOCKS)))], races=RACES[int(rng.integers(0, 5))],
-                   eth=["2000", "2010"][int(rng.integers(0, 2))]) for _ in range(n)]
 
 
 @pytest.fixture
 def data(dataset):
-    dataset.persons = _persons()
-    # Small budgets and suppression on: values move, tables and suppressed groups occur.
-    dataset.config = base_config(zero_suppression_chance=0.99, thresholds_p={
-        k: [5, 20, 60] for k in base_config()["thresholds_p"]})
-    dataset.config.update({k: v * 0.05 for k, v in dataset.config.items() if k.startswith("privacy_budget_p_level")})
-    dataset.write()
-    return dataset
+    return moving_dataset(dataset, 500)
 
 
 def _frames(out):
@@ -251,7 +238,7 @@ def test_command_line(data, tmp_path, capsys):
 
 
 def test_negative_counts_must_be_allowed(dataset, tmp_path, capsys):
-    dataset.persons = _persons(100)
+    dataset.persons = random_persons(100)
     dataset.config = base_config(allow_negative_counts=False)
     dataset.write()
     assert main(["run", str(dataset.params), str(dataset.data), str(tmp_path / "o"), "--invariant", "STATE",
@@ -261,7 +248,7 @@ def test_negative_counts_must_be_allowed(dataset, tmp_path, capsys):
 
 
 def test_the_plan_must_tabulate_both_levels(dataset, tmp_path):
-    dataset.persons = _persons(100)
+    dataset.persons = random_persons(100)
     dataset.config = base_config(**{f"privacy_budget_p_level_{i}_{g}": 0.0 for i in (1, 2)
                                     for g in ("county", "pr_county")})
     dataset.write()
