@@ -14,23 +14,24 @@ def test_level_study_states_and_tracts():
     body = texts(at)
     assert at.title[0].value == "Invariants"
     assert "Invariants are not SafeTab-P" in body
-    # Default: counties held to their state's true count; on the sample every state has one
-    # county, so every county count is exact and nothing is left to simulate.
+    # Default: tracts held to their county's true count (some sample counties hold 2-3
+    # tracts), so the noise that is left can be simulated.
     assert "True totals published exactly=" in body
     assert "the disclosure SafeTab-P exists to prevent" in body
-    assert "there is no noise left to simulate" in body
     rev = frame(at, "True total (persons)", "Totals published exactly")
     shown = int(next(m.value for m in at.metric if m.label == "True totals published exactly" and m.value != "0")
                 .replace(",", ""))
     assert rev["Totals published exactly"].sum() == shown
-    # Tracts within counties: some counties hold 2-3 tracts; the simulation runs.
-    at.selectbox(key="inv_chain").set_value("COUNTY").run()
-    assert not at.exception
     sim = frame(at, "Var. with, simulated", "Var. with, predicted")
     assert len(sim) >= 2
     assert (sim["Var. with, simulated"] < sim["Var. SafeTab-P, simulated"]).all()
     assert "In every replication the regions add up to the true total exactly." in texts(at)
     assert "shrinks the typical MOE" in at.success[-1].value
+    # Counties within states: on the sample every state has one county, so every county
+    # count is exact and nothing is left to simulate.
+    at.selectbox(key="inv_chain").set_value("STATE").run()
+    assert not at.exception
+    assert "there is no noise left to simulate" in texts(at)
     assert any(b.label.startswith("Everything (invariants_level_study.zip)") for b in at.get("download_button"))
 
 
