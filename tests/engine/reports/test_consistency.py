@@ -13,7 +13,7 @@ from engine.cli import main
 from engine.reports.consistency import compare, parse_methods, table7
 from engine.run import prepare, run
 from tests.engine.conftest import read_part_files
-from tests.engine.tabulation.test_hierarchy import _persons
+from tests.engine.tabulation.conftest import random_persons
 
 SAMPLE = Path(__file__).resolve().parents[3] / "sample_data"
 CHAIN = ["USA", "STATE", "COUNTY", "TRACT", "PR-STATE", "PR-COUNTY", "PR-TRACT"]
@@ -23,7 +23,7 @@ CHAIN = ["USA", "STATE", "COUNTY", "TRACT", "PR-STATE", "PR-COUNTY", "PR-TRACT"]
 def data(dataset):
     from tests.engine.conftest import base_config
 
-    dataset.persons = _persons(500)
+    dataset.persons = random_persons(500)
     dataset.config = base_config(zero_suppression_chance=0.99)
     dataset.config.update({k: v * 0.05 for k, v in dataset.config.items() if k.startswith("privacy_budget_p_level")})
     dataset.write()
