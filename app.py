@@ -30,6 +30,7 @@ SECTIONS = {
         st.Page("pages/suppression.py", title="Suppression", icon=":material/visibility_off:"),
         st.Page("pages/run.py", title="Run the mechanism", icon=":material/play_circle:"),
         st.Page("pages/configuration.py", title="Configuration", icon=":material/settings:"),
+        st.Page("pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
     ],
     "Compare methods": [
         st.Page("pages/compare_index.py", title="Methods at a glance", icon=":material/compare_arrows:"),

@@ -15,8 +15,8 @@ import pandas as pd
 
 from calculators import adaptive, budget, noise_family, suppression
 from calculators.config import SafeTabConfig
-from calculators.levels import ITERATION_LEVEL_NAMES, STAT_LEVEL_CELLS, PopulationGroupLevel
-from ui.planner import GEO, ITER, RHO, noise_of, relabel, stability_of
+from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES, STAT_LEVEL_CELLS, PopulationGroupLevel
+from ui.planner import GEO, ITER, RHO, noise_of, relabel, resolve_targets, stability_of
 
 #: Names of the stage-2 tables by stat level (SPEC §1).
 TABLE_NAMES = {
@@ -126,6 +126,22 @@ def derive(config: SafeTabConfig, level: PopulationGroupLevel, target: float, ru
     """Thresholds from a target relative error (`adaptive.derive_thresholds`)."""
     s = sigmas(config, level)
     return adaptive.derive_thresholds(target, s["stage2"], rule=rule, exact=exact, noise=s["noise"])
+
+
+def rederive_plan(config: SafeTabConfig, targets: dict[str, int], method: str,
+                  relative_error: float | None = None, rule: str = "average_cell") -> SafeTabConfig:
+    """The plan with every tabulated level's budget re-derived from its MOE target
+    (`planner.resolve_targets`, the chosen inversion of SPEC §2) and, if
+    `relative_error` is given, its thresholds re-derived from that target relative
+    error with the new noise scale (`derive`). Raises ConfigError / ValueError like the
+    configuration model."""
+    out = resolve_targets(config, targets, method)
+    if relative_error is not None:
+        tp = {k: list(v) for k, v in out.thresholds_p.items()}
+        for lvl in out.tabulated_levels():
+            tp[lvl.key] = list(derive(out, lvl, relative_error, rule))
+        out = out.updated(thresholds_p=tp)
+    return out
 
 
 def thresholds_table(config: SafeTabConfig) -> pd.DataFrame:
@@ -251,3 +267,42 @@ def noise_pmf(s2: float, half_width: int | None = None, noise: str = "gaussian")
     h = half_width or int(np.ceil(4 * sd)) + 1
     k = np.arange(-h, h + 1)
     return pd.DataFrame({"Noise": k, "Probability": noise_family.law(noise).pmf(k, s2)})
+
+
+# ---------------------------------------------------------------- accuracy report
+#: Plain names of the accuracy report's columns (`engine.reports.accuracy`).
+ACCURACY_COLUMNS = {
+    "geo_level": "Geography",
+    "iteration_level": "Iterations",
+    "table": "Published count",
+    "true_size": "True group size",
+    "counts_compared": "Counts compared",
+    "trials": "Trials",
+    "p95_abs_error": "Observed 95th percentile of |error|",
+    "mean_error": "Mean error",
+    "predicted_moe95_exact": "Predicted 95% MOE (exact)",
+    "predicted_moe95_design_bound": "Predicted 95% MOE (⌊1.96σ⌋ bound)",
+}
+
+
+def accuracy_plain(acc: pd.DataFrame) -> pd.DataFrame:
+    """The accuracy report with plain column names, iteration levels named, rows in
+    geography order (USA first), Regional before Detailed, kind of count, small
+    groups first."""
+    from engine.reports.accuracy import SIZE_LABELS
+
+    geo_order = {g: i for i, g in enumerate(GEO_LEVELS)}
+    size_order = {s: i for i, s in enumerate(SIZE_LABELS)}
+    df = acc.assign(_g=acc["geo_level"].map(geo_order), _s=acc["true_size"].map(size_order))
+    df = df.sort_values(["_g", "iteration_level", "table", "_s"], kind="stable").drop(columns=["_g", "_s"])
+    df = df.assign(iteration_level=df["iteration_level"].map(ITERATION_LEVEL_NAMES))
+    return df.rename(columns=ACCURACY_COLUMNS).reset_index(drop=True)
+
+
+def accuracy_view(acc: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The rows of one kind of published count (e.g. "total (stat level 0)") for the
+    accuracy chart: `accuracy_plain` order, with a "Groups" label per row such as
+    "COUNTY Detailed, groups of 10-99"."""
+    df = accuracy_plain(acc)
+    df = df[df["Published count"] == kind]
+    return df.assign(Groups=df["Geography"] + " " + df["Iterations"] + ", groups of " + df["True group size"])
