@@ -122,6 +122,15 @@ def _page() -> None:
     st.markdown(f"**{planner.level_label(level)}: the four possible tables** (Θ = {th[0]:,}, {th[1]:,}, {th[2]:,})")
     widgets.table(analysis.level_tables(cfg, level), f"tables_{level.geo}_{level.iteration_level}.csv",
                   key="ad_tables",
+                  column_config={
+                      "Stat level": st.column_config.NumberColumn(width=70),
+                      "Cells": st.column_config.NumberColumn(width=50),
+                      "Cell MOE (exact)": st.column_config.NumberColumn(width=110),
+                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn(width=110),
+                      "Total T1 MOE (exact)": st.column_config.NumberColumn("T1 MOE (exact)", width=105),
+                      "Total T1 MOE ⌊1.96σ√c⌋": st.column_config.NumberColumn(
+                          "T1 MOE ⌊1.96σ√c⌋", width=120, help="Design-paper bound of the sum of c cells."),
+                  },
                   caption="MOEs in persons. The total T1 of a sex × age table is the sum of its cells, so its "
                           "MOE is that of a sum of c cells.")
 

@@ -20,15 +20,15 @@ st.caption(
 )
 
 # ----------------------------------------------------------------- presets
-p = st.columns([1.25, 1.25, 2])
-if p[0].button("Load the 2020 production plan", key="preset_production", icon=":material/restart_alt:",
-               width="stretch"):
+p = st.columns([1.3, 1.3, 2], vertical_alignment="center")
+if p[0].button("2020 production plan", key="preset_production", icon=":material/restart_alt:", width="stretch",
+               help="Load the 2020 production plan (SPEC §3): MOE targets 3 / 11 / 50, ρ 2.134 / 0.159 / 0.008."):
     state.load_production()
     st.rerun()
 has_sample = state.sample_config_path().is_file()
-if p[1].button("Load the sample-data plan", key="preset_sample", disabled=not has_sample,
+if p[1].button("Sample-data plan", key="preset_sample", disabled=not has_sample,
                icon=":material/dataset:", width="stretch",
-               help="sample_data/params/config.json: the 2020 budgets with thresholds scaled to the "
+               help="Load sample_data/params/config.json: the 2020 budgets with thresholds scaled to the "
                     "synthetic nation." if has_sample else "sample_data/ is not there."):
     if state.load_sample():
         st.rerun()
@@ -86,7 +86,7 @@ def _on_privacy():
                           "what": [f"{planner.PRIVACY_NAMES[before.privacy_defn]} → {planner.PRIVACY_NAMES[defn]}"]}
 
 
-c = st.columns([1.35, 1.2, 0.9, 1.9, 0.9])
+c = st.columns([1.45, 1.2, 0.8, 1.75])
 with c[0]:
     state.bind("w_privacy_defn", cfg.privacy_defn)
     st.radio("Privacy definition", list(planner.PRIVACY_NAMES), key="w_privacy_defn", on_change=_on_privacy,
@@ -114,11 +114,13 @@ with c[3]:
              help="Exact: the noise stays within the target in at least 95% of cells (recommended). "
                   "Design paper: ⌊1.96σ⌋ ≤ target, the continuous-Gaussian rule the 2020 budgets were set "
                   "with; its exact MOE can be one larger.")
-with c[4]:
-    state.bind("w_run_us", cfg.run_us)
-    st.toggle("US run", key="w_run_us", on_change=_on_runs)
-    state.bind("w_run_pr", cfg.run_pr)
-    st.toggle("Puerto Rico run", key="w_run_pr", on_change=_on_runs)
+    runs = st.columns(2)
+    with runs[0]:
+        state.bind("w_run_us", cfg.run_us)
+        st.toggle("US run", key="w_run_us", on_change=_on_runs, help="Tabulate the 50 states and DC.")
+    with runs[1]:
+        state.bind("w_run_pr", cfg.run_pr)
+        st.toggle("Puerto Rico", key="w_run_pr", on_change=_on_runs, help="Run the Puerto Rico levels (PR-*).")
 
 method = state.method()
 cfg = state.config()
@@ -208,35 +210,36 @@ st.data_editor(
     on_change=_on_edit,
     args=(editor_key,),
     disabled=[col for col in table.columns if col not in planner.EDITABLE],
-    column_order=[col for col in table.columns if col != planner.RUN and not (u["puredp"] and col == planner.EPS)],
+    column_order=[col for col in table.columns
+                  if col not in (planner.RUN, planner.SIGMA2) and not (u["puredp"] and col == planner.EPS)],
     placeholder="—",
     column_config={
-        planner.GEO: st.column_config.TextColumn(width=92),
-        planner.ITER: st.column_config.TextColumn(width=74),
-        planner.ON: st.column_config.CheckboxColumn(width=42, help=f"Tabulate this level ({u['budget']} > 0)."),
+        planner.GEO: st.column_config.TextColumn(width=86),
+        planner.ITER: st.column_config.TextColumn(width=72),
+        planner.ON: st.column_config.CheckboxColumn(width=52, help=f"Tabulate this level ({u['budget']} > 0)."),
         planner.TARGET: st.column_config.TextColumn(
-            width=78, alignment="right",
+            width=96, alignment="right",
             help="Type the MOE you want for one published count, in persons (a whole number, 1 or more); "
                  f"{u['budget']} follows. A value that is not a whole number is refused with a message below."),
         planner.RHO: st.column_config.TextColumn(
-            u["budget"], width=78, alignment="right",
+            u["budget"], width=70, alignment="right",
             help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level (e.g. 0.159 or 1e-3); the MOE "
                  "follows. 0 = off. Smaller is more private. A value that is not a number ≥ 0 is refused with a "
                  "message below."),
         planner.EPS: st.column_config.NumberColumn(planner.epsilon_label(cfg, delta).replace(" of the level", ""),
-                                                   width=84, format="%.3g", help=eps_help),
-        planner.SHARE: st.column_config.NumberColumn(planner.label("% of run", cfg), width=62, format="%.1f%%",
+                                                   width=80, format="%.3g", help=eps_help),
+        planner.SHARE: st.column_config.NumberColumn(planner.label("% of run", cfg), width=64, format="%.1f%%",
                                                      help=planner.label("This level's share of its run's total ρ "
                                                                         "(US or Puerto Rico).", cfg)),
         planner.SIGMA2: st.column_config.NumberColumn(planner.label(planner.SIGMA2, cfg), width=70, format="%.4g",
                                                       help=f"Noise scale of a published count: {u['scale_formula']}"),
         planner.MOE_EXACT: st.column_config.NumberColumn(
-            width=82, format="%d", help=f"Exact 95% MOE: the smallest m with P(|noise| ≤ m) ≥ 95% for the {u['law']}."),
+            "MOE exact", width=76, format="%d", help=f"Exact 95% MOE: the smallest m with P(|noise| ≤ m) ≥ 95% for the {u['law']}."),
         planner.MOE_BOUND: st.column_config.NumberColumn(
-            width=92, format="%d", help="The design paper's bound ⌊1.96σ⌋ (a continuous-Gaussian figure; "
+            "MOE ⌊1.96σ⌋", width=90, format="%d", help="The design paper's bound ⌊1.96σ⌋ (a continuous-Gaussian figure; "
                                         "the exact MOE can be one larger)."),
         planner.STATUS: st.column_config.TextColumn(
-            planner.VERDICT_LABEL[method], width="medium",
+            planner.VERDICT_LABEL[method], width=170,
             help=f"Compares the MOE target with the {planner.METHOD_SHORT[method]} (chosen above)."),
     },
     height=35 * 21 + 3,

@@ -20,7 +20,8 @@ st.subheader("The two-stage flow")
 st.graphviz_chart(charts.flow_dot(cfg), width="stretch", height="content")
 st.caption(
     "Numbers in the boxes are those of the current plan. Each population group level (a geography "
-    f"level × Regional or Detailed iterations) runs this flow with its own budget {_b}."
+    f"level × Regional or Detailed iterations) runs this flow with its own budget {_b}. The persons' records are "
+    "confidential; only the T1 and T2 tables are published."
 )
 
 left, right = st.columns([5, 6], gap="large")

@@ -273,8 +273,8 @@ d[1].download_button("T2 files (zip)", files.zip_dir(out.release_dir, ["t2"]), "
                      key="dl_t2", on_click="ignore", icon=":material/download:")
 d[2].download_button("manifest.json", json.dumps(man, indent=2, default=str), "manifest.json", "application/json",
                      key="dl_manifest", on_click="ignore", icon=":material/download:")
-d[3].download_button(f"config.json (the plan run: {out.plan})", out.config.to_json(),
-                     f"config_{out.plan_slug}.json", "application/json",
+d[3].download_button("Plan (config.json)", out.config.to_json(),
+                     f"config_{out.plan_slug}.json", "application/json", help=f"The plan that ran: {out.plan}.",
                      key="dl_config", on_click="ignore", icon=":material/download:")
 d[4].download_button("Everything (zip)", files.zip_dir(out.release_dir), f"release_{out.plan_slug}.zip", "application/zip",
                      key="dl_all", on_click="ignore", icon=":material/download:")
@@ -355,7 +355,21 @@ if acc is not None:
                    "Observed: the 95th percentile of |released − true| over the trials; predicted: the 95% MOE from "
                    "the calculators. Small groups deviate where clamping or suppression acts.")
         plain = analysis.accuracy_plain(acc)
-        widgets.table(plain, "accuracy.csv", key="acc_table")
+        widgets.table(plain, "accuracy.csv", key="acc_table", column_config={
+            "Geography": st.column_config.TextColumn(width=86),
+            "Iterations": st.column_config.TextColumn(width=72),
+            "Published count": st.column_config.TextColumn(width=136),
+            "True group size": st.column_config.TextColumn("True size", width=90,
+                                                           help="True (confidential) size of the group."),
+            "Counts compared": st.column_config.NumberColumn("Counts", width=64),
+            "Trials": None,
+            "Observed 95th percentile of |error|": st.column_config.NumberColumn(
+                "Observed p95 |error|", width=124, help="95th percentile of |released − true| (persons)."),
+            "Mean error": st.column_config.NumberColumn(format="%.2f", width=80),
+            "Predicted 95% MOE (exact)": st.column_config.NumberColumn("Predicted MOE", width=104,
+                                                                       help="Exact 95% MOE from the calculators."),
+            "Predicted 95% MOE (⌊1.96σ⌋ bound)": st.column_config.NumberColumn("Predicted ⌊1.96σ⌋", width=118),
+        })
         kinds = list(dict.fromkeys(plain["Published count"]))
         if ss.get("acc_kind") not in kinds:
             ss["acc_kind"] = "total (stat level 0)" if "total (stat level 0)" in kinds else kinds[0]

@@ -44,16 +44,19 @@ def _page() -> None:
 
     u = planner.units(cfg)
     st.subheader("Threshold T per level")
-    tbl = analysis.suppression_table(cfg, p)
+    tbl = analysis.suppression_table(cfg, p, state.delta())
     widgets.table(
         tbl, "suppression_thresholds.csv", key="sup_table", height=35 * (len(tbl) + 1) + 3,
         column_config={
-            planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g", width=60),
-            planner.label("σ² stage 2", cfg): st.column_config.NumberColumn(format="%.4g", width=70),
-            planner.GEO: st.column_config.TextColumn(width=90),
-            planner.ITER: st.column_config.TextColumn(width=75),
-            "Suppression": st.column_config.TextColumn(width=150),
-            "Threshold T": st.column_config.NumberColumn("T", width=50, help="Suppression threshold (persons)."),
+            planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g", width=56),
+            planner.epsilon_label(cfg, state.delta()): st.column_config.NumberColumn(
+                f"ε (δ = {state.delta():.0e})", format="%.3g", width=80,
+                help="The ε this level's ρ alone gives (tight conversion). Smaller is more private."),
+            planner.label("σ² stage 2", cfg): None,
+            planner.GEO: st.column_config.TextColumn(width=86),
+            planner.ITER: st.column_config.TextColumn(width=70),
+            "Suppression": st.column_config.TextColumn(width=140),
+            "Threshold T": st.column_config.NumberColumn("T", width=44, help="Suppression threshold (persons)."),
             "P(true 0 suppressed)": st.column_config.NumberColumn("P(0 hidden)", format="%.6f", width=85,
                                                                   help="P(a true 0 is suppressed) = CDF(T) ≥ p."),
             "P(suppressed) at n = T": st.column_config.NumberColumn("P(hidden) at T", format="%.4f", width=95),
@@ -65,7 +68,8 @@ def _page() -> None:
                 "Bias at T", format="%.2f", width=70, help="E[noise | released] when the true count is T."),
         },
         caption=f"T uses the exact stage-2 {u['scale']} = {u['scale_formula']} of the {u['law']} noise, as the "
-                "engine does. USA, STATE and PR-STATE totals are never suppressed (— = does not apply).",
+                "engine does (the download also has it). USA, STATE and PR-STATE totals are never suppressed "
+                "(— = does not apply).",
     )
 
     if p == 0:

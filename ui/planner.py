@@ -72,7 +72,7 @@ TARGET_RULES = {EXACT: "exact MOE ≤ target (recommended)", BOUND: "⌊1.96σ�
 #: The two privacy definitions of config.json, as the pages name them.
 PRIVACY_NAMES = {"zcdp": "zCDP: budgets ρ, Gaussian noise", "puredp": "Pure DP: budgets ε, geometric noise"}
 #: What the verdict column compares with the target, by method.
-VERDICT_LABEL = {EXACT: "Meets target? (exact MOE)", BOUND: "Meets target? (⌊1.96σ⌋ bound)"}
+VERDICT_LABEL = {EXACT: "Target met? (exact MOE)", BOUND: "Target met? (⌊1.96σ⌋)"}
 
 #: MOE target used when a level is switched on and none is remembered (SPEC §3).
 FALLBACK_TARGET = {1: 50, 2: 11}
@@ -356,10 +356,9 @@ def verdict(achieved: int, exact: int, target: int, method: str) -> str:
     against the target; with the design bound, an exact MOE above the target is said
     too, so a "meets" never hides a larger true 95% MOE."""
     if achieved <= target:
-        text = f"✓ meets ({achieved} ≤ {target})"
         if method == BOUND and exact > target:
-            text += f"; exact {exact}"
-        return text
+            return f"✓ {achieved} ≤ {target}; exact {exact}"
+        return f"✓ meets ({achieved} ≤ {target})"
     return f"✗ misses ({achieved} > {target})"
 
 

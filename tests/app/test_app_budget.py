@@ -133,7 +133,7 @@ def test_the_verdict_says_which_moe_it_uses():
     assert (bound, exact) == (10, 11)  # the design bound is one below the true 95% MOE here
     row = _row(at, COUNTY2)
     assert row[planner.TARGET] == "10"
-    assert row[planner.STATUS] == "✓ meets (10 ≤ 10); exact 11"  # never a bare "meets" above the exact MOE
+    assert row[planner.STATUS] == "✓ 10 ≤ 10; exact 11"  # never a bare "meets" above the exact MOE
     assert _verdict_label(at) == planner.VERDICT_LABEL[planner.BOUND]  # the column says which rule it uses
     # the exact rule (the default) calls the same budget a miss and offers the fix
     at.radio(key="w_method").set_value(planner.EXACT).run()

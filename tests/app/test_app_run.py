@@ -34,8 +34,10 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert metric(at, "Population groups") == f"{len(out.t1):,}"
     assert metric(at, "Suppressed totals") == f"{int(out.t1['SUPPRESSED'].sum()):,}"
     labels = [b.label for b in at.download_button]
-    for want in ("T1 files (zip)", "T2 files (zip)", "manifest.json", "config.json (the plan run: sample-data plan)"):
+    for want in ("T1 files (zip)", "T2 files (zip)", "manifest.json", "Plan (config.json)"):
         assert want in labels
+    plan_dl = next(b for b in at.download_button if b.label == "Plan (config.json)")
+    assert "sample-data plan" in plan_dl.help
     # the true counts are labelled confidential wherever they show
     assert any("confidential" in w.value and "Never publish" in w.value for w in at.warning)
     assert any("with the confidential true counts" in b.label for b in at.download_button)
@@ -56,7 +58,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     names = {tr["name"] for tr in chart["data"]}
     assert names == {"observed: 95th percentile of |released − true|", "predicted 95% MOE (exact)"}
     rows = chart["data"][0]["y"]
-    assert all(", groups of " in r for r in rows) and len(rows) == len(set(rows))
+    assert all(", size " in r for r in rows) and len(rows) == len(set(rows))
     kind = at.selectbox(key="acc_kind").value
     assert kind == "total (stat level 0)"
 
@@ -70,7 +72,8 @@ def test_the_production_plan_is_one_click_away_and_named():
     out = at.session_state["run"]
     assert out.config.to_dict() == config(at).to_dict() and out.plan == "2020 production plan"
     assert "Plan run: **2020 production plan**" in texts(at)
-    assert any(b.label == "config.json (the plan run: 2020 production plan)" for b in at.download_button)
+    assert any(b.label == "Plan (config.json)" and "2020 production plan" in b.help
+               for b in at.download_button)
 
 
 @needs_sample

@@ -81,8 +81,10 @@ def test_accuracy_chart_rows_are_sorted_and_plainly_labelled():
     assert list(dict.fromkeys(plain["Geography"])) == ["USA", "COUNTY", "TRACT"]
     view = analysis.accuracy_view(acc, "total (stat level 0)")
     assert len(view) == 18
-    assert list(view["Groups"][:3]) == ["USA Regional, groups of 1-9", "USA Regional, groups of 10-99",
-                                        "USA Regional, groups of 100-999"]
+    assert list(view["Groups"][:3]) == ["USA Regional, size 1-9", "USA Regional, size 10-99",
+                                        "USA Regional, size 100-999"]
+    # kinds in the report's order: totals, then T1 of tables, cells and marginals
+    assert list(dict.fromkeys(plain["Published count"])) == ["total (stat level 0)", "cell of sex x age4"]
     fig = charts.accuracy(view)
     assert list(fig.data[0].y) == list(view["Groups"])
     assert fig.data[0].name.startswith("observed") and "_" not in fig.data[0].name + fig.data[1].name

@@ -122,7 +122,7 @@ def test_parse_budget_refuses_what_it_cannot_use_as_typed(typed, why):
 
 
 def test_verdict_names_the_exact_moe_when_the_bound_would_hide_it():
-    assert planner.verdict(11, 12, 11, planner.BOUND) == "✓ meets (11 ≤ 11); exact 12"
+    assert planner.verdict(11, 12, 11, planner.BOUND) == "✓ 11 ≤ 11; exact 12"
     assert planner.verdict(11, 11, 11, planner.BOUND) == "✓ meets (11 ≤ 11)"
     assert planner.verdict(12, 12, 11, planner.EXACT) == "✗ misses (12 > 11)"
     assert planner.DEFAULT_METHOD == planner.EXACT
