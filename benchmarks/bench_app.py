@@ -127,13 +127,21 @@ class Timer:
         self.page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
         self.page.evaluate(_WATCH)
 
-    def time(self, action) -> float:
+    def time(self, action) -> float | None:
+        """Milliseconds from the action to the settled page; None (reported) if the
+        action started no script run within a minute."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         page = self.page
         page.evaluate(_WATCH)
         runs0 = page.evaluate("() => window.__bench.runs")
         start = page.evaluate("() => performance.now()")
         action()
-        page.wait_for_function(_DONE, arg=runs0, timeout=120_000, polling="raf")
+        try:
+            page.wait_for_function(_DONE, arg=runs0, timeout=60_000, polling="raf")
+        except PlaywrightTimeout:
+            self.settle()
+            return None
         ms = page.evaluate("() => window.__bench.done") - start
         time.sleep(0.25)  # let late messages land before the next action
         self.settle()
@@ -173,10 +181,14 @@ def run(args) -> dict[str, list[float]]:
             for rnd in range(args.rounds + 1):
                 counted = rnd > 0 or args.count_warmup
 
-                def rec(store: dict, key: str, ms: float) -> None:
+                def rec(store: dict, key: str, ms: float | None) -> None:
+                    tag = f"round {rnd}{'' if counted else ' (warm-up)'}  {key:<28}"
+                    if ms is None:
+                        print(f"{tag} no redraw within a minute (not counted)", flush=True)
+                        return
                     if counted:
                         store.setdefault(key, []).append(ms)
-                    print(f"round {rnd}{'' if counted else ' (warm-up)'}  {key:<28} {ms:8.1f} ms", flush=True)
+                    print(f"{tag} {ms:8.1f} ms", flush=True)
 
                 rec(switches, "overview -> planner", t.time(_nav(page, "Budget and MOE planner")))
                 slider = page.locator("[data-testid='stSlider'] input[type='range']").first
@@ -222,10 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     ctrl = [x for v in res["controls"].values() for x in v]
     sw = [x for v in res["switches"].values() for x in v]
+    if not ctrl or not sw:
+        print("no timings recorded")
+        return 1
     print()
     print(_summary("control changes (all)", ctrl))
     for k, v in res["controls"].items():
-        print(_summary(f"  {k}", v))
+        if v:
+            print(_summary(f"  {k}", v))
     print(_summary("page switches (all)", sw))
     for k, v in res["switches"].items():
         print(_summary(f"  {k}", v))

@@ -98,10 +98,16 @@ def _page() -> None:
         as_fraction = st.toggle("x axis as a fraction of T (n / T)", key="sup_frac", disabled=t <= 0)
 
     ss.setdefault("sup_n", max(t, 0))
-    n = int(ss["sup_n"])
+    _curves(level, t, s2, nz, as_fraction and t > 0, p, cfg)
+    state.fragment_done()
+
+
+@st.fragment
+def _curves(level: PopulationGroupLevel, t: int, s2: float, nz: str, frac: bool, p: float, cfg) -> None:
+    """The curves and the chosen true count n: a change of n redraws only this part."""
+    n = int(st.session_state["sup_n"])
     v = analysis.value_at(n, t, s2, nz)
     curves = analysis.suppression_curves(t, s2, noise=nz)
-    frac = as_fraction and t > 0
     left, right = st.columns([1, 1.6], gap="large")
     with left:
         widgets.chart(charts.suppression_probability(curves, t, frac, n=n, at_n=v), curves,
@@ -128,7 +134,6 @@ def _page() -> None:
         pd.DataFrame([{"Level": planner.level_label(level), "p": p, planner.label("σ² stage 2", cfg): s2,
                        "Threshold T": t, "True count n": n, **v}]),
         "one_true_count.csv", key="sup_one_csv", label="Download these numbers (CSV)")
-    state.fragment_done()
 
 
 _page()

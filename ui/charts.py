@@ -309,7 +309,7 @@ def suppression_probability(df: pd.DataFrame, t: int, as_fraction: bool = False,
     x, title, hx = _x(df, as_fraction)
     spec = _figure("Chance that a total is suppressed", title, "probability", height=360)
     spec["data"].append({
-        "type": "scatter", "x": x, "y": _a(df["P(suppressed)"]), "mode": "lines+markers", "marker": {"size": 4},
+        "type": "scatter", "x": x, "y": _a(df["P(suppressed)"]), "mode": "lines",
         "name": "P(suppressed)", "line": {"color": COLORS[3], "width": 2},
         "customdata": [[v] for v in _a(df["True count n"])],
         "hovertemplate": hx + " (n = %{customdata[0]})<br>P(suppressed) = %{y:.4f}<extra></extra>"})
