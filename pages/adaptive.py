@@ -123,13 +123,15 @@ def _page() -> None:
     widgets.table(analysis.level_tables(cfg, level), f"tables_{level.geo}_{level.iteration_level}.csv",
                   key="ad_tables",
                   column_config={
-                      "Stat level": st.column_config.NumberColumn(width=70),
-                      "Cells": st.column_config.NumberColumn(width=50),
-                      "Cell MOE (exact)": st.column_config.NumberColumn(width=110),
-                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn(width=110),
-                      "Total T1 MOE (exact)": st.column_config.NumberColumn("T1 MOE (exact)", width=105),
+                      "Stat level": st.column_config.NumberColumn("Level", width=50),
+                      "Published table": st.column_config.TextColumn(width=160),
+                      "When (stage-1 noisy total)": st.column_config.TextColumn(width=220),
+                      "Cells": st.column_config.NumberColumn(width=48),
+                      "Cell MOE (exact)": st.column_config.NumberColumn(width=98),
+                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn(width=98),
+                      "Total T1 MOE (exact)": st.column_config.NumberColumn("T1 MOE (exact)", width=96),
                       "Total T1 MOE ⌊1.96σ√c⌋": st.column_config.NumberColumn(
-                          "T1 MOE ⌊1.96σ√c⌋", width=120, help="Design-paper bound of the sum of c cells."),
+                          "T1 ⌊1.96σ√c⌋", width=96, help="Design-paper bound of the sum of c cells."),
                   },
                   caption="MOEs in persons. The total T1 of a sex × age table is the sum of its cells, so its "
                           "MOE is that of a sum of c cells.")
@@ -148,9 +150,13 @@ def _page() -> None:
     st.subheader("Thresholds of every level")
     all_th = analysis.thresholds_table(cfg)
     widgets.table(all_th, "thresholds.csv", key="ad_all", height=35 * (len(all_th) + 1) + 3,
-                  column_config={c: st.column_config.NumberColumn(c.replace("Cell rel. MOE", "Rel. MOE"),
-                                                                  format="%.1f")
-                                 for c in all_th.columns if "rel." in c},
+                  column_config={planner.GEO: st.column_config.TextColumn(width=86),
+                                 planner.ITER: st.column_config.TextColumn(width=70),
+                                 **{c: st.column_config.NumberColumn(width=66) for c in ("Θ₁", "Θ₂", "Θ₃")},
+                                 "Cell MOE (exact)": st.column_config.NumberColumn(width=100),
+                                 **{c: st.column_config.NumberColumn(c.replace("Cell rel. MOE", "Rel. MOE"),
+                                                                     format="%.1f", width=140)
+                                    for c in all_th.columns if "rel." in c}},
                   caption="Relative MOE (%) of a cell of the table a threshold opens, when the group is exactly at "
                           "the threshold and spread evenly over the table's cells.")
     state.fragment_done()

@@ -307,16 +307,22 @@ if tabs[1].open:
         if long.empty:
             st.info("No level is tabulated.")
         else:
-            left, right = st.columns([3, 2], gap="large")
+            left, right = st.columns([1.25, 1], gap="medium")
             with left:
                 widgets.chart(charts.race_multiplicity(long, units=u), planner.relabel(long, cfg),
                               "race_multiplicity.csv", key="r_chart")
             with right:
                 cur = cfg.max_race_codes
                 shown = wide.assign(**{"Current": ["◀ this plan" if r == cur else "" for r in wide["r"]]})
+                moe_cols = [c for c in wide.columns if c.startswith("MOE at")]
                 widgets.table(shown, "race_multiplicity_table.csv", key="r_table",
-                              caption=f"Budgets {u['budget']} and γ stay as they are; MOE = "
-                                      f"{planner.METHOD_SHORT[method]} of one published count.")
+                              column_config={"r": st.column_config.NumberColumn(width=34),
+                                             "S": st.column_config.NumberColumn(width=34),
+                                             "Current": st.column_config.TextColumn("", width=80),
+                                             **{c: st.column_config.NumberColumn(c.replace("MOE at ", ""), width=66)
+                                                for c in moe_cols}},
+                              caption=f"MOE of one published count at each r, per level budget (column). Budgets "
+                                      f"{u['budget']} and γ stay as they are; MOE = {planner.METHOD_SHORT[method]}.")
 if tabs[2].open:
     with tabs[2]:
         choices = {"Current plan": lambda: state.config(), "2020 production plan": presets.production_2020}
@@ -333,8 +339,8 @@ if tabs[2].open:
         b_name = cc[1].selectbox("Plan B", list(choices), key="cmp_b")
         with cc[2]:
             st.write("")
-            if st.button("Save the current plan as the snapshot", key="snap", icon=":material/photo_camera:",
-                         help="Keep a copy of the current plan to compare it with later changes."):
+            if st.button("Snapshot the plan", key="snap", icon=":material/photo_camera:",
+                         help="Keep a copy of the current plan (as \"Snapshot\") to compare it with later changes."):
                 ss["snapshot"] = state.config()
                 st.rerun()
         ss.setdefault("cmp_only", True)
@@ -372,9 +378,17 @@ if tabs[2].open:
             budget_cols = [c for c in shown_lv.columns if c.endswith((" A", " B")) and c[0] in "ρε"]
             widgets.table(widgets.mark_differences(shown_lv), "compare_levels.csv", key="cmp_levels",
                           data=shown_lv, height=35 * (len(shown_lv) + 1) + 3,
-                          column_config={**{c: st.column_config.NumberColumn(format="%.5g") for c in budget_cols},
-                                         "ε A": st.column_config.NumberColumn(format="%.3g"),
-                                         "ε B": st.column_config.NumberColumn(format="%.3g")})
+                          column_config={**{c: st.column_config.NumberColumn(format="%.5g", width=58)
+                                            for c in budget_cols},
+                                         planner.GEO: st.column_config.TextColumn(width=86),
+                                         planner.ITER: st.column_config.TextColumn(width=70),
+                                         "ε A": st.column_config.NumberColumn(format="%.3g", width=54),
+                                         "ε B": st.column_config.NumberColumn(format="%.3g", width=54),
+                                         "MOE A": st.column_config.NumberColumn(width=56),
+                                         "MOE B": st.column_config.NumberColumn(width=56),
+                                         "Θ A": st.column_config.TextColumn(width=128),
+                                         "Θ B": st.column_config.TextColumn(width=128),
+                                         "Differs": st.column_config.TextColumn("", width=72)})
             shown_keys = keys[keys["Differs"]] if only_diff else keys
             with st.expander(f"config.json keys ({int(keys['Differs'].sum())} differ)", expanded=False):
                 widgets.table(widgets.mark_differences(shown_keys), "compare_keys.csv", key="cmp_keys",

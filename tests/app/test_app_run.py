@@ -41,6 +41,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     # the true counts are labelled confidential wherever they show
     assert any("confidential" in w.value and "Never publish" in w.value for w in at.warning)
     assert any("with the confidential true counts" in b.label for b in at.download_button)
+    assert at.dataframe and all(d.proto.placeholder == "—" for d in at.dataframe)  # no "None" cells
     # browsing filters the stored results without running again
     at.multiselect(key="br_geo").set_value(["USA"]).run()
     at.text_input(key="br_search").set_value("alone").run()
