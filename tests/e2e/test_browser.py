@@ -264,6 +264,8 @@ def test_adaptive_thresholds(server, page):
     box.fill("500")
     box.press("Enter")
     page.get_by_text("Θ = 500, 4,971, 19,971").wait_for()
+    _settle(page)
+    assert "config=" in page.url  # the fragment keeps the address bar in step
 
 
 def test_suppression_threshold_follows_p(server, page):
@@ -277,6 +279,15 @@ def test_suppression_threshold_follows_p(server, page):
     box.press("Enter")
     want = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 9), 0.99)
     page.get_by_text(f"threshold T = {want}").wait_for()
+    # the page redraws as a fragment: the address bar and the sidebar still follow the plan
+    _settle(page)
+    assert "config=" in page.url
+    assert "2020 production plan, edited" in page.locator("[data-testid='stSidebar']").inner_text()
+    # the chosen n is marked on the curves and redraws them
+    box = page.get_by_role("spinbutton", name="True count n (persons)")
+    box.fill("3")
+    box.press("Enter")
+    page.get_by_text("mark the true count n = 3").wait_for()
 
 
 def test_run_on_the_sample_data_and_download(server, page, tmp_path):
