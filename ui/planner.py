@@ -80,9 +80,9 @@ FALLBACK_TARGET = {1: 50, 2: 11}
 DELTAS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14)
 DEFAULT_DELTA = 1e-10
 
-#: Accepted range of a typed MOE target (persons): a target above the population of
-#: any nation has no meaning, and its inversion would be a budget below BUDGET_MIN.
-TARGET_MAX = 1_000_000_000
+#: Largest accepted MOE target (persons): a margin of error of millions hides every
+#: count, and its inversion would be a budget near or below BUDGET_MIN.
+TARGET_MAX = 1_000_000
 #: Accepted range of a typed level budget (besides 0 = off). Below 1e-12 the noise has a
 #: MOE above 4 million persons (and the exact figures stop being computable in bounded
 #: time); above 1e12 every count is published exactly (noise 0), as it is from ~100 on.
@@ -473,7 +473,7 @@ def parse_target(value: Any) -> int:
     if x < 1:
         raise ValueError("is below 1 person (untick On to switch the level off)")
     if x > TARGET_MAX:
-        raise ValueError(f"is above {TARGET_MAX:,} persons, more than any population")
+        raise ValueError(f"is above {TARGET_MAX:,} persons; a margin of error that large hides every count")
     return int(x)
 
 

@@ -81,7 +81,7 @@ def test_editing_rho_sets_the_moe():
     (planner.TARGET, "2.5", "not a whole number"),
     (planner.TARGET, "-5", "below 1 person"),
     (planner.TARGET, "0", "below 1 person"),
-    (planner.TARGET, "1e12", "above 1,000,000,000"),
+    (planner.TARGET, "1e12", "above 1,000,000"),
     (planner.TARGET, "2,5", "use a point for decimals"),
     (planner.TARGET, "eleven", "not a number"),
     (planner.RHO, "-1", "negative"),
