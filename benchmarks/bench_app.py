@@ -57,11 +57,16 @@ _WATCH = """() => {
   }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }"""
 
-#: True once a run has started since the mark and the page has settled after it.
-_DONE = """(runs0) => {
+#: True once the action's run is over and the page has settled after it: a run has
+#: started since the mark (control changes), or the page shows the title of the page
+#: switched to (page switches: a switch can start while a run is still going, with no
+#: "notRunning" in between for the observer to see).
+_DONE = """([runs0, title]) => {
   const b = window.__bench;
   const app = document.querySelector('[data-testid="stApp"]');
-  if (!b || !app || b.runs <= runs0) return false;
+  if (!b || !app) return false;
+  if (title === null) { if (b.runs <= runs0) return false; }
+  else { const h = document.querySelector('[data-testid="stMain"] h1'); if (!h || h.innerText.trim() !== title) return false; }
   if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   if (document.querySelectorAll('[data-testid="stSkeleton"]').length) return false;
   const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]').length;
@@ -127,9 +132,9 @@ class Timer:
         self.page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
         self.page.evaluate(_WATCH)
 
-    def time(self, action) -> float | None:
-        """Milliseconds from the action to the settled page; None (reported) if the
-        action started no script run within a minute."""
+    def time(self, action, title: str | None = None) -> float | None:
+        """Milliseconds from the action to the settled page (for a page switch, the page
+        titled `title`); None (reported) if that did not happen within a minute."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         page = self.page
@@ -138,7 +143,7 @@ class Timer:
         start = page.evaluate("() => performance.now()")
         action()
         try:
-            page.wait_for_function(_DONE, arg=runs0, timeout=60_000, polling="raf")
+            page.wait_for_function(_DONE, arg=[runs0, title], timeout=60_000, polling="raf")
         except PlaywrightTimeout:
             self.settle()
             return None
@@ -156,8 +161,17 @@ def _type_into(page, label: str, value: str):
     return act
 
 
+#: The sidebar link and the title of each page the benchmark switches to.
+_TITLES = {"Budget and MOE planner": "Budget and MOE planner", "Adaptive tables": "Adaptive tables",
+           "Suppression": "Suppression", "Configuration": "Configuration", "Overview": "SafeTab-P Studio"}
+
+
 def _nav(page, name: str):
     return lambda: page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=name).click()
+
+
+def _switch(timer: "Timer", page, name: str) -> float | None:
+    return timer.time(_nav(page, name), _TITLES[name])
 
 
 def run(args) -> dict[str, list[float]]:
@@ -184,26 +198,26 @@ def run(args) -> dict[str, list[float]]:
                 def rec(store: dict, key: str, ms: float | None) -> None:
                     tag = f"round {rnd}{'' if counted else ' (warm-up)'}  {key:<28}"
                     if ms is None:
-                        print(f"{tag} no redraw within a minute (not counted)", flush=True)
+                        print(f"{tag} not settled within a minute (not counted)", flush=True)
                         return
                     if counted:
                         store.setdefault(key, []).append(ms)
                     print(f"{tag} {ms:8.1f} ms", flush=True)
 
-                rec(switches, "overview -> planner", t.time(_nav(page, "Budget and MOE planner")))
+                rec(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"))
                 slider = page.locator("[data-testid='stSlider'] input[type='range']").first
                 key = "ArrowLeft" if rnd % 2 == 0 else "ArrowRight"
                 rec(controls, "r", t.time(lambda: (slider.focus(), slider.press(key))))
                 gamma = f"{0.1 + 0.01 * ((rnd % 5) + 1):.2f}"
                 rec(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)))
-                rec(switches, "planner -> adaptive", t.time(_nav(page, "Adaptive tables")))
+                rec(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"))
                 rec(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))))
-                rec(switches, "adaptive -> suppression", t.time(_nav(page, "Suppression")))
+                rec(switches, "adaptive -> suppression", _switch(t, page, "Suppression"))
                 rec(controls, "p", t.time(_type_into(page, "Zero-suppression chance p",
                                                       f"{0.999 - 0.0001 * rnd:.4f}")))
                 rec(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))))
-                rec(switches, "suppression -> configuration", t.time(_nav(page, "Configuration")))
-                rec(switches, "configuration -> overview", t.time(_nav(page, "Overview")))
+                rec(switches, "suppression -> configuration", _switch(t, page, "Configuration"))
+                rec(switches, "configuration -> overview", _switch(t, page, "Overview"))
             browser.close()
     finally:
         _stop(proc)
