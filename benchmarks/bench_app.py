@@ -170,8 +170,41 @@ def _nav(page, name: str):
     return lambda: page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=name).click()
 
 
-def _switch(timer: "Timer", page, name: str) -> float | None:
+def _switch(timer: Timer, page, name: str) -> float | None:
     return timer.time(_nav(page, name), _TITLES[name])
+
+
+def _record(store: dict, key: str, ms: float | None, rnd: int, counted: bool) -> None:
+    tag = f"round {rnd}{'' if counted else ' (warm-up)'}  {key:<28}"
+    if ms is None:
+        print(f"{tag} not settled within a minute (not counted)", flush=True)
+        return
+    if counted:
+        store.setdefault(key, []).append(ms)
+    print(f"{tag} {ms:8.1f} ms", flush=True)
+
+
+def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: dict) -> None:
+    """One round: 5 control changes and 5 page switches (see the module docstring)."""
+    _record(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"), rnd, counted)
+    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
+    key = "ArrowLeft" if rnd % 2 == 0 else "ArrowRight"
+
+    def move_r() -> None:
+        slider.focus()
+        slider.press(key)
+
+    _record(controls, "r", t.time(move_r), rnd, counted)
+    gamma = f"{0.1 + 0.01 * ((rnd % 5) + 1):.2f}"
+    _record(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)), rnd, counted)
+    _record(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"), rnd, counted)
+    _record(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))), rnd, counted)
+    _record(switches, "adaptive -> suppression", _switch(t, page, "Suppression"), rnd, counted)
+    p = f"{0.999 - 0.0001 * rnd:.4f}"
+    _record(controls, "p", t.time(_type_into(page, "Zero-suppression chance p", p)), rnd, counted)
+    _record(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))), rnd, counted)
+    _record(switches, "suppression -> configuration", _switch(t, page, "Configuration"), rnd, counted)
+    _record(switches, "configuration -> overview", _switch(t, page, "Overview"), rnd, counted)
 
 
 def run(args) -> dict[str, list[float]]:
@@ -193,31 +226,7 @@ def run(args) -> dict[str, list[float]]:
             page.get_by_text("SafeTab-P Studio").first.wait_for()
             t.settle()
             for rnd in range(args.rounds + 1):
-                counted = rnd > 0 or args.count_warmup
-
-                def rec(store: dict, key: str, ms: float | None) -> None:
-                    tag = f"round {rnd}{'' if counted else ' (warm-up)'}  {key:<28}"
-                    if ms is None:
-                        print(f"{tag} not settled within a minute (not counted)", flush=True)
-                        return
-                    if counted:
-                        store.setdefault(key, []).append(ms)
-                    print(f"{tag} {ms:8.1f} ms", flush=True)
-
-                rec(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"))
-                slider = page.locator("[data-testid='stSlider'] input[type='range']").first
-                key = "ArrowLeft" if rnd % 2 == 0 else "ArrowRight"
-                rec(controls, "r", t.time(lambda: (slider.focus(), slider.press(key))))
-                gamma = f"{0.1 + 0.01 * ((rnd % 5) + 1):.2f}"
-                rec(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)))
-                rec(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"))
-                rec(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))))
-                rec(switches, "adaptive -> suppression", _switch(t, page, "Suppression"))
-                rec(controls, "p", t.time(_type_into(page, "Zero-suppression chance p",
-                                                      f"{0.999 - 0.0001 * rnd:.4f}")))
-                rec(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))))
-                rec(switches, "suppression -> configuration", _switch(t, page, "Configuration"))
-                rec(switches, "configuration -> overview", _switch(t, page, "Overview"))
+                _round(t, page, rnd, rnd > 0 or args.count_warmup, controls, switches)
             browser.close()
     finally:
         _stop(proc)
@@ -226,7 +235,7 @@ def run(args) -> dict[str, list[float]]:
 
 def _summary(name: str, xs: list[float]) -> str:
     xs = sorted(xs)
-    p90 = xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+    p90 = xs[min(len(xs) - 1, round(0.9 * (len(xs) - 1)))]  # nearest rank
     return f"{name:<30} n={len(xs):3d}  median {statistics.median(xs):7.1f} ms  p90 {p90:7.1f} ms  " \
            f"min {xs[0]:7.1f}  max {xs[-1]:7.1f}"
 

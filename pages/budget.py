@@ -29,9 +29,8 @@ has_sample = state.sample_config_path().is_file()
 if p[1].button("Sample-data plan", key="preset_sample", disabled=not has_sample,
                icon=":material/dataset:", width="stretch",
                help="Load sample_data/params/config.json: the 2020 budgets with thresholds scaled to the "
-                    "synthetic nation." if has_sample else "sample_data/ is not there."):
-    if state.load_sample():
-        st.rerun()
+                    "synthetic nation." if has_sample else "sample_data/ is not there.") and state.load_sample():
+    st.rerun()
 p[2].markdown(f"Current plan: **{state.source_label()}**")
 
 cfg = state.config()
@@ -313,7 +312,7 @@ if tabs[1].open:
                               "race_multiplicity.csv", key="r_chart")
             with right:
                 cur = cfg.max_race_codes
-                shown = wide.assign(**{"Current": ["◀ this plan" if r == cur else "" for r in wide["r"]]})
+                shown = wide.assign(Current=["◀ this plan" if r == cur else "" for r in wide["r"]])
                 moe_cols = [c for c in wide.columns if c.startswith("MOE at")]
                 widgets.table(shown, "race_multiplicity_table.csv", key="r_table",
                               column_config={"r": st.column_config.NumberColumn(width=34),

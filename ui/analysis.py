@@ -16,7 +16,12 @@ import pandas as pd
 
 from calculators import adaptive, budget, noise_family, suppression
 from calculators.config import SafeTabConfig
-from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES, STAT_LEVEL_CELLS, PopulationGroupLevel
+from calculators.levels import (
+    GEO_LEVELS,
+    ITERATION_LEVEL_NAMES,
+    STAT_LEVEL_CELLS,
+    PopulationGroupLevel,
+)
 from ui.planner import (
     DEFAULT_DELTA,
     GEO,

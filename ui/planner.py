@@ -443,8 +443,8 @@ def _parse_number(value: Any) -> float:
     """A typed number: digits with an optional point, sign and exponent ("0.159",
     "1e-3", ".5"), or a whole number with thousands commas ("1,000"). A comma used as a
     decimal mark ("2,5") is refused rather than read as 25."""
-    if isinstance(value, bool):
-        raise ValueError("is not a number")
+    if isinstance(value, bool):  # a ValueError like every other refused value: it becomes a message
+        raise ValueError("is not a number")  # noqa: TRY004
     if isinstance(value, (int, float)):
         x = float(value)
     else:

@@ -23,7 +23,7 @@ def _row(at, lvl):
 
 
 def _edit(at, edits):
-    key = f"planner_{at.session_state['planner_version'] if 'planner_version' in at.session_state else 0}"
+    key = f"planner_{at.session_state.get('planner_version', 0)}"
     at.session_state[key] = {"edited_rows": edits, "added_rows": [], "deleted_rows": []}
     at.run()
     assert not at.exception, [e.value for e in at.exception]

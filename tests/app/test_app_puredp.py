@@ -6,7 +6,6 @@ from calculators import budget, geometric, suppression
 from calculators.levels import PopulationGroupLevel
 from tests.app.conftest import config, frame, metric, open_app, texts
 
-
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 
 
