@@ -18,8 +18,9 @@ state.page_setup()
 st.title("Run the mechanism")
 st.caption(
     "Runs the full SafeTab-P mechanism (validation, two-stage adaptive tabulation with exact discrete "
-    "Gaussian noise, post-processing) with the app's **current plan**, and tabulates the truth beside it "
-    "so you can see what the noise does. Nothing runs until you press Run."
+    "Gaussian noise, post-processing) with the plan you choose below (the data's own config.json or the app's "
+    "plan), and tabulates the confidential truth beside it so you can see what the noise does. Nothing runs "
+    "until you press Run."
 )
 
 ss = st.session_state
