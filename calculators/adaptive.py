@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -99,21 +100,58 @@ def stat_level_probabilities(
     return out
 
 
+@lru_cache(maxsize=4096)
+def _cell_moe(sigma2_stage2: float, exact: bool, noise: str) -> int:
+    if exact:
+        return int(noise_family.law(noise).moe(sigma2_stage2))
+    return int(budget.moe_of_sum(sigma2_stage2, 1, exact=False, noise=noise))
+
+
 def cell_moe(sigma2_stage2: Any, exact: bool = True, noise: str = "gaussian") -> Any:
     """MOE of one stage-2 cell (SPEC §2): `budget.moe_exact` (exact=True) or
     `budget.moe_bound` = floor(1.96 sqrt(sigma2_stage2)) (exact=False); for the
-    geometric, `geometric.moe(b)` or floor(1.96 sd)."""
+    geometric, `geometric.moe(b)` or floor(1.96 sd). Scalar scales are computed once
+    (cached)."""
+    if np.ndim(sigma2_stage2) == 0 and not isinstance(sigma2_stage2, Fraction):
+        return _cell_moe(float(sigma2_stage2), bool(exact), noise)
     if exact:
         return noise_family.law(noise).moe(sigma2_stage2)
     return budget.moe_of_sum(sigma2_stage2, 1, exact=False, noise=noise)
 
 
+@lru_cache(maxsize=1024)
+def _t1_moes(sigma2_stage2: float, exact: bool, noise: str) -> tuple[float, ...]:
+    # exact MOEs of sums are numerical convolutions: the app asks for the same noise
+    # scale on every redraw of a page, so they are computed once per scale
+    return tuple(float(budget.moe_of_sum(sigma2_stage2, int(c), exact=exact, noise=noise)) for c in _CELLS)
+
+
 def t1_moe_by_level(sigma2_stage2: float, exact: bool = True, noise: str = "gaussian") -> np.ndarray:
     """MOE of the published total T1 at stat levels 0..3 (SPEC §1, §2): the MOE of
     a sum of c_j = 1, 8, 18, 46 stage-2 cells (`budget.moe_of_sum`)."""
-    return np.array(
-        [budget.moe_of_sum(sigma2_stage2, int(c), exact=exact, noise=noise) for c in _CELLS], dtype=float
-    )
+    return np.array(_t1_moes(float(sigma2_stage2), bool(exact), noise), dtype=float)
+
+
+def expected_moes(
+    n: Any,
+    thresholds: Sequence[float],
+    sigma2_stage1: float,
+    sigma2_stage2: float,
+    exact: bool = True,
+    noise: str = "gaussian",
+) -> dict[str, Any]:
+    """The three expectations below from one computation of the stat-level
+    probabilities P_j(n) (SPEC §1, §2): "t1" = `expected_t1_moe`, "cell" =
+    `expected_cell_moe`, "relative_cell" = `expected_relative_cell_moe`."""
+    na = np.asarray(n, dtype=float)
+    p = stat_level_probabilities(na, thresholds, sigma2_stage1, noise)
+    m = float(cell_moe(sigma2_stage2, exact, noise))
+    t1 = p @ t1_moe_by_level(sigma2_stage2, exact, noise)
+    cell = p.sum(axis=-1) * m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = (p @ _CELLS) * m / na
+    rel = np.where(na > 0, rel, np.inf)
+    return {k: (v[()] if np.ndim(v) == 0 else v) for k, v in (("t1", t1), ("cell", cell), ("relative_cell", rel))}
 
 
 def expected_t1_moe(
@@ -130,9 +168,7 @@ def expected_t1_moe(
 
     MOE(T1 at level j) = MOE of the sum of c_j stage-2 cells (c = 1, 8, 18, 46).
     """
-    p = stat_level_probabilities(n, thresholds, sigma2_stage1, noise)
-    res = p @ t1_moe_by_level(sigma2_stage2, exact, noise)
-    return res[()] if np.ndim(res) == 0 else res
+    return expected_moes(n, thresholds, sigma2_stage1, sigma2_stage2, exact, noise)["t1"]
 
 
 def expected_cell_moe(
@@ -152,9 +188,7 @@ def expected_cell_moe(
     to `cell_moe`; it is offered with the same signature as the other expectations
     (for charts), and the level mix shows up in `expected_relative_cell_moe`.
     """
-    p = stat_level_probabilities(n, thresholds, sigma2_stage1, noise)
-    res = p.sum(axis=-1) * float(cell_moe(sigma2_stage2, exact, noise))
-    return res[()] if np.ndim(res) == 0 else res
+    return expected_moes(n, thresholds, sigma2_stage1, sigma2_stage2, exact, noise)["cell"]
 
 
 def expected_relative_cell_moe(
@@ -173,13 +207,7 @@ def expected_relative_cell_moe(
     published (the group spread evenly over its c_j cells; the total itself at level 0),
     averaged over the stat-level probabilities. +inf for n <= 0.
     """
-    na = np.asarray(n, dtype=float)
-    p = stat_level_probabilities(na, thresholds, sigma2_stage1, noise)
-    m = float(cell_moe(sigma2_stage2, exact, noise))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        res = (p @ _CELLS) * m / na
-    res = np.where(na > 0, res, np.inf)
-    return res[()] if np.ndim(res) == 0 else res
+    return expected_moes(n, thresholds, sigma2_stage1, sigma2_stage2, exact, noise)["relative_cell"]
 
 
 def _ceil_ratio(num: float, target: float) -> int:

@@ -274,6 +274,46 @@ def _largest_passing_scale(ok: Any, first_hi: float) -> float:
     return lo
 
 
+def _largest_passing_sigma2(moe: int, confidence: float, ok: Any) -> float:
+    """The largest sigma2 whose exact MOE is <= moe (the boundary s* of `ok`).
+
+    moe(sigma2) <= m  <=>  P(|X| <= m) >= confidence  <=>  log sf(m; sigma2) <= log q,
+    q = (1 - confidence) / 2, and sf(m; sigma2) grows with sigma2: so s* is the root in
+    t = ln sigma2 of g(t) = log sf(m; e^t) - log q, found by Brent's method to 1e-15 in t
+    (a dozen tail evaluations instead of a bisection of whole MOE searches). The exact
+    `ok` (ties decided in high precision) has the last word: the root is stepped down
+    by relative 1e-13 until it passes. Falls back to the bisection if the float tail
+    cannot bracket the root. The float root is within ~1e-13 (relative) of the exact
+    boundary, so the budget is the smallest to that precision."""
+    from scipy.optimize import brentq
+
+    log_q = math.log((1 - confidence) / 2)
+
+    def g(t: float) -> float:
+        return float(discrete_gaussian.logsf(moe, math.exp(t))) - log_q
+
+    t0 = 2 * math.log((moe + 0.5) / Z95)  # the continuity-corrected normal boundary
+    lo_t, hi_t = t0 - 1.0, t0 + 1.0
+    for _ in range(60):
+        if g(lo_t) < 0:
+            break
+        lo_t -= 2.0
+    for _ in range(60):
+        if g(hi_t) > 0:
+            break
+        hi_t += 2.0
+    if not (g(lo_t) < 0 < g(hi_t)):
+        return _largest_passing_scale(ok, ((moe + 2) / Z95) ** 2)
+    s = math.exp(brentq(g, lo_t, hi_t, xtol=1e-15, rtol=4 * 2.0**-52, maxiter=200))
+    for _ in range(200):
+        if ok(s):
+            break
+        s *= 1 - 1e-13
+    else:
+        return _largest_passing_scale(ok, ((moe + 2) / Z95) ** 2)
+    return s
+
+
 def _rho_level_for_exact_moe_scalar(
     moe: int, S: float, gamma: float, confidence: float, noise: str = "gaussian"
 ) -> float:
@@ -293,7 +333,7 @@ def _rho_level_for_exact_moe_scalar(
 
     # P(|X| <= m) falls as sigma2 grows (|X| is stochastically increasing in sigma2),
     # so {sigma2 : moe(sigma2) <= m} is an interval (0, s*]
-    lo = _largest_passing_scale(ok, ((moe + 2) / Z95) ** 2)
+    lo = _largest_passing_sigma2(moe, confidence, ok)
     rho = S / (2 * (1 - gamma) * lo)
     # the float rho must itself pass after the division round trip
     while discrete_gaussian.moe(float(sigma2_stage2(rho, gamma, S)), confidence) > moe:
@@ -308,9 +348,10 @@ def rho_level_for_exact_moe(
 
     The exact MOE is a non-decreasing step function of sigma2 = S / (2 (1-gamma) rho),
     so the answer is rho* = S / (2 (1-gamma) s*) with s* the largest sigma2 whose
-    exact MOE is <= moe. s* is found by bisection on sigma2 to 1e-14 relative (each
-    step an exact `discrete_gaussian.moe`), and the returned float is nudged up, one
-    ulp at a time, until it passes the check itself.
+    exact MOE is <= moe. s* is the root of log sf(moe; sigma2) = log((1 - confidence)/2)
+    in ln sigma2 (Brent's method), confirmed by the exact `discrete_gaussian.moe`
+    (`_largest_passing_sigma2`), and the returned float is nudged up, one ulp at a time,
+    until it passes the check itself.
 
     noise="geometric" (pure DP): the smallest level epsilon whose stage-2 geometric
     cells (scale b = S / ((1 - gamma) epsilon)) have exact MOE <= moe.

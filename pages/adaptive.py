@@ -13,35 +13,8 @@ st.title("Adaptive tables")
 st.caption(
     "A group's stage-1 noisy total is compared with three thresholds Θ₁ ≤ Θ₂ ≤ Θ₃: below Θ₁ it gets a "
     "total only, then sex × age4 (8 cells), sex × age9 (18 cells), and from Θ₃ sex × age23 (46 cells). "
-    "Every cell gets the same stage-2 noise, so more cells mean a noisier total but more detail."
-)
-
-cfg = state.config()
-levels = cfg.tabulated_levels()
-if not levels:
-    st.warning("No population group level is tabulated (every ρ is 0 or the runs are off). "
-               "Switch levels on in the Budget and MOE planner.")
-    st.stop()
-
-keys = [lvl.key for lvl in levels]
-if st.session_state.get("ad_level") not in keys:
-    st.session_state["ad_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in keys else keys[0]
-
-top = st.columns([1.2, 1.6, 2.2])
-key = top[0].selectbox("Population group level", keys, key="ad_level",
-                       format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
-level = PopulationGroupLevel.parse(key)
-st.session_state.setdefault("ad_mode", "typed")
-mode = top[1].radio("Thresholds", ["typed", "derived"], horizontal=True, key="ad_mode",
-                    format_func=lambda m: {"typed": "Type Θ₁, Θ₂, Θ₃",
-                                           "derived": "Derive from a target relative error"}[m])
-sig = analysis.sigmas(cfg, level)
-u = planner.units(cfg)
-top[2].markdown(
-    f"{u['budget']} = **{cfg.rho(level):.5g}**, S = {planner.stability_of(cfg)}, γ = {cfg.gamma:g}  \n"
-    f"{u['scale']} stage 1 = {sig['stage1']:.4g} (MOE of the stage-1 total "
-    f"{planner.level_moe(cfg.rho(level), planner.stability_of(cfg), cfg.gamma, planner.EXACT, 'stage1', sig['noise'])}), "
-    f"{u['scale']} stage 2 = {sig['stage2']:.4g} ({u['law']} noise)"
+    "Every cell gets the same stage-2 noise, so more cells mean a noisier total but more detail. "
+    "Thresholds cost no privacy budget; they decide how the budget is spread."
 )
 
 
@@ -55,81 +28,139 @@ def _set_thresholds(lvl: PopulationGroupLevel, th) -> bool:
         return False
 
 
-def _on_typed():
-    th = [int(st.session_state[f"ad_t{j}"]) for j in (1, 2, 3)]
-    _set_thresholds(level, th)
+def _derived(lvl: PopulationGroupLevel) -> tuple[int, int, int]:
+    return analysis.derive(state.config(), lvl, st.session_state["ad_target"] / 100, st.session_state["ad_rule"])
 
 
-def _derived(lvl):
-    return analysis.derive(state.config(), lvl, st.session_state["ad_target"] / 100,
-                           st.session_state["ad_rule"])
+def _on_typed(lvl: PopulationGroupLevel) -> None:
+    _set_thresholds(lvl, [int(st.session_state[f"ad_t{j}"]) for j in (1, 2, 3)])
 
 
-def _on_derive_inputs():
-    _set_thresholds(level, _derived(level))
+def _on_derive_inputs(lvl: PopulationGroupLevel) -> None:
+    _set_thresholds(lvl, _derived(lvl))
 
 
-th = cfg.thresholds(level)
-if mode == "typed":
-    tc = st.columns(3)
-    for j in (1, 2, 3):
-        state.bind(f"ad_t{j}", int(th[j - 1]))
-        tc[j - 1].number_input(f"Θ{j} (persons)", min_value=0, step=1, key=f"ad_t{j}", on_change=_on_typed,
-                               help=f"A group whose stage-1 noisy total is at least Θ{j} gets "
-                                    f"{analysis.TABLE_NAMES[j]}.")
-else:
-    dc = st.columns([1, 2.2, 1.4])
-    st.session_state.setdefault("ad_target", 10.0)
-    st.session_state.setdefault("ad_rule", "average_cell")
-    dc[0].number_input("Target relative error (%)", min_value=0.1, max_value=1000.0, step=1.0, format="%.1f",
-                       key="ad_target", on_change=_on_derive_inputs,
-                       help="Relative MOE = MOE / expected count. Changing it sets this level's thresholds.")
-    dc[1].radio("Θⱼ is the smallest size at which", list(analysis.RULES), key="ad_rule",
-                format_func=lambda r: analysis.RULES[r], on_change=_on_derive_inputs)
-    derived = _derived(level)
-    with dc[2]:
-        st.markdown(f"Derived: **Θ = {derived[0]:,}, {derived[1]:,}, {derived[2]:,}**  \n"
-                    f"(current: {th[0]:,}, {th[1]:,}, {th[2]:,})")
-        if tuple(derived) != tuple(th) and st.button("Use them for this level", key="ad_apply_one"):
-            _set_thresholds(level, derived)
-            st.rerun()
-        if st.button("Use this target for every level", key="ad_apply_all",
-                     help="Each tabulated level gets thresholds derived from its own noise scale."):
-            with history.batch(st.session_state):  # one step to undo
-                for lvl in state.config().tabulated_levels():
-                    if not _set_thresholds(lvl, _derived(lvl)):
-                        break
-            st.rerun()
-    st.caption(f"Derived with `calculators.adaptive.derive_thresholds` (exact {u['law']} MOEs): "
-               "average cell: Θⱼ = ⌈cⱼ · cell MOE / target⌉; total: Θⱼ = ⌈MOE(sum of cⱼ cells) / target⌉, "
-               "with cⱼ = 8, 18, 46.")
+@st.fragment
+def _page() -> None:
+    """Everything below the title: a change of level or thresholds redraws only this
+    part (`state.fragment_done` redraws the rest when the sidebar must change)."""
+    ss = st.session_state
+    state.show_flashes()
+    cfg = state.config()
+    levels = cfg.tabulated_levels()
+    if not levels:
+        st.warning("No population group level is tabulated (every ρ is 0 or the runs are off). "
+                   "Switch levels on in the Budget and MOE planner.")
+        state.fragment_done()
+        return
 
-cfg = state.config()
-th = cfg.thresholds(level)
-if level.is_state_or_above and level.iteration_level == 2:
-    st.caption("TotalOnly (DETAILED_ONLY) iterations of this level skip the adaptive choice: they get one total "
-               "with the whole budget. The curves below are for every other group.")
+    keys = [lvl.key for lvl in levels]
+    if ss.get("ad_level") not in keys:
+        ss["ad_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in keys else keys[0]
 
-st.markdown(f"**{planner.level_label(level)}: the four possible tables** (Θ = {th[0]:,}, {th[1]:,}, {th[2]:,})")
-widgets.table(analysis.level_tables(cfg, level), f"tables_{level.geo}_{level.iteration_level}.csv",
-              key="ad_tables",
-              caption="MOEs in persons. The total T1 of a sex × age table is the sum of its cells, so its "
-                      "MOE is that of a sum of c cells.")
+    top = st.columns([1.2, 1.6, 2.2])
+    key = top[0].selectbox("Population group level", keys, key="ad_level",
+                           format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
+    level = PopulationGroupLevel.parse(key)
+    ss.setdefault("ad_mode", "typed")
+    mode = top[1].radio("Thresholds", ["typed", "derived"], horizontal=True, key="ad_mode",
+                        format_func=lambda m: {"typed": "Type Θ₁, Θ₂, Θ₃",
+                                               "derived": "Derive from a target relative error"}[m])
+    sig = analysis.sigmas(cfg, level)
+    u = planner.units(cfg)
+    S = planner.stability_of(cfg)
+    eps = planner.epsilon_of(cfg.rho(level), state.delta(), cfg.privacy_defn)
+    eps_text = "" if u["puredp"] else f" (ε ≈ {eps:.3g} at δ = {state.delta():.0e})"
+    top[2].markdown(
+        f"{u['budget']} = **{cfg.rho(level):.5g}**{eps_text}, S = {S}, γ = {cfg.gamma:g}  \n"
+        f"{u['scale']} stage 1 = {sig['stage1']:.4g} (MOE of the stage-1 total "
+        f"{planner.level_moe(cfg.rho(level), S, cfg.gamma, planner.EXACT, 'stage1', sig['noise'])}), "
+        f"{u['scale']} stage 2 = {sig['stage2']:.4g} ({u['law']} noise)"
+    )
 
-st.session_state.setdefault("ad_log", True)
-log_x = st.toggle("Log scale for the group size", key="ad_log")
-probs = analysis.stat_level_curves(cfg, level)
-widgets.chart(charts.stat_level_probabilities(probs, th, log_x=log_x), probs,
-              f"table_probabilities_{level.geo}_{level.iteration_level}.csv", key="ad_prob_chart")
-moes = analysis.moe_curves(cfg, level)
-widgets.chart(charts.expected_moe(moes, th, log_x=log_x), moes,
-              f"expected_moe_{level.geo}_{level.iteration_level}.csv", key="ad_moe_chart")
-st.caption("Each published cell has the same MOE whatever the group's size; what changes with size is how many "
-           "cells the group is split into, hence the relative MOE of a cell and the MOE of the group total.")
+    th = cfg.thresholds(level)
+    if mode == "typed":
+        tc = st.columns(3)
+        for j in (1, 2, 3):
+            state.bind(f"ad_t{j}", int(th[j - 1]))
+            tc[j - 1].number_input(f"Θ{j} (persons)", min_value=0, step=1, key=f"ad_t{j}", on_change=_on_typed,
+                                   args=(level,),
+                                   help=f"A group whose stage-1 noisy total is at least Θ{j} gets "
+                                        f"{analysis.TABLE_NAMES[j]}.")
+    else:
+        dc = st.columns([1, 2.2, 1.4])
+        ss.setdefault("ad_target", 10.0)
+        ss.setdefault("ad_rule", "average_cell")
+        dc[0].number_input("Target relative error (%)", min_value=0.1, max_value=1000.0, step=1.0, format="%.1f",
+                           key="ad_target", on_change=_on_derive_inputs, args=(level,),
+                           help="Relative MOE = MOE / expected count. Changing it sets this level's thresholds.")
+        dc[1].radio("Θⱼ is the smallest size at which", list(analysis.RULES), key="ad_rule",
+                    format_func=lambda r: analysis.RULES[r], on_change=_on_derive_inputs, args=(level,))
+        derived = _derived(level)
+        with dc[2]:
+            st.markdown(f"Derived: **Θ = {derived[0]:,}, {derived[1]:,}, {derived[2]:,}**  \n"
+                        f"(current: {th[0]:,}, {th[1]:,}, {th[2]:,})")
+            if tuple(derived) != tuple(th) and st.button("Use them for this level", key="ad_apply_one"):
+                _set_thresholds(level, derived)
+                st.rerun()
+            if st.button("Use this target for every level", key="ad_apply_all",
+                         help="Each tabulated level gets thresholds derived from its own noise scale."):
+                with history.batch(st.session_state):  # one step to undo
+                    for lvl in state.config().tabulated_levels():
+                        if not _set_thresholds(lvl, _derived(lvl)):
+                            break
+                st.rerun()
+        st.caption(f"Derived with `calculators.adaptive.derive_thresholds` (exact {u['law']} MOEs): "
+                   "average cell: Θⱼ = ⌈cⱼ · cell MOE / target⌉; total: Θⱼ = ⌈MOE(sum of cⱼ cells) / target⌉, "
+                   "with cⱼ = 8, 18, 46.")
 
-st.subheader("Thresholds of every level")
-all_th = analysis.thresholds_table(cfg)
-widgets.table(all_th, "thresholds.csv", key="ad_all", height=35 * (len(all_th) + 1) + 3,
-              column_config={c: st.column_config.NumberColumn(format="%.1f") for c in all_th.columns if "rel." in c},
-              caption="Relative MOE of a cell of the table a threshold opens, when the group is exactly at the "
-                      "threshold and spread evenly over the table's cells.")
+    cfg = state.config()
+    th = cfg.thresholds(level)
+    if level.is_state_or_above and level.iteration_level == 2:
+        st.caption("TotalOnly (DETAILED_ONLY) iterations of this level skip the adaptive choice: they get one total "
+                   "with the whole budget. The curves below are for every other group.")
+
+    st.markdown(f"**{planner.level_label(level)}: the four possible tables** (Θ = {th[0]:,}, {th[1]:,}, {th[2]:,})")
+    widgets.table(analysis.level_tables(cfg, level), f"tables_{level.geo}_{level.iteration_level}.csv",
+                  key="ad_tables",
+                  column_config={
+                      "Stat level": st.column_config.NumberColumn("Level", width=50),
+                      "Published table": st.column_config.TextColumn(width=160),
+                      "When (stage-1 noisy total)": st.column_config.TextColumn(width=220),
+                      "Cells": st.column_config.NumberColumn(width=48),
+                      "Cell MOE (exact)": st.column_config.NumberColumn(width=98),
+                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn(width=98),
+                      "Total T1 MOE (exact)": st.column_config.NumberColumn("T1 MOE (exact)", width=96),
+                      "Total T1 MOE ⌊1.96σ√c⌋": st.column_config.NumberColumn(
+                          "T1 ⌊1.96σ√c⌋", width=96, help="Design-paper bound of the sum of c cells."),
+                  },
+                  caption="MOEs in persons. The total T1 of a sex × age table is the sum of its cells, so its "
+                          "MOE is that of a sum of c cells.")
+
+    ss.setdefault("ad_log", True)
+    log_x = st.toggle("Log scale for the group size", key="ad_log")
+    probs = analysis.stat_level_curves(cfg, level)
+    widgets.chart(charts.stat_level_probabilities(probs, th, log_x=log_x), probs,
+                  f"table_probabilities_{level.geo}_{level.iteration_level}.csv", key="ad_prob_chart")
+    moes = analysis.moe_curves(cfg, level)
+    widgets.chart(charts.expected_moe(moes, th, log_x=log_x), moes,
+                  f"expected_moe_{level.geo}_{level.iteration_level}.csv", key="ad_moe_chart")
+    st.caption("Each published cell has the same MOE whatever the group's size; what changes with size is how many "
+               "cells the group is split into, hence the relative MOE of a cell and the MOE of the group total.")
+
+    st.subheader("Thresholds of every level")
+    all_th = analysis.thresholds_table(cfg)
+    widgets.table(all_th, "thresholds.csv", key="ad_all", height=35 * (len(all_th) + 1) + 3,
+                  column_config={planner.GEO: st.column_config.TextColumn(width=86),
+                                 planner.ITER: st.column_config.TextColumn(width=70),
+                                 **{c: st.column_config.NumberColumn(width=66) for c in ("Θ₁", "Θ₂", "Θ₃")},
+                                 "Cell MOE (exact)": st.column_config.NumberColumn(width=100),
+                                 **{c: st.column_config.NumberColumn(c.replace("Cell rel. MOE", "Rel. MOE"),
+                                                                     format="%.1f", width=140)
+                                    for c in all_th.columns if "rel." in c}},
+                  caption="Relative MOE (%) of a cell of the table a threshold opens, when the group is exactly at "
+                          "the threshold and spread evenly over the table's cells.")
+    state.fragment_done()
+
+
+_page()

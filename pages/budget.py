@@ -1,140 +1,264 @@
-"""Budget and MOE planner: rho <-> MOE per population group level, r, gamma, presets,
-MOE against rho (plans side by side: the Scenarios page)."""
+"""Budget and MOE planner: privacy definition, rho (or epsilon) <-> MOE per population
+group level, r, gamma, presets, MOE against the budget (plans side by side: the Scenarios page)."""
 
 import streamlit as st
 
 from calculators.config import ConfigError
-from ui import charts, planner, state, widgets
+from ui import analysis, charts, planner, state, widgets
 
 state.page_setup()
+ss = st.session_state
 
 st.title("Budget and MOE planner")
 _b = planner.units(state.config())["budget"]
 st.caption(
     "Each population group level (a geography level × Regional or Detailed iterations) has its own "
-    f"budget {_b}. Type a **MOE target** and {_b} follows, or type **{_b}** and the MOE follows. The MOE is the "
-    "95% margin of error of one published stage-2 count, in persons."
+    f"privacy budget {_b}. Type a **MOE target** and {_b} follows, or type **{_b}** and the MOE follows. The MOE is "
+    "the 95% margin of error of one published count, in persons. **A smaller budget is more private** and "
+    "gives more noise (a larger MOE). Terms are explained in the Glossary."
 )
 
 # ----------------------------------------------------------------- presets
-p = st.columns([1.5, 1.5, 2.5])
-if p[0].button("Load the 2020 production plan", key="preset_production", icon=":material/restart_alt:"):
+p = st.columns([1.3, 1.3, 2], vertical_alignment="center")
+if p[0].button("2020 production plan", key="preset_production", icon=":material/restart_alt:", width="stretch",
+               help="Load the 2020 production plan (SPEC §3): MOE targets 3 / 11 / 50, ρ 2.134 / 0.159 / 0.008."):
     state.load_production()
     st.rerun()
 has_sample = state.sample_config_path().is_file()
-if p[1].button("Load the sample-data plan", key="preset_sample", disabled=not has_sample,
-               icon=":material/dataset:",
-               help="sample_data/params/config.json: the 2020 budgets with thresholds scaled to the "
-                    "synthetic nation." if has_sample else "sample_data/ is not there."):
-    if state.load_sample():
-        st.rerun()
+if p[1].button("Sample-data plan", key="preset_sample", disabled=not has_sample,
+               icon=":material/dataset:", width="stretch",
+               help="Load sample_data/params/config.json: the 2020 budgets with thresholds scaled to the "
+                    "synthetic nation." if has_sample else "sample_data/ is not there.") and state.load_sample():
+    st.rerun()
 p[2].markdown(f"Current plan: **{state.source_label()}**")
 
 cfg = state.config()
 S = planner.stability_of(cfg)
 
+
 # ----------------------------------------------------------------- controls
+def _remember_change(kind: str, what: str) -> None:
+    """Start (or extend) the before/after panel of a change of r or gamma."""
+    change = ss.get(state.K_CHANGE)
+    if change is None or change["kind"] != "rederive":
+        ss[state.K_CHANGE] = {"kind": "rederive", "before": state.config(), "targets": state.targets(),
+                              "what": [what]}
+    else:
+        change["what"].append(what)
 
 
 def _on_r():
-    state.update(max_race_codes=int(st.session_state["w_r"]))
+    old, new = state.config().max_race_codes, int(ss["w_r"])
+    if new != old:
+        _remember_change("r", f"r {old} → {new}")
+        state.update(max_race_codes=new)
 
 
 def _on_gamma():
-    state.update(privacy_budget_p_stage_1_fraction=float(st.session_state["w_gamma"]))
+    old, new = state.config().gamma, float(ss["w_gamma"])
+    if new != old:
+        _remember_change("gamma", f"γ {old:g} → {new:g}")
+        state.update(privacy_budget_p_stage_1_fraction=new)
 
 
 def _on_method():
-    st.session_state[state.K_METHOD] = st.session_state["w_method"]
+    ss[state.K_METHOD] = ss["w_method"]
 
 
 def _on_runs():
-    state.update(run_us=bool(st.session_state["w_run_us"]), run_pr=bool(st.session_state["w_run_pr"]))
+    state.update(run_us=bool(ss["w_run_us"]), run_pr=bool(ss["w_run_pr"]))
 
 
-c = st.columns([1.3, 1, 2.4, 1])
+def _on_privacy():
+    """Switching the privacy definition converts every budget to the one of the new
+    noise law that meets the same MOE targets, and shows what changed."""
+    before, targets = state.config(), state.targets()
+    defn = ss["w_privacy_defn"]
+    try:
+        after, new_targets = planner.convert_privacy(before, targets, state.method(), defn)
+    except (ConfigError, ValueError) as exc:
+        state.flash("error", f"The privacy definition was not changed: {exc}")
+        return
+    state.set_config(after, targets=new_targets)
+    ss[state.K_CHANGE] = {"kind": "privacy", "before": before, "targets": targets,
+                          "what": [f"{planner.PRIVACY_NAMES[before.privacy_defn]} → {planner.PRIVACY_NAMES[defn]}"]}
+
+
+c = st.columns([1.45, 1.2, 0.8, 1.75])
 with c[0]:
-    state.bind("w_r", cfg.max_race_codes)
-    st.slider("Race multiplicity r (max race codes)", 1, 8, key="w_r", on_change=_on_r,
-              help="The most race codes one person can have. Stability S = max(2, r) + 1 with the 2020 "
-                   "spec files: the most groups one person joins in one level.")
-    st.markdown(f"Stability **S = {S}**")
+    state.bind("w_privacy_defn", cfg.privacy_defn)
+    st.radio("Privacy definition", list(planner.PRIVACY_NAMES), key="w_privacy_defn", on_change=_on_privacy,
+             format_func=planner.PRIVACY_NAMES.get,
+             help="zCDP (the 2020 choice): budgets are ρ, noise is discrete Gaussian, and a release is "
+                  "(ε, δ)-DP for every δ > 0. Pure DP: budgets are ε, noise is two-sided geometric, δ = 0. "
+                  "Switching converts every level's budget so that it meets the same MOE target.")
 with c[1]:
+    state.bind("w_r", cfg.max_race_codes)
+    st.slider("Race multiplicity r", 1, 8, key="w_r", on_change=_on_r,
+              help="The most race codes one person can have (max_race_codes). Stability S = max(2, r) + 1 with "
+                   "the 2020 spec files: the most groups one person joins in one level. A larger S means more "
+                   "noise for the same budget.")
+    st.markdown(f"Stability **S = {S}**")
+with c[2]:
     state.bind("w_gamma", float(cfg.gamma))
     st.number_input("Stage-1 fraction γ", min_value=0.01, max_value=0.99, step=0.01, format="%.3f",
                     key="w_gamma", on_change=_on_gamma,
-                    help="Share of each level's ρ spent on the (unpublished) stage-1 total that picks the table.")
-with c[2]:
-    state.bind("w_method", state.method())
-    st.radio(f"{planner.units(cfg)['budget']} from a MOE target by", planner.METHODS, key="w_method",
-             on_change=_on_method, format_func=lambda m: planner.method_labels(cfg)[m])
+                    help="Share of each level's budget spent on the (unpublished) stage-1 total that picks the "
+                         "table; the published counts get the rest, 1 − γ.")
 with c[3]:
-    state.bind("w_run_us", cfg.run_us)
-    st.toggle("US run", key="w_run_us", on_change=_on_runs)
-    state.bind("w_run_pr", cfg.run_pr)
-    st.toggle("Puerto Rico run", key="w_run_pr", on_change=_on_runs)
+    state.bind("w_method", state.method())
+    st.radio("A MOE target is met when", planner.METHODS, key="w_method", on_change=_on_method,
+             format_func=lambda m: planner.TARGET_RULES[m],
+             help="Exact: the noise stays within the target in at least 95% of cells (recommended). "
+                  "Design paper: ⌊1.96σ⌋ ≤ target, the continuous-Gaussian rule the 2020 budgets were set "
+                  "with; its exact MOE can be one larger.")
+    runs = st.columns(2)
+    with runs[0]:
+        state.bind("w_run_us", cfg.run_us)
+        st.toggle("US run", key="w_run_us", on_change=_on_runs, help="Tabulate the 50 states and DC.")
+    with runs[1]:
+        state.bind("w_run_pr", cfg.run_pr)
+        st.toggle("Puerto Rico", key="w_run_pr", on_change=_on_runs, help="Run the Puerto Rico levels (PR-*).")
 
 method = state.method()
 cfg = state.config()
 u = planner.units(cfg)
-if u["puredp"]:
-    st.info(
-        "This plan uses **pure DP** (privacy_defn = puredp): each level's budget is **ε**, its noise is "
-        "two-sided geometric with scale b = S / ((1−γ) ε) in stage 2, and the MOEs below are that law's. "
-        f"MOE targets are met with the **{planner.label(planner.METHOD_SHORT[method], cfg)}** "
-        "(⌊1.96σ⌋ uses the geometric's standard deviation σ). Both MOE columns are always shown.",
-        icon=":material/info:",
-    )
-else:
-    st.info(
-        f"Shown: MOE targets are met with the **{planner.METHOD_SHORT[method]}**; "
-        f"{'ρ = 1.96²·S / (2·MOE²) / (1−γ) (design paper)' if method == planner.BOUND else 'ρ = the smallest budget whose exact discrete-Gaussian 95% MOE is at most the target'}. "
-        "Both MOE columns are always shown.",
-        icon=":material/info:",
-    )
+delta = state.delta()
+
+
+# ----------------------------------------------------------------- before / after
+def _change_panel() -> None:
+    change = ss.get(state.K_CHANGE)
+    if not change:
+        return
+    now = state.config()
+    if change["kind"] == "privacy":
+        with st.container(border=True):
+            st.markdown(f"**Privacy definition changed ({change['what'][0]}).** Every level's budget was "
+                        f"converted so that it meets the same MOE target under the {u['law']} noise "
+                        "(thresholds unchanged). Before and after:")
+            widgets.change_table(planner.change_table(change["before"], now, state.targets(), delta), "chg_priv")
+            b = st.columns([1, 2, 3])
+            if b[0].button("OK", key="chg_ok", type="primary"):
+                ss.pop(state.K_CHANGE, None)
+                st.rerun()
+            if b[1].button("Undo: back to the plan before", key="chg_undo"):
+                state.set_config(change["before"], targets=change["targets"])
+                ss.pop(state.K_CHANGE, None)
+                st.rerun()
+        return
+    # r or gamma changed: offer (not apply) budgets re-derived from the targets
+    rel = float(ss.get("rederive_rel", 10.0)) / 100 if ss.get("rederive_th") else None
+    try:
+        proposal = analysis.rederive_plan(now, state.targets(), method, rel, ss.get("ad_rule", "average_cell"))
+    except (ConfigError, ValueError) as exc:
+        st.error(f"Could not re-derive the budgets: {exc}")
+        return
+    if proposal.to_dict() == now.to_dict():
+        ss.pop(state.K_CHANGE, None)
+        return
+    with st.container(border=True):
+        st.markdown(f"**You changed {', '.join(change['what'])}.** The budgets are as before, so the MOEs moved "
+                    f"away from their targets. Re-derive {u['budget']} from the MOE targets? Now → re-derived:")
+        widgets.change_table(planner.change_table(now, proposal, state.targets(), delta), "chg_rederive")
+        b = st.columns([1.4, 1.4, 2.6])
+        if b[0].button(f"Re-derive {u['budget']}", key="chg_apply", type="primary",
+                       help="Apply the 'after' column: every level meets its MOE target again."):
+            state.set_config(proposal, targets=state.targets())
+            ss.pop(state.K_CHANGE, None)
+            st.rerun()
+        if b[1].button("Keep the budgets as they are", key="chg_keep"):
+            ss.pop(state.K_CHANGE, None)
+            st.rerun()
+        with b[2]:
+            ss.setdefault("rederive_th", False)
+            ss.setdefault("rederive_rel", 10.0)
+            st.checkbox("Also re-derive the thresholds Θ from a target relative error", key="rederive_th",
+                        help="Each level's Θ₁, Θ₂, Θ₃ become the smallest group sizes whose table cells meet this "
+                             "relative MOE at the new noise (the rule chosen on the Adaptive tables page).")
+            if ss["rederive_th"]:
+                st.number_input("Target relative error (%)", min_value=0.1, max_value=1000.0, step=1.0,
+                                format="%.1f", key="rederive_rel")
+
+
+_change_panel()
+
 
 # ----------------------------------------------------------------- the table
-ver = st.session_state.get("planner_version", 0)
+def _on_edit(editor_key: str) -> None:
+    edits = (ss.get(editor_key) or {}).get("edited_rows") or {}
+    if not edits:
+        return
+    new_cfg, new_targets, problems = planner.apply_edits(state.config(), state.targets(), edits, state.method())
+    ss["planner_problems"] = problems
+    state.set_config(new_cfg, targets=new_targets)
+    ss["planner_version"] = ss.get("planner_version", 0) + 1
+
+
+ver = ss.get("planner_version", 0)
 editor_key = f"planner_{ver}"
-table = planner.plan_table(cfg, state.targets(), method)
+table = planner.plan_table(cfg, state.targets(), method, delta)
+eps_help = (f"The ε this level's ρ alone gives at δ = {delta:.0e} (tight conversion). Smaller is more private."
+            if not u["puredp"] else "Under pure DP the budget is ε itself (δ = 0). Smaller is more private.")
 st.data_editor(
     table,
     key=editor_key,
     hide_index=True,
     num_rows="fixed",
+    on_change=_on_edit,
+    args=(editor_key,),
     disabled=[col for col in table.columns if col not in planner.EDITABLE],
+    column_order=[col for col in table.columns
+                  if col not in (planner.RUN, planner.SIGMA2) and not (u["puredp"] and col == planner.EPS)],
+    placeholder="—",
     column_config={
-        planner.ON: st.column_config.CheckboxColumn(help="Tabulate this level (ρ > 0)."),
-        planner.TARGET: st.column_config.NumberColumn(
-            min_value=1, step=1, format="%d",
-            help="MOE you want for one stage-2 cell (persons); ρ follows."),
-        planner.RHO: st.column_config.NumberColumn(
-            u["budget"], min_value=0.0, format="%.5g",
-            help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level; the MOE follows. 0 = off."),
-        planner.SHARE: st.column_config.NumberColumn(planner.label(planner.SHARE, cfg), format="%.1f%%"),
-        planner.SIGMA2: st.column_config.NumberColumn(planner.label(planner.SIGMA2, cfg), format="%.4g",
-                                                      help=u["scale_formula"]),
-        planner.MOE_BOUND: st.column_config.NumberColumn(format="%d", help="Design paper: ⌊1.96σ⌋"),
+        planner.GEO: st.column_config.TextColumn(width=86),
+        planner.ITER: st.column_config.TextColumn(width=72),
+        planner.ON: st.column_config.CheckboxColumn(width=52, help=f"Tabulate this level ({u['budget']} > 0)."),
+        planner.TARGET: st.column_config.TextColumn(
+            width=96, alignment="right",
+            help="Type the MOE you want for one published count, in persons (a whole number, 1 or more); "
+                 f"{u['budget']} follows. A value that is not a whole number is refused with a message below."),
+        planner.RHO: st.column_config.TextColumn(
+            u["budget"], width=70, alignment="right",
+            help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level (e.g. 0.159 or 1e-3); the MOE "
+                 "follows. 0 = off. Smaller is more private. A value that is not a number ≥ 0 is refused with a "
+                 "message below."),
+        planner.EPS: st.column_config.NumberColumn(planner.epsilon_label(cfg, delta).replace(" of the level", ""),
+                                                   width=80, format="%.3g", help=eps_help),
+        planner.SHARE: st.column_config.NumberColumn(planner.label("% of run", cfg), width=64, format="%.1f%%",
+                                                     help=planner.label("This level's share of its run's total ρ "
+                                                                        "(US or Puerto Rico).", cfg)),
+        planner.SIGMA2: st.column_config.NumberColumn(planner.label(planner.SIGMA2, cfg), width=70, format="%.4g",
+                                                      help=f"Noise scale of a published count: {u['scale_formula']}"),
         planner.MOE_EXACT: st.column_config.NumberColumn(
-            format="%d", help=f"Smallest m with P(|noise| ≤ m) ≥ 95% for the {u['law']}"),
+            "MOE exact", width=76, format="%d", help=f"Exact 95% MOE: the smallest m with P(|noise| ≤ m) ≥ 95% for the {u['law']}."),
+        planner.MOE_BOUND: st.column_config.NumberColumn(
+            "MOE ⌊1.96σ⌋", width=90, format="%d", help="The design paper's bound ⌊1.96σ⌋ (a continuous-Gaussian figure; "
+                                        "the exact MOE can be one larger)."),
+        planner.STATUS: st.column_config.TextColumn(
+            planner.VERDICT_LABEL[method], width=170,
+            help=f"Compares the MOE target with the {planner.METHOD_SHORT[method]} (chosen above)."),
     },
     height=35 * 21 + 3,
 )
-edits = (st.session_state.get(editor_key) or {}).get("edited_rows") or {}
-if edits:
-    new_cfg, new_targets, problems = planner.apply_edits(cfg, state.targets(), edits, method)
-    for msg in problems:
-        state.flash("error", msg)
-    state.set_config(new_cfg, targets=new_targets)
-    st.session_state["planner_version"] = ver + 1
+if (ss.get(editor_key) or {}).get("edited_rows"):
+    # edits not applied by the callback (a session seeded with edits, as tests do)
+    _on_edit(editor_key)
     st.rerun()
-widgets.download_csv(planner.relabel(table, cfg), "budget_plan.csv", key="plan_csv",
+problems = ss.get("planner_problems") or []
+if problems:
+    widgets.problems("Not used (the table keeps the previous values):", problems)
+warn = planner.budget_warnings(cfg, delta)
+if warn:
+    widgets.problems("Budgets to double-check:", warn, kind="warning")
+widgets.download_csv(planner.relabel(planner.plan_numbers(table), cfg), "budget_plan.csv", key="plan_csv",
                      label="Download this table (CSV)")
 
 missed = planner.missed_targets(table)
-if missed:
+if missed and not ss.get(state.K_CHANGE):
     st.warning(
-        f"{len(missed)} level(s) miss their MOE target with the current r and γ: " + ", ".join(missed) + ".",
+        f"{len(missed)} level(s) miss their MOE target ({planner.METHOD_SHORT[method]}): " + ", ".join(missed) + ".",
         icon=":material/warning:",
     )
     if st.button(f"Recompute {u['budget']} so every level meets its target", key="resolve"):
@@ -144,46 +268,59 @@ if missed:
             state.flash("error", f"Could not recompute: {exc}")
         st.rerun()
 
-s = planner.plan_summary(cfg, state.delta())
-m = st.columns(5)
-m[0].metric(f"{u['budget']}, US run", f"{s['rho_us']:.4g}")
-m[1].metric(f"{u['budget']}, Puerto Rico run", f"{s['rho_pr']:.4g}")
-m[2].metric(f"{u['budget']}, release (bounded)", f"{s['rho_release']:.4g} ({s['rho_release_bounded']:.4g})")
+s = planner.plan_summary(cfg, delta)
+m = st.columns(4)
+m[0].metric(f"{u['budget']} of the release", f"{s['rho_release']:.4g}",
+            help="max(US run, Puerto Rico run): US and Puerto Rico persons are disjoint. Smaller is more private.")
+m[1].metric(f"{u['budget']}, bounded neighbours", f"{s['rho_release_bounded']:.4g}",
+            help="If a neighbouring data set changes one person instead of adding or removing one, the cost doubles.")
 if u["puredp"]:
-    m[3].metric("ε, pure DP (δ = 0)", f"{s['eps_tight']:.2f}")
+    m[2].metric("ε of the release (δ = 0)", f"{s['eps_tight']:.3g}", help="Pure DP: the budget is ε itself.")
 else:
-    m[3].metric(f"ε at δ = {s['delta']:.0e} (tight / classic)", f"{s['eps_tight']:.2f} / {s['eps_classic']:.2f}")
-m[4].metric("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}")
+    m[2].metric(f"ε at δ = {s['delta']:.0e}", f"{s['eps_tight']:.2f}",
+                help=f"Tight conversion of ρ to (ε, δ)-DP (Canonne, Kamath, Steinke 2020); the classic bound "
+                     f"ρ + 2√(ρ ln 1/δ) gives {s['eps_classic']:.2f}. Smaller is more private.")
+m[3].metric("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}")
+st.caption(f"US run {u['budget']} = {s['rho_us']:.4g} (sum of its levels), Puerto Rico run {s['rho_pr']:.4g}."
+           + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
 
-# ----------------------------------------------------------------- charts
-left, right = st.columns(2, gap="large")
-with left:
-    st.subheader(f"MOE against {u['budget']}")
-    rhos = [r for r, _ in planner.rho_groups(cfg)]
-    lo = min([1e-3] + [r / 2 for r in rhos])
-    hi = max([10.0] + [r * 2 for r in rhos])
-    curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
-    points = planner.level_points(cfg, method)
-    widgets.chart(charts.moe_vs_rho(curve, points, planner.label(planner.METHOD_SHORT[method], cfg), units=u),
-                  planner.relabel(curve, cfg), "moe_vs_rho.csv", key="moe_rho_chart")
-    st.caption(f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels.")
-with right:
-    st.subheader("Race multiplicity r")
-    long = planner.race_multiplicity_long(cfg, method)
-    wide = planner.race_multiplicity_table(cfg, method)
-    if long.empty:
-        st.info("No level is tabulated.")
-    else:
-        widgets.chart(charts.race_multiplicity(long, units=u), planner.relabel(long, cfg), "race_multiplicity.csv",
-                      key="r_chart")
-        cur = cfg.max_race_codes
-        widgets.table(
-            wide, "race_multiplicity_table.csv", key="r_table",
-            styler=wide.style.apply(
-                lambda row: ["background-color: #fff3cd" if row["r"] == cur else "" for _ in row], axis=1),
-            caption=f"Row r = {cur} is the current plan. Budgets {u['budget']} and γ stay as they are; MOE = "
-                    f"{planner.METHOD_SHORT[method]} of one stage-2 cell.",
-        )
+# ----------------------------------------------------------------- charts and comparison (only the open tab runs)
+tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",
+               on_change="rerun")
+if tabs[0].open:
+    with tabs[0]:
+        rhos = [r for r, _ in planner.rho_groups(cfg)]
+        lo = min([1e-3] + [r / 2 for r in rhos])
+        hi = max([10.0] + [r * 2 for r in rhos])
+        curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
+        points = planner.level_points(cfg, method)
+        widgets.chart(charts.moe_vs_rho(curve, points, planner.label(planner.METHOD_SHORT[method], cfg), units=u),
+                      planner.relabel(curve, cfg), "moe_vs_rho.csv", key="moe_rho_chart")
+        st.caption(f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels. Further right = more budget = "
+                   "less privacy and less noise.")
+if tabs[1].open:
+    with tabs[1]:
+        long = planner.race_multiplicity_long(cfg, method)
+        wide = planner.race_multiplicity_table(cfg, method)
+        if long.empty:
+            st.info("No level is tabulated.")
+        else:
+            left, right = st.columns([1.25, 1], gap="medium")
+            with left:
+                widgets.chart(charts.race_multiplicity(long, units=u), planner.relabel(long, cfg),
+                              "race_multiplicity.csv", key="r_chart")
+            with right:
+                cur = cfg.max_race_codes
+                shown = wide.assign(Current=["◀ this plan" if r == cur else "" for r in wide["r"]])
+                moe_cols = [c for c in wide.columns if c.startswith("MOE at")]
+                widgets.table(shown, "race_multiplicity_table.csv", key="r_table",
+                              column_config={"r": st.column_config.NumberColumn(width=34),
+                                             "S": st.column_config.NumberColumn(width=34),
+                                             "Current": st.column_config.TextColumn("", width=80),
+                                             **{c: st.column_config.NumberColumn(c.replace("MOE at ", ""), width=66)
+                                                for c in moe_cols}},
+                              caption=f"MOE of one published count at each r, per level budget (column). Budgets "
+                                      f"{u['budget']} and γ stay as they are; MOE = {planner.METHOD_SHORT[method]}.")
 
 # ----------------------------------------------------------------- compare
 st.divider()

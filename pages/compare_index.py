@@ -14,9 +14,13 @@ st.markdown(
     "a verdict, and downloads of every table and chart."
 )
 table = compare.overview_table()
-widgets.table(table, "methods.csv", key="cmp_methods",
-              column_config={"how it works": st.column_config.TextColumn(width="large"),
-                             "question it answers": st.column_config.TextColumn(width="large")})
+# one card per method: the long sentences read in full (a table would cut them off)
+for row in table.itertuples(index=False):
+    with st.container(border=True):
+        st.markdown(f"**{row.method}**: {row[1]}")
+        st.markdown(row[2])
+        st.caption(f"Source: {row.source}")
+widgets.download_csv(table, "methods.csv", key="cmp_methods_csv", label="Download this list (CSV)")
 if compare.METHODS:
     st.markdown("Open a method:")
     for m in compare.METHODS:

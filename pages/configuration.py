@@ -5,9 +5,9 @@ import hashlib
 
 import streamlit as st
 
-from calculators.config import ConfigError, SafeTabConfig, decode_utf8
+from calculators.config import ConfigError
 from calculators.levels import US_STATE_CODES
-from ui import scenarios, state, urlcodec, widgets
+from ui import planner, scenarios, state, urlcodec, widgets
 
 state.page_setup()
 
@@ -102,12 +102,10 @@ with o[0]:
     state.bind("w_run_pr", cfg.run_pr)
     st.toggle("Puerto Rico run", key="w_run_pr", on_change=_on("run_pr", bool))
 with o[1]:
-    state.bind("w_privacy_defn", cfg.privacy_defn)
-    st.selectbox("Privacy definition", ["zcdp", "puredp"], key="w_privacy_defn", on_change=_on("privacy_defn"),
-                 format_func=lambda v: {"zcdp": "zCDP (discrete Gaussian)", "puredp": "pure DP (geometric)"}[v],
-                 help="privacy_defn. With pure DP the level budgets are read as ε, the noise is the two-sided "
-                      "geometric with scale S / (share · ε), and every page shows that law's MOEs, thresholds "
-                      "and bias; the budgets' numbers are not converted.")
+    st.markdown(f"Privacy definition: **{planner.PRIVACY_NAMES[cfg.privacy_defn]}**")
+    st.page_link("pages/budget.py", label="Change it in the planner", icon=":material/tune:",
+                 help="The planner converts every budget so that each level keeps its MOE target, and shows "
+                      "what changed.")
     state.bind("w_reader", cfg.reader)
     st.selectbox("Reader", ["csv", "cef"], key="w_reader", on_change=_on("reader"),
                  help="reader: \"cef\" is production's Census Edited File reader, which this engine does not have: "

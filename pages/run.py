@@ -9,15 +9,27 @@ import streamlit as st
 
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
-from ui import charts, files, planner, run_report, runner, state, urlcodec, widgets, workdir
+from ui import (
+    analysis,
+    charts,
+    files,
+    planner,
+    run_report,
+    runner,
+    state,
+    urlcodec,
+    widgets,
+    workdir,
+)
 
 state.page_setup()
 
 st.title("Run the mechanism")
 st.caption(
     "Runs the full SafeTab-P mechanism (validation, two-stage adaptive tabulation with exact discrete "
-    "Gaussian noise, post-processing) with the app's **current plan**, and tabulates the truth beside it "
-    "so you can see what the noise does. Nothing runs until you press Run."
+    "Gaussian noise, post-processing) with the plan you choose below (the data's own config.json or the app's "
+    "plan), and tabulates the confidential truth beside it so you can see what the noise does. Nothing runs "
+    "until you press Run."
 )
 
 ss = st.session_state
@@ -130,22 +142,54 @@ else:
         ss.pop("upload_staged", None)
 
 # ------------------------------------------------------------------ plan and noise
-cfg = state.config()
+app_cfg = state.config()
+own = None
 if params_dir is not None and (params_dir / "config.json").is_file():
     try:
         own = SafeTabConfig.read(params_dir / "config.json")
-    except ConfigError:
-        own = None
-    if own is not None and own.to_dict() != cfg.to_dict():
-        oc = st.columns([4, 1.3])
-        oc[0].info(f"This data has its own config.json, which differs from the app's plan "
-                   f"(**{state.source_label()}**). The run uses the app's plan; the thresholds of a plan made for "
-                   "330 million persons leave most groups of a small nation with a total only.",
-                   icon=":material/info:")
-        if oc[1].button("Use the data's config.json", key="use_data_cfg"):
-            label = state.SAMPLE if source == "sample" else f"{SOURCES[source].lower()}: config.json"
-            state.set_config(own, label)
-            st.rerun()
+    except ConfigError as exc:
+        widgets.problems("The data's config.json is not valid, so only the app's plan can run:", exc.problems,
+                         kind="warning")
+own_label = {"sample": state.SAMPLE, "generated": "generated data's config.json",
+             "upload": "uploaded config.json"}[source]
+plans = {"app": f"The app's plan: {state.source_label()}"}
+if own is not None:
+    plans = {"data": f"The data's own plan: {own_label}", **plans}
+if ss.get("run_plan") not in plans or not ss.get("run_plan_chosen"):
+    # until the user picks, a run on data that has its own config.json uses that plan, unless
+    # the user has made a plan of their own: the 2020 plan's thresholds were set for 330 million
+    # persons and leave almost every group of a small nation with a suppressed total only
+    ss["run_plan"] = "data" if own is not None and state.is_default_plan() else "app"
+
+
+def _plan_chosen() -> None:
+    ss["run_plan_chosen"] = True
+
+
+def _adopt_data_plan(plan: SafeTabConfig, label: str) -> None:
+    state.set_config(plan, label)
+    ss["run_plan"], ss["run_plan_chosen"] = "app", True
+
+
+pc = st.columns([3, 1.3])
+plan_key = pc[0].radio("Plan to run", list(plans), format_func=plans.get, key="run_plan", on_change=_plan_chosen,
+                       help="Which config.json the run uses. The data's own plan has thresholds made for its size; "
+                            "the app's plan is the one the planner pages show.")
+if own is not None and own.to_dict() != app_cfg.to_dict():
+    if plan_key == "data":
+        pc[0].caption("The app's plan is one click away above. The 2020 production plan's thresholds were made for "
+                      "330 million persons: on a small nation they leave most groups with a total only, often "
+                      "suppressed.")
+    else:
+        pc[0].info(f"This data has its own config.json, which differs from the app's plan "
+                   f"(**{state.source_label()}**). The thresholds of a plan made for 330 million persons leave most "
+                   "groups of a small nation with a total only.", icon=":material/info:")
+    pc[1].button("Make the data's plan the app's plan", key="use_data_cfg", on_click=_adopt_data_plan,
+                 args=(own, own_label),
+                 help="Load the data's config.json as the plan of every page (planner, adaptive tables, ...) "
+                      "and run it.")
+cfg = own if plan_key == "data" and own is not None else app_cfg
+plan_name = own_label if plan_key == "data" and own is not None else state.source_label()
 
 if runner.reads_as_csv(cfg):
     st.caption(f'The plan says reader "{cfg.reader}" (production\'s Census Edited File reader). This page reads the '
@@ -166,8 +210,9 @@ if go:
     bar = _Bar("Starting")
     ss.pop("accuracy", None)
     try:
-        ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar)
-        ss["run_meta"] = {"plan": state.source_label(), "data": SOURCES[source]}
+        ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar,
+                                          plan=plan_name)
+        ss["run_meta"] = {"plan": plan_name, "data": SOURCES[source]}
     except Exception as exc:  # noqa: BLE001 - shown below, in plain words, never as a traceback
         from engine.errors import InputError
 
@@ -194,28 +239,34 @@ if out.seeded:
                icon=":material/warning:")
 else:
     st.success("Noise from the cryptographically secure random source.", icon=":material/lock:")
-if out.config.to_dict() != state.config().to_dict():
-    st.info("The plan has changed since this run. Press Run again to see the effect of the change.",
-            icon=":material/update:")
+st.markdown(f"Plan run: **{out.plan or meta.get('plan', '')}** "
+            f"(r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
+            f"{planner.units(out.config)['budget']} of the release "
+            f"{planner.plan_summary(out.config, state.delta())['rho_release']:.4g}).")
+if out.config.to_dict() != cfg.to_dict():
+    st.info("The plan chosen above differs from the plan of this run. Press Run again to see the effect of the "
+            "change.", icon=":material/update:")
 
 man = out.manifest
 persons = man.get("confidential", {}).get("persons", {})
-m = st.columns(6)
-m[0].metric("Persons counted", f"{persons.get('counted', 0):,}",
-            help="Exact count from the confidential input, for checking the run; it is not part of the release.")
+m = st.columns(3)
+m[0].metric("Persons counted (confidential)", f"{persons.get('counted', 0):,}",
+            help="Exact count from the confidential input, for checking the run; never for publication.")
 released = out.t1[~out.t1["SUPPRESSED"]]
 m[1].metric("Population groups", f"{len(out.t1):,}")
 m[2].metric("T1 rows (totals)", f"{len(released):,}")
-m[3].metric("T2 rows (sex × age)", f"{len(out.t2):,}")
-m[4].metric("Suppressed totals", f"{int(out.t1['SUPPRESSED'].sum()):,}")
-m[5].metric("Run time (release + truth)", f"{out.seconds:.1f} s")
+m = st.columns(3)
+m[0].metric("T2 rows (sex × age)", f"{len(out.t2):,}")
+m[1].metric("Suppressed totals", f"{int(out.t1['SUPPRESSED'].sum()):,}")
+m[2].metric("Run time", f"{out.seconds:.1f} s", help="Release and truth, from the files to the tables.")
 trunc = man.get("confidential", {}).get("race_codes_truncated")
 if trunc:
     st.caption(f"Race multiplicity r = {trunc['max_race_codes']}: **{trunc['persons']:,}** persons have a race code "
                f"beyond QRACE{trunc['max_race_codes']} that is not among their first r codes; as in production, "
                f"only QRACE1..QRACE{trunc['max_race_codes']} are read. Exact count from the confidential input, "
                "never for publication.")
-st.caption(f"Plan: {meta.get('plan', '')}. Data: {meta.get('data', '')}. Output folder: `{out.release_dir}`.")
+st.caption(f"Plan: {out.plan or meta.get('plan', '')}. Data: {meta.get('data', '')}. "
+           f"Output folder: `{out.release_dir}`.")
 
 levels = files.stat_level_counts(man)
 if len(levels):
@@ -234,7 +285,7 @@ if len(levels):
             + ". A smaller S means a class of geographies has no race or no ethnicity iteration at that level; "
             "those levels get " + ("less" if max(diff_s.values()) < planned_s else "different")
             + " noise than the planner pages show.", icon=":material/info:")
-    with st.expander("Tables published per level (stat levels, suppression)", expanded=False):
+    with st.expander(f"Tables published per level (stat levels, suppression), plan {out.plan}", expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
 rel_dir = out.release_dir
@@ -248,8 +299,8 @@ d[2].download_button("manifest.json", (rel_dir / "manifest.json").read_bytes(),
                      files.download_name("manifest", rel_dir, "json"), "application/json", key="dl_manifest",
                      on_click="ignore", icon=":material/download:",
                      help="What the run did; the exact person counts are not in it (see the operator file).")
-d[3].download_button("config.json (the plan run)", out.config.to_json(), "config.json", "application/json",
-                     key="dl_config", on_click="ignore", icon=":material/download:")
+d[3].download_button("Plan (config.json)", out.config.to_json(), f"config_{out.plan_slug}.json", "application/json",
+                     help=f"The plan that ran: {out.plan}.", key="dl_config", on_click="ignore", icon=":material/download:")
 d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, runner.production_reports(
                          ss.get("accuracy_dir"))), run_report.EVERYTHING_DOWNLOAD, "application/zip", key="dl_all",
                      on_click="ignore", icon=":material/download:",
@@ -278,14 +329,21 @@ view = f[3].radio("Table", ["T1", "T2"], key="br_view", horizontal=True,
                   format_func=lambda v: {"T1": "T1 totals", "T2": "T2 sex × age"}[v])
 base = out.t1 if view == "T1" else out.t2
 shown = files.filter_results(base, geos, its, search)
-st.caption(f"{len(shown):,} of {len(base):,} rows. TRUE is the noise-free count (never published); "
-           "ERROR = RELEASED − TRUE. Suppressed totals have no released value.")
-st.dataframe(shown, hide_index=True, height=360, key="br_table",
-             column_config={"ITERATION_LEVEL": st.column_config.NumberColumn("LEVEL", format="%d")})
-widgets.download_csv(shown, f"{view.lower()}_with_true_counts-NOT-FOR-RELEASE.csv", key="br_csv",
-                     label="Download these rows (CSV)")
+st.caption(f"{len(shown):,} of {len(base):,} rows. TRUE is the noise-free count: **confidential, for checking the "
+           "noise only, never for publication**. ERROR = RELEASED − TRUE. Suppressed totals have no released value.")
+st.dataframe(shown, hide_index=True, height=360, key="br_table", placeholder=widgets.MISSING,
+             column_config={"ITERATION_LEVEL": st.column_config.NumberColumn("LEVEL", format="%d"),
+                            "TRUE": st.column_config.NumberColumn(
+                                "TRUE (confidential)", help="Noise-free count of the confidential input: never "
+                                                            "for publication."),
+                            "ERROR": st.column_config.NumberColumn(help="RELEASED − TRUE (uses the confidential "
+                                                                        "true count).")})
+widgets.download_csv(shown, f"{view.lower()}_with_confidential_truth-NOT-FOR-RELEASE.csv", key="br_csv",
+                     label="Download these rows (CSV, with the confidential true counts)")
 
 st.markdown("**Truth against release** (group totals T1 of the rows above)")
+st.warning("The true counts below are **confidential**: noise-free figures of the input, shown only to check what "
+           "the noise does. Never publish them, nor the errors or charts made from them.", icon=":material/lock:")
 pts = files.filter_results(out.t1, geos, its, search)
 pts = pts[~pts["SUPPRESSED"]]
 plot = pd.DataFrame({
@@ -309,7 +367,8 @@ else:
     with p2:
         widgets.chart(charts.error_histogram(plot), plot, "errors-NOT-FOR-RELEASE.csv", key="err_chart")
 
-st.markdown("**Accuracy report**: observed errors over repeated releases against the predicted MOE")
+st.markdown("**Accuracy report**: observed errors over repeated releases against the predicted MOE "
+            "(computed from the confidential true counts; for checking, not for publication)")
 a = st.columns([1, 1.5, 3])
 ss.setdefault("acc_trials", 3)
 trials = a[0].number_input("Trials", min_value=1, max_value=50, step=1, key="acc_trials",
@@ -332,13 +391,36 @@ if acc is not None:
         st.info("No published counts to compare.")
     else:
         st.caption(f"{int(acc['trials'].max())} trial(s){' (seeded from the run seed + 1000)' if out.seeded else ''}. "
-                   "p95_abs_error: the 95th percentile of |released − true|; predicted: the 95% MOE from the "
-                   "calculators. Small groups deviate where clamping or suppression acts.")
-        widgets.table(acc, "accuracy-NOT-FOR-RELEASE.csv", key="acc_table")
-        sel = acc[acc["geo_level"].isin(geos) & acc["iteration_level"].isin(its)]
+                   "Observed: the 95th percentile of |released − true| over the trials; predicted: the 95% MOE from "
+                   "the calculators. Small groups deviate where clamping or suppression acts.")
+        plain = analysis.accuracy_plain(acc)
+        widgets.table(plain, "accuracy-NOT-FOR-RELEASE.csv", key="acc_table", column_config={
+            "Geography": st.column_config.TextColumn(width=86),
+            "Iterations": st.column_config.TextColumn(width=72),
+            "Published count": st.column_config.TextColumn(width=136),
+            "True group size": st.column_config.TextColumn("True size", width=90,
+                                                           help="True (confidential) size of the group."),
+            "Counts compared": st.column_config.NumberColumn("Counts", width=64),
+            "Trials": None,
+            "Observed 95th percentile of |error|": st.column_config.NumberColumn(
+                "Observed p95 |error|", width=124, help="95th percentile of |released − true| (persons)."),
+            "Mean error": st.column_config.NumberColumn(format="%.2f", width=80),
+            "Predicted 95% MOE (exact)": st.column_config.NumberColumn("Predicted MOE", width=104,
+                                                                       help="Exact 95% MOE from the calculators."),
+            "Predicted 95% MOE (⌊1.96σ⌋ bound)": st.column_config.NumberColumn("Predicted ⌊1.96σ⌋", width=118),
+        })
+        kinds = list(dict.fromkeys(plain["Published count"]))
+        if ss.get("acc_kind") not in kinds:
+            ss["acc_kind"] = "total (stat level 0)" if "total (stat level 0)" in kinds else kinds[0]
+        kind = st.selectbox("Chart: kind of published count", kinds, key="acc_kind")
+        sel = analysis.accuracy_view(acc, kind)
+        sel = sel[sel["Geography"].isin(geos) & sel["Iterations"].isin([ITERATION_LEVEL_NAMES[i] for i in its])]
         if len(sel):
             widgets.chart(charts.accuracy(sel), sel, "accuracy_chart-NOT-FOR-RELEASE.csv", key="acc_chart")
-            st.caption("The chart follows the geography and iteration filters above.")
+            st.caption("The chart follows the geography and iteration filters above; rows in geography order, "
+                       "small groups first.")
+        else:
+            st.info("No row of this kind matches the filters above.")
     prod = runner.production_reports(ss.get("accuracy_dir"))
     if prod:
         st.markdown("**The same releases in the Census production layouts** (`safetab_p/accuracy_report.py`): "

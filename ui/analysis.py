@@ -8,6 +8,7 @@ lays the results out as DataFrames (which are also what the download buttons off
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,24 @@ import pandas as pd
 
 from calculators import adaptive, budget, noise_family, suppression
 from calculators.config import SafeTabConfig
-from calculators.levels import ITERATION_LEVEL_NAMES, STAT_LEVEL_CELLS, PopulationGroupLevel
-from ui.planner import GEO, ITER, RHO, noise_of, relabel, stability_of
+from calculators.levels import (
+    GEO_LEVELS,
+    ITERATION_LEVEL_NAMES,
+    STAT_LEVEL_CELLS,
+    PopulationGroupLevel,
+)
+from ui.planner import (
+    DEFAULT_DELTA,
+    GEO,
+    ITER,
+    RHO,
+    epsilon_label,
+    epsilon_of,
+    noise_of,
+    relabel,
+    resolve_targets,
+    stability_of,
+)
 
 #: Names of the stage-2 tables by stat level (SPEC §1).
 TABLE_NAMES = {
@@ -37,14 +54,20 @@ def sigmas(config: SafeTabConfig, level: PopulationGroupLevel) -> dict[str, Any]
     = S / (2 share rho) under zCDP, the geometric scale b = S / (share epsilon) under pure
     DP; the exact rational stage-2 scale the engine uses (for suppression thresholds);
     and "noise", the law ("gaussian" or "geometric") every calculator call needs."""
-    rho, g, S, nz = config.rho(level), config.gamma, stability_of(config), noise_of(config)
-    return {
-        "noise": nz,
-        "stage1": float(budget.noise_scale(rho, S, g, nz)),
-        "stage2": float(budget.noise_scale(rho, S, 1 - g, nz)),
-        "total_only": float(budget.noise_scale(rho, S, 1.0, nz)),
-        "stage2_exact": budget.noise_scale_exact(config.rho_exact(level), S, Fraction(1) - config.gamma_exact, nz),
-    }
+    return dict(_sigmas(config.rho(level), config.rho_exact(level), stability_of(config), config.gamma,
+                        config.gamma_exact, noise_of(config)))
+
+
+@lru_cache(maxsize=4096)
+def _sigmas(rho: float, rho_exact: Fraction, S: int, g: float, g_exact: Fraction, nz: str) -> tuple:
+    # exact rational arithmetic on every redraw is avoidable: cache by the level's numbers
+    return (
+        ("noise", nz),
+        ("stage1", float(budget.noise_scale(rho, S, g, nz))),
+        ("stage2", float(budget.noise_scale(rho, S, 1 - g, nz))),
+        ("total_only", float(budget.noise_scale(rho, S, 1.0, nz))),
+        ("stage2_exact", budget.noise_scale_exact(rho_exact, S, Fraction(1) - g_exact, nz)),
+    )
 
 
 # --------------------------------------------------------------- adaptive
@@ -69,14 +92,27 @@ def stat_level_curves(
 ) -> pd.DataFrame:
     """P(each table is published) against the true group size n (SPEC §1 stage 1):
     `adaptive.stat_level_probabilities` with the level's stage-1 sigma^2."""
-    th = thresholds or config.thresholds(level)
-    n = size_grid(th) if n is None else np.asarray(n)
+    th = tuple(int(x) for x in (thresholds or config.thresholds(level)))
     s = sigmas(config, level)
-    p = adaptive.stat_level_probabilities(n, th, s["stage1"], s["noise"])
+    if n is None:
+        n, p = _stat_level_curves(th, s["stage1"], s["noise"])
+    else:
+        n = np.asarray(n)
+        p = adaptive.stat_level_probabilities(n, th, s["stage1"], s["noise"])
     df = pd.DataFrame({"True group size": n})
     for j in range(4):
         df[f"P({TABLE_NAMES[j]})"] = p[:, j]
     return df
+
+
+@lru_cache(maxsize=256)
+def _stat_level_curves(th: tuple[int, int, int], s1: float, noise: str) -> tuple[np.ndarray, np.ndarray]:
+    # a level's curves are redrawn unchanged on every rerun of the page: compute once
+    n = size_grid(th)
+    p = adaptive.stat_level_probabilities(n, th, s1, noise)
+    n.flags.writeable = False
+    p.flags.writeable = False
+    return n, p
 
 
 def moe_curves(
@@ -86,19 +122,29 @@ def moe_curves(
     """Expected MOEs against the true group size n (SPEC §1-§2): of one published cell
     (`adaptive.expected_cell_moe`, constant), of the group total T1
     (`adaptive.expected_t1_moe`) and the expected relative MOE of a published cell
-    (`adaptive.expected_relative_cell_moe`, in %)."""
-    th = thresholds or config.thresholds(level)
-    n = size_grid(th) if n is None else np.asarray(n)
+    (`adaptive.expected_relative_cell_moe`, in %), all from `adaptive.expected_moes`."""
+    th = tuple(int(x) for x in (thresholds or config.thresholds(level)))
     s = sigmas(config, level)
+    if n is None:
+        n, e = _moe_curves(th, s["stage1"], s["stage2"], exact, s["noise"])
+    else:
+        n = np.asarray(n)
+        e = adaptive.expected_moes(n, th, s["stage1"], s["stage2"], exact, s["noise"])
     return pd.DataFrame({
         "True group size": n,
-        "Expected MOE of one published cell":
-            adaptive.expected_cell_moe(n, th, s["stage1"], s["stage2"], exact, s["noise"]),
-        "Expected MOE of the group total T1":
-            adaptive.expected_t1_moe(n, th, s["stage1"], s["stage2"], exact, s["noise"]),
-        "Expected relative MOE of a published cell (%)":
-            100 * adaptive.expected_relative_cell_moe(n, th, s["stage1"], s["stage2"], exact, s["noise"]),
+        "Expected MOE of one published cell": e["cell"],
+        "Expected MOE of the group total T1": e["t1"],
+        "Expected relative MOE of a published cell (%)": 100 * np.asarray(e["relative_cell"]),
     })
+
+
+@lru_cache(maxsize=256)
+def _moe_curves(th: tuple[int, int, int], s1: float, s2: float, exact: bool, noise: str) -> tuple:
+    n = size_grid(th)
+    e = adaptive.expected_moes(n, th, s1, s2, exact, noise)
+    for v in (n, *e.values()):
+        v.flags.writeable = False
+    return n, e
 
 
 def level_tables(config: SafeTabConfig, level: PopulationGroupLevel) -> pd.DataFrame:
@@ -135,6 +181,22 @@ def derive(config: SafeTabConfig, level: PopulationGroupLevel, target: float, ru
     return adaptive.derive_thresholds(target, s["stage2"], rule=rule, exact=exact, noise=s["noise"])
 
 
+def rederive_plan(config: SafeTabConfig, targets: dict[str, int], method: str,
+                  relative_error: float | None = None, rule: str = "average_cell") -> SafeTabConfig:
+    """The plan with every tabulated level's budget re-derived from its MOE target
+    (`planner.resolve_targets`, the chosen inversion of SPEC §2) and, if
+    `relative_error` is given, its thresholds re-derived from that target relative
+    error with the new noise scale (`derive`). Raises ConfigError / ValueError like the
+    configuration model."""
+    out = resolve_targets(config, targets, method)
+    if relative_error is not None:
+        tp = {k: list(v) for k, v in out.thresholds_p.items()}
+        for lvl in out.tabulated_levels():
+            tp[lvl.key] = list(derive(out, lvl, relative_error, rule))
+        out = out.updated(thresholds_p=tp)
+    return out
+
+
 def thresholds_table(config: SafeTabConfig) -> pd.DataFrame:
     """Theta_1..3 of every tabulated level and the relative MOE of a cell of the table
     each threshold opens, at its average size c_j MOE / Theta_j (SPEC §2)."""
@@ -163,7 +225,12 @@ def threshold_for(config: SafeTabConfig, level: PopulationGroupLevel, p: float |
     it; None if p = 0 (off)."""
     p = config.zero_suppression_chance if p is None else p
     s = sigmas(config, level)
-    t = suppression.threshold(s["stage2_exact"], p, noise=s["noise"])
+    return _threshold(s["stage2_exact"], float(p), s["noise"])
+
+
+@lru_cache(maxsize=1024)
+def _threshold(stage2_exact: Fraction, p: float, noise: str) -> int | None:
+    t = suppression.threshold(stage2_exact, p, noise=noise)
     return None if t is None else int(t)
 
 
@@ -188,11 +255,27 @@ def _n_released_95(t: int, s2: float, noise: str = "gaussian") -> int:
     return hi
 
 
-def suppression_table(config: SafeTabConfig, p: float | None = None) -> pd.DataFrame:
-    """Per tabulated level: whether suppression applies (sub-state levels, stat-level-0
-    totals only), the stage-2 sigma^2, the threshold T, P(a true 0 is suppressed) =
-    CDF(T), P(suppressed) at n = T, the smallest n released with 95% probability and
-    the upward bias of a released count at n = 0 and n = T (SPEC §1)."""
+@lru_cache(maxsize=1024)
+def _suppression_row(stage2_exact: Fraction, s2: float, p: float, nz: str) -> tuple:
+    # the same few noise scales recur over the levels and the redraws: compute each once
+    t = int(suppression.threshold(stage2_exact, p, noise=nz))
+    return (
+        ("Suppression", "stat-level-0 totals"),
+        ("Threshold T", t),
+        ("P(true 0 suppressed)", float(suppression.suppression_probability(0, t, s2, nz))),
+        ("P(suppressed) at n = T", float(suppression.suppression_probability(t, t, s2, nz))),
+        ("n released with 95% chance", _n_released_95(t, s2, nz)),
+        ("Bias of a released count at n = 0", float(suppression.release_bias(0, t, s2, nz))),
+        ("Bias of a released count at n = T", float(suppression.release_bias(t, t, s2, nz))),
+    )
+
+
+def suppression_table(config: SafeTabConfig, p: float | None = None, delta: float = DEFAULT_DELTA) -> pd.DataFrame:
+    """Per tabulated level: its budget and the epsilon it gives at `delta` (zCDP only),
+    whether suppression applies (sub-state levels, stat-level-0 totals only), the
+    stage-2 sigma^2, the threshold T, P(a true 0 is suppressed) = CDF(T), P(suppressed)
+    at n = T, the smallest n released with 95% probability and the upward bias of a
+    released count at n = 0 and n = T (SPEC §1)."""
     p = config.zero_suppression_chance if p is None else p
     rows = []
     for lvl in config.tabulated_levels():
@@ -202,23 +285,16 @@ def suppression_table(config: SafeTabConfig, p: float | None = None) -> pd.DataF
             GEO: lvl.geo,
             ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
             RHO: config.rho(lvl),
-            "σ² stage 2": s2,
         }
+        if config.privacy_defn != "puredp":
+            row[epsilon_label(config, delta)] = epsilon_of(config.rho(lvl), delta)
+        row["σ² stage 2"] = s2
         if lvl.is_state_or_above:
             row["Suppression"] = "never (state or above)"
         elif p == 0:
             row["Suppression"] = "off (p = 0)"
         else:
-            t = threshold_for(config, lvl, p)
-            row.update({
-                "Suppression": "stat-level-0 totals",
-                "Threshold T": t,
-                "P(true 0 suppressed)": float(suppression.suppression_probability(0, t, s2, nz)),
-                "P(suppressed) at n = T": float(suppression.suppression_probability(t, t, s2, nz)),
-                "n released with 95% chance": _n_released_95(t, s2, nz),
-                "Bias of a released count at n = 0": float(suppression.release_bias(0, t, s2, nz)),
-                "Bias of a released count at n = T": float(suppression.release_bias(t, t, s2, nz)),
-            })
+            row.update(_suppression_row(s["stage2_exact"], s2, p, nz))
         rows.append(row)
     df = pd.DataFrame(rows)
     for col in ("Threshold T", "n released with 95% chance"):
@@ -262,3 +338,46 @@ def noise_pmf(s2: float, half_width: int | None = None, noise: str = "gaussian")
     h = half_width or int(np.ceil(4 * sd)) + 1
     k = np.arange(-h, h + 1)
     return pd.DataFrame({"Noise": k, "Probability": noise_family.law(noise).pmf(k, s2)})
+
+
+# ---------------------------------------------------------------- accuracy report
+#: Plain names of the accuracy report's columns (`engine.reports.accuracy`).
+ACCURACY_COLUMNS = {
+    "geo_level": "Geography",
+    "iteration_level": "Iterations",
+    "table": "Published count",
+    "true_size": "True group size",
+    "counts_compared": "Counts compared",
+    "trials": "Trials",
+    "p95_abs_error": "Observed 95th percentile of |error|",
+    "mean_error": "Mean error",
+    "predicted_moe95_exact": "Predicted 95% MOE (exact)",
+    "predicted_moe95_design_bound": "Predicted 95% MOE (⌊1.96σ⌋ bound)",
+}
+
+
+def accuracy_plain(acc: pd.DataFrame) -> pd.DataFrame:
+    """The accuracy report with plain column names, iteration levels named, rows in
+    geography order (USA first), Regional before Detailed, kind of count, small
+    groups first."""
+    from engine.reports.accuracy import CELL_TYPES, MARGINAL_TYPES, SIZE_LABELS, TABLE_TYPES
+
+    geo_order = {g: i for i, g in enumerate(GEO_LEVELS)}
+    size_order = {s: i for i, s in enumerate(SIZE_LABELS)}
+    kinds = [*TABLE_TYPES.values(), *CELL_TYPES.values(), *MARGINAL_TYPES.values()]
+    kind_order = {k: i for i, k in enumerate(kinds)}
+    df = acc.assign(_g=acc["geo_level"].map(geo_order), _s=acc["true_size"].map(size_order),
+                    _k=acc["table"].map(kind_order).fillna(len(kinds)))
+    df = df.sort_values(["_g", "iteration_level", "_k", "_s"], kind="stable").drop(columns=["_g", "_s", "_k"])
+    df = df.assign(iteration_level=df["iteration_level"].map(ITERATION_LEVEL_NAMES))
+    return df.rename(columns=ACCURACY_COLUMNS).reset_index(drop=True)
+
+
+def accuracy_view(acc: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The rows of one kind of published count (e.g. "total (stat level 0)") for the
+    accuracy chart: `accuracy_plain` order, with a "Groups" label per row such as
+    "COUNTY Detailed, size 10-99" ("size 0 (empty)" for groups with nobody in them)."""
+    df = accuracy_plain(acc)
+    df = df[df["Published count"] == kind]
+    size = df["True group size"].where(df["True group size"] != "0", "0 (empty)")
+    return df.assign(Groups=df["Geography"] + " " + df["Iterations"] + ", size " + size)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from calculators import budget, noise_family
-from calculators.levels import STAT_LEVEL_NAMES, PopulationGroupLevel
+from calculators.levels import PopulationGroupLevel
 from engine.reports.accuracy import SIZE_LABELS, size_bin
 from engine.tabulation.invariants import DESCRIPTIONS, INVARIANTS, units_of
 from engine.tabulation.mechanism import TOTAL_ONLY
@@ -552,7 +552,7 @@ def factor_chart(by_parent: pd.DataFrame):
     (sorted, smallest first: 0 means the region's count is published exactly)."""
     import plotly.graph_objects as go
 
-    from ui.charts import COLORS, _layout
+    from ui.charts import COLORS, style
 
     d = by_parent.sort_values("Variance factor of a region's total (median)", kind="stable")
     y = [f"{p} ({n} inside)" for p, n in zip(d["Parent region"], d["Regions inside"])]
@@ -563,7 +563,7 @@ def factor_chart(by_parent: pd.DataFrame):
         customdata=d[["Totals published exactly"]],
         hovertemplate="%{y}<br>variance factor %{x:.3f}<br>%{customdata[0]:,} totals published exactly"
                       "<extra></extra>"))
-    _layout(fig, "Noise variance left in a region's count (1 = SafeTab-P, 0 = exact)",
+    style(fig, "Noise variance left in a region's count (1 = SafeTab-P, 0 = exact)",
             "variance factor (median over the region's counts)", "parent region",
             height=max(300, 28 * len(d) + 140), legend_room=60)
     fig.update_xaxes(range=[0, 1.1])
@@ -575,7 +575,7 @@ def histogram_chart(hist: pd.DataFrame, moe_plain: float, moe_with: float):
     """The simulated errors of every cell, with and without the invariants (unit bins)."""
     import plotly.graph_objects as go
 
-    from ui.charts import COLORS, _layout
+    from ui.charts import COLORS, style
 
     x = hist["Error (persons, nearest whole number)"]
     fig = go.Figure()
@@ -590,5 +590,5 @@ def histogram_chart(hist: pd.DataFrame, moe_plain: float, moe_with: float):
                       annotation_position=pos, annotation_font=dict(color=color, size=11))
         fig.add_vline(x=-m, line=dict(color=color, dash="dash"))
     fig.update_layout(barmode="overlay", bargap=0)
-    _layout(fig, "Simulated noise of a cell, all cells pooled", "error (persons)", "share of cells", height=420)
+    style(fig, "Simulated noise of a cell, all cells pooled", "error (persons)", "share of cells", height=420)
     return fig

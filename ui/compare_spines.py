@@ -16,7 +16,7 @@ from engine.inputs.geography import Geography
 from engine.reports import spines as rs
 from engine.tabulation.mechanism import TOTAL_ONLY
 from methods import spines
-from ui.charts import COLORS, _layout
+from ui.charts import COLORS, style
 
 LEVEL_NAMES = {"USA": "United States", "STATE": "State", "COUNTY": "County", "TRACT": "Tract", "PLACE": "Place",
                "AIANNH": "AIANNH area", "PR-STATE": "Puerto Rico", "PR-COUNTY": "PR county",
@@ -209,7 +209,7 @@ def variance_chart(res: rs.AreaResult, direct: dict | None) -> tuple[go.Figure, 
             fig.add_trace(go.Bar(y=sub["what"], x=sub["variance"], orientation="h", name=kind, marker_color=color,
                                  text=[f"{v:,.0f}" for v in sub["variance"]], textposition="outside",
                                  hovertemplate="%{y}<br>variance %{x:,.1f}<extra></extra>"))
-    _layout(fig, "Noise variance: the units of the composition add up", "variance (persons²)", "",
+    style(fig, "Noise variance: the units of the composition add up", "variance (persons²)", "",
             height=max(260, 40 * len(data) + 150))
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=data["what"].tolist())
     fig.update_xaxes(range=[0, float(data["variance"].max()) * 1.18])
@@ -240,7 +240,7 @@ def osed_histogram(entities: pd.DataFrame) -> tuple[go.Figure, pd.DataFrame]:
                                  hovertemplate=f"{spine}<br>OSED %{{x}}: %{{y}} {kind}<extra></extra>"),
                           row=1, col=col)
     fig.update_layout(barmode="group")
-    _layout(fig, "Off-spine entity distance before and after the spine optimisation",
+    style(fig, "Off-spine entity distance before and after the spine optimisation",
             "OSED (units added or subtracted)", "number of entities", height=420)
     fig.update_xaxes(dtick=1, range=[0.4, top + 0.6], title_text="OSED (units added or subtracted)")
     fig.update_yaxes(title_text="", col=2)

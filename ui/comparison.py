@@ -195,7 +195,7 @@ def summary(plans: Sequence[Plan], delta: float = planner.DEFAULT_DELTA) -> pd.D
             "Budget, release, bounded (×2)": s["rho_release_bounded"],
             f"ε, release, tight (δ = {delta:g})": s["eps_tight"],
             f"ε, release, classic (δ = {delta:g})": s["eps_classic"],
-            f"ε, release, bounded, tight": s["eps_tight_bounded"],
+            "ε, release, bounded, tight": s["eps_tight_bounded"],
             "Levels tabulated (of 20)": s["levels_tabulated"],
         }
     quantities = list(next(iter(cols.values())))

@@ -310,9 +310,13 @@ def run_section(run: RunInfo) -> Section:
                        (f"Accuracy over {n_trials} repeated releases", run.trials)):
         if rep is None or not len(rep):
             continue
-        blocks.append(Table(label, rep, caption="p95_abs_error: 95th percentile of |released − true| (persons); "
-                                                "predicted_moe95_exact: the calculators' 95% MOE."))
-        blocks.append(Figure(f"{label}: observed against predicted", charts.accuracy(rep), rep))
+        plain = analysis.accuracy_plain(rep)
+        blocks.append(Table(label, plain, caption="Observed: 95th percentile of |released − true| (persons); "
+                                                  "predicted: the calculators' 95% MOE."))
+        kinds = list(dict.fromkeys(plain["Published count"]))
+        kind = "total (stat level 0)" if "total (stat level 0)" in kinds else kinds[0]
+        view = analysis.accuracy_view(rep, kind)
+        blocks.append(Figure(f"{label}: observed against predicted, {kind}", charts.accuracy(view), view))
     return Section(RUN_SECTION, blocks)
 
 

@@ -19,14 +19,16 @@ what the level's rho achieves.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from calculators import budget, noise_family
-from calculators.config import ConfigError, SafeTabConfig
+from calculators.config import BUDGET_RANGE, ConfigError, SafeTabConfig
 from calculators.levels import (
     ITERATION_LEVEL_NAMES,
     POPULATION_GROUP_LEVELS,
@@ -36,7 +38,10 @@ from calculators.presets import PRODUCTION_MOE_TARGETS, PRODUCTION_THRESHOLDS
 
 BOUND = "bound"
 EXACT = "exact"
-METHODS = (BOUND, EXACT)
+METHODS = (EXACT, BOUND)
+#: The planner's default: the exact MOE is the true 95% half-width of the noise, so a
+#: target is met when the noise really stays within it 95% of the time.
+DEFAULT_METHOD = EXACT
 METHOD_LABELS = {
     BOUND: "Design paper: ρ = 1.96²·S / (2·MOE²) / (1−γ), MOE = ⌊1.96σ⌋",
     EXACT: "Exact discrete Gaussian: smallest ρ whose exact 95% MOE ≤ target",
@@ -47,25 +52,45 @@ METHOD_LABELS_PUREDP = {
     EXACT: "Exact geometric: smallest ε whose exact 95% MOE ≤ target",
 }
 
-# Column names of the planner table (the editable ones are ON, TARGET and RHO).
+# Column names of the planner table (the editable ones are ON, TARGET and RHO; TARGET
+# and RHO are text, parsed here, so a typed value is used as typed or rejected).
 GEO = "Geography"
 ITER = "Iterations"
 RUN = "Run"
 ON = "On"
 TARGET = "MOE target"
 RHO = "ρ"
+EPS = "ε of the level"
 SHARE = "% of run's ρ"
 SIGMA2 = "σ² stage 2"
-MOE_BOUND = "MOE ⌊1.96σ⌋"
-MOE_EXACT = "MOE exact"
+MOE_BOUND = "MOE (⌊1.96σ⌋ bound)"
+MOE_EXACT = "MOE (exact)"
 STATUS = "Meets target?"
 EDITABLE = (ON, TARGET, RHO)
+#: The radio of the planner: when a MOE target counts as met.
+TARGET_RULES = {EXACT: "exact MOE ≤ target (recommended)", BOUND: "⌊1.96σ⌋ ≤ target (design paper)"}
+#: The two privacy definitions of config.json, as the pages name them.
+PRIVACY_NAMES = {"zcdp": "zCDP: budgets ρ, Gaussian noise", "puredp": "Pure DP: budgets ε, geometric noise"}
+#: What the verdict column compares with the target, by method.
+VERDICT_LABEL = {EXACT: "Target met? (exact MOE)", BOUND: "Target met? (⌊1.96σ⌋)"}
 
 #: MOE target used when a level is switched on and none is remembered (SPEC §3).
 FALLBACK_TARGET = {1: 50, 2: 11}
 
 DELTAS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14)
 DEFAULT_DELTA = 1e-10
+
+#: Largest accepted MOE target (persons): a margin of error of millions hides every
+#: count. A smaller target can still be refused when its budget falls below BUDGET_MIN.
+TARGET_MAX = 1_000_000
+#: Accepted range of a typed level budget (besides 0 = off): the engine's own range
+#: (`calculators.config.BUDGET_RANGE`). At 1e-6 a stage-2 cell already has a MOE of
+#: thousands of persons; from about 100 on every count is published exactly (noise 0).
+BUDGET_MIN, BUDGET_MAX = BUDGET_RANGE
+#: Warning levels for budgets that mean something else than their user may think.
+EPS_WEAK = 30.0            # per-level epsilon above which privacy is "very weak"
+EXACT_SHARE_NO_PRIVACY = 0.5  # P(noise = 0) from which counts are "essentially exact"
+MOE_HUGE = 1_000           # exact cell MOE (persons) from which noise swamps most groups' counts
 
 
 # ----------------------------------------------------------------------- basics
@@ -120,25 +145,53 @@ def level_label(level: PopulationGroupLevel) -> str:
     return f"{level.geo} {ITERATION_LEVEL_NAMES[level.iteration_level]}"
 
 
+@lru_cache(maxsize=8192)
+def _moe(rho: float, S: int, gamma: float, exact: bool, stage: str, noise: str) -> int:
+    # the exact MOE is a bisection of exact tail sums: cache it, pages ask for the same
+    # (rho, S, gamma) many times per redraw and again on every redraw
+    return int(budget.moe_for_rho(rho, S, gamma, stage=stage, exact=exact, noise=noise))
+
+
 def level_moe(rho: float, S: int, gamma: float, method: str, stage: str = "stage2",
               noise: str = "gaussian") -> int | None:
     """MOE of one cell of a stage at level budget rho (epsilon under pure DP; None if
-    it is 0: not tabulated)."""
+    it is 0: not tabulated): `budget.moe_for_rho` (SPEC §2), exact or design bound."""
     if not rho or rho <= 0:
         return None
-    return int(budget.moe_for_rho(rho, S, gamma, stage=stage, exact=(method == EXACT), noise=noise))
+    return _moe(float(rho), int(S), float(gamma), method == EXACT, stage, noise)
 
 
 def achieved_moe(config: SafeTabConfig, level: PopulationGroupLevel, method: str) -> int | None:
     return level_moe(config.rho(level), stability_of(config), config.gamma, method, noise=noise_of(config))
 
 
-def rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str = "gaussian") -> float:
-    """Level rho (epsilon under pure DP) whose stage-2 cells have MOE `moe`
-    (design-paper or exact inversion)."""
+@lru_cache(maxsize=4096)
+def _rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str) -> float:
     if method == EXACT:
         return float(budget.rho_level_for_exact_moe(int(moe), S, gamma, noise=noise))
     return float(budget.rho_level_for_moe(moe, S, gamma, noise=noise))
+
+
+def rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str = "gaussian") -> float:
+    """Level rho (epsilon under pure DP) whose stage-2 cells have MOE `moe`
+    (design-paper or exact inversion, SPEC §2)."""
+    return _rho_for_target(int(moe), int(S), float(gamma), method, noise)
+
+
+@lru_cache(maxsize=4096)
+def _epsilon(rho: float, delta: float, tight: bool) -> float:
+    if tight:
+        return float(budget.epsilon_tight(rho, delta))
+    return float(budget.epsilon_classic(rho, delta))
+
+
+def epsilon_of(budget_value: float, delta: float, privacy_defn: str = "zcdp", tight: bool = True) -> float:
+    """The epsilon a budget gives (SPEC §1): under zCDP the (epsilon, delta)-DP
+    conversion of rho at `delta` (tight Canonne-Kamath-Steinke, or classic
+    rho + 2 sqrt(rho ln 1/delta)); under pure DP the budget is epsilon itself (delta 0)."""
+    if privacy_defn == "puredp" or budget_value <= 0:
+        return float(budget_value)
+    return _epsilon(float(budget_value), float(delta), tight)
 
 
 def production_targets() -> dict[str, int]:
@@ -193,10 +246,10 @@ def plan_summary(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> dict[st
                "eps_classic_bounded": t.release_bounded, "eps_tight_bounded": t.release_bounded}
     else:
         eps = {
-            "eps_classic": float(budget.epsilon_classic(t.release, delta)),
-            "eps_tight": float(budget.epsilon_tight(t.release, delta)),
-            "eps_classic_bounded": float(budget.epsilon_classic(t.release_bounded, delta)),
-            "eps_tight_bounded": float(budget.epsilon_tight(t.release_bounded, delta)),
+            "eps_classic": epsilon_of(t.release, delta, tight=False),
+            "eps_tight": epsilon_of(t.release, delta),
+            "eps_classic_bounded": epsilon_of(t.release_bounded, delta, tight=False),
+            "eps_tight_bounded": epsilon_of(t.release_bounded, delta),
         }
     return {
         "rho_us": t.us,
@@ -247,11 +300,22 @@ def summary_table(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> pd.Dat
     return pd.DataFrame(rows, columns=["Quantity", "Value"])
 
 
-def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """MOE per tabulated level (SPEC §1-§2): the planner's MOE target (if given), sigma2
-    of each stage and the 95% MOE of one stage-2 cell (design bound and exact), of the
-    (unpublished) stage-1 total and of a TotalOnly total (USA / STATE / PR-STATE only)."""
+def epsilon_label(config: SafeTabConfig, delta: float) -> str:
+    """Name of the per-level epsilon column: at delta under zCDP, the budget itself
+    under pure DP."""
+    if config.privacy_defn == "puredp":
+        return "ε of the level (δ = 0)"
+    return f"ε of the level (δ = {delta:.0e})"
+
+
+def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None,
+              delta: float = DEFAULT_DELTA) -> pd.DataFrame:
+    """MOE per tabulated level (SPEC §1-§2): the planner's MOE target (if given), rho
+    and the epsilon it gives at `delta`, sigma2 of each stage and the 95% MOE of one
+    stage-2 cell (exact and design bound), of the (unpublished) stage-1 total and of a
+    TotalOnly total (USA / STATE / PR-STATE only)."""
     S, g, nz = stability_of(config), config.gamma, noise_of(config)
+    eps_col = epsilon_label(config, delta)
     rows = []
     for lvl in config.tabulated_levels():
         rho = config.rho(lvl)
@@ -260,10 +324,11 @@ def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None) -
             ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
             TARGET: (targets or {}).get(lvl.key),
             RHO: rho,
+            eps_col: epsilon_of(rho, delta, config.privacy_defn),
             "σ² stage 1": float(budget.noise_scale(rho, S, g, nz)),
             SIGMA2: float(budget.noise_scale(rho, S, 1 - g, nz)),
-            MOE_BOUND: level_moe(rho, S, g, BOUND, noise=nz),
             MOE_EXACT: level_moe(rho, S, g, EXACT, noise=nz),
+            MOE_BOUND: level_moe(rho, S, g, BOUND, noise=nz),
             "Stage-1 total MOE (exact, not published)": level_moe(rho, S, g, EXACT, "stage1", nz),
             "TotalOnly total MOE (exact)": (
                 level_moe(rho, S, g, EXACT, "total_only", nz) if lvl.is_state_or_above else None
@@ -271,19 +336,43 @@ def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None) -
             "Θ₁, Θ₂, Θ₃": ", ".join(str(x) for x in config.thresholds(lvl)),
         })
     df = pd.DataFrame(rows)
+    if config.privacy_defn == "puredp" and len(df):
+        df = df.drop(columns=eps_col)  # the budget column already is epsilon
     if targets is None and len(df):
         df = df.drop(columns=TARGET)
     elif len(df):
         df[TARGET] = df[TARGET].astype("Int64")
+    if len(df):
+        df["TotalOnly total MOE (exact)"] = df["TotalOnly total MOE (exact)"].astype("Int64")
     return df
 
 
 # -------------------------------------------------------------- the plan table
-def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str) -> pd.DataFrame:
+def budget_text(value: float) -> str:
+    """A level budget as the planner shows it: 6 significant digits, no float noise
+    (0.159, 2.134, 0.155814); 0 for a level that is off."""
+    return "0" if value == 0 else f"{value:.6g}"
+
+
+def verdict(achieved: int, exact: int, target: int, method: str) -> str:
+    """"✓ meets (11 ≤ 11)" / "✗ misses (12 > 11)": the MOE of the chosen method
+    against the target; with the design bound, an exact MOE above the target is said
+    too, so a "meets" never hides a larger true 95% MOE."""
+    if achieved <= target:
+        if method == BOUND and exact > target:
+            return f"✓ {achieved} ≤ {target}; exact {exact}"
+        return f"✓ meets ({achieved} ≤ {target})"
+    return f"✗ misses ({achieved} > {target})"
+
+
+def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str,
+               delta: float = DEFAULT_DELTA) -> pd.DataFrame:
     """One row per population group level, in config order (the row position is the
-    index into `POPULATION_GROUP_LEVELS`): on/off, MOE target, rho, share of the run's
-    rho, stage-2 sigma2, MOE (design bound and exact) and whether the target is met
-    with the chosen method."""
+    index into `POPULATION_GROUP_LEVELS`): on/off, MOE target and rho as text (the
+    editable cells: `apply_edits` parses them), the epsilon the level's budget gives at
+    `delta` (`epsilon_of`), its share of the run's budget, the stage-2 sigma2, the MOE
+    of one stage-2 cell (exact and design bound) and whether the target is met by the
+    MOE of the chosen method (`verdict`)."""
     S, g, nz = stability_of(config), config.gamma, noise_of(config)
     totals = budget.plan_totals_from_budgets(config.budgets())  # both runs, for the shares
     rows = []
@@ -294,33 +383,44 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str) -
         m_bound = level_moe(rho, S, g, BOUND, noise=nz) if on else None
         m_exact = level_moe(rho, S, g, EXACT, noise=nz) if on else None
         target = targets.get(lvl.key)
-        achieved = m_exact if method == EXACT else m_bound
-        if not on or target is None:
-            status = "" if on else "not tabulated"
-        elif achieved <= target:
-            status = "✓ meets"
-        else:
-            status = f"✗ misses ({achieved} > {target})"
         run_name = "PR" if lvl.is_pr else "US"
-        if not config.runs_geo(lvl):
-            run_name += " (run off)"
+        if not on:
+            status = "off (not tabulated)"
+        elif not config.runs_geo(lvl):
+            status = f"{run_name} run is off"
+        elif target is None:
+            status = ""
+        else:
+            status = verdict(m_exact if method == EXACT else m_bound, m_exact, int(target), method)
         rows.append({
             GEO: lvl.geo,
             ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
             RUN: run_name,
             ON: on,
-            TARGET: target,
-            RHO: rho,
+            TARGET: "" if target is None else str(int(target)),
+            RHO: budget_text(rho),
+            EPS: epsilon_of(rho, delta, config.privacy_defn) if on else None,
             SHARE: 100 * rho / run_total if run_total > 0 else 0.0,
             SIGMA2: float(budget.noise_scale(rho, S, 1 - g, nz)) if on else None,
-            MOE_BOUND: m_bound,
             MOE_EXACT: m_exact,
+            MOE_BOUND: m_bound,
             STATUS: status,
         })
     df = pd.DataFrame(rows)
-    for col in (TARGET, MOE_BOUND, MOE_EXACT):
+    for col in (MOE_BOUND, MOE_EXACT):
         df[col] = df[col].astype("Int64")
+    df[TARGET] = df[TARGET].astype(object)
+    df[RHO] = df[RHO].astype(object)
     return df
+
+
+def plan_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """The plan table with its text cells as numbers (for downloads): MOE target as a
+    whole number (empty if none), the budget as a float."""
+    out = table.copy()
+    out[TARGET] = pd.to_numeric(out[TARGET].replace("", None)).astype("Int64")
+    out[RHO] = out[RHO].astype(float)
+    return out
 
 
 def _with_level(config: SafeTabConfig, level: PopulationGroupLevel, rho: float) -> SafeTabConfig:
@@ -333,14 +433,67 @@ def _with_level(config: SafeTabConfig, level: PopulationGroupLevel, rho: float) 
     return config.updated(**changes)
 
 
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
+def _echo(value: Any, limit: int = 24) -> str:
+    """A typed value as quoted in a message, cut to a short prefix."""
+    text = str(value)
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+_THOUSANDS = re.compile(r"^[+]?\d{1,3}(,\d{3})+$")
+
+
+def _parse_number(value: Any) -> float:
+    """A typed number: digits with an optional point, sign and exponent ("0.159",
+    "1e-3", ".5"), or a whole number with thousands commas ("1,000"). A comma used as a
+    decimal mark ("2,5") is refused rather than read as 25."""
+    if isinstance(value, bool):  # a ValueError like every other refused value: it becomes a message
+        raise ValueError("is not a number")  # noqa: TRY004
+    if isinstance(value, (int, float)):
         x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+    else:
+        text = str(value).strip()
+        if not text:
+            raise ValueError("is empty")
+        if "," in text:
+            if not _THOUSANDS.match(text):
+                raise ValueError("is not a number (use a point for decimals, e.g. 2.5)")
+            text = text.replace(",", "")
+        try:
+            x = float(text)
+        except ValueError:
+            raise ValueError("is not a number") from None
+    if not math.isfinite(x):
+        raise ValueError("is not a finite number")
+    return x
+
+
+def parse_target(value: Any) -> int:
+    """A typed MOE target: a whole number of persons from 1 to TARGET_MAX, used as
+    typed ("2.5" is refused, never read as 25). ValueError says why not."""
+    x = _parse_number(value)
+    if x != math.floor(x):
+        raise ValueError("is not a whole number of persons")
+    if x < 1:
+        raise ValueError("is below 1 person (untick On to switch the level off)")
+    if x > TARGET_MAX:
+        raise ValueError(f"is above {TARGET_MAX:,} persons; a margin of error that large hides every count")
+    return int(x)
+
+
+def parse_budget(value: Any, unit: str = "ρ") -> float:
+    """A typed level budget: 0 (off) or a number from BUDGET_MIN to BUDGET_MAX, used
+    as typed ("-1" and "1e300" are refused, never read as 1 or 1300). ValueError says
+    why not."""
+    x = _parse_number(value)
+    if x < 0:
+        raise ValueError(f"is negative; {unit} is 0 (level off) or more")
+    if 0 < x < BUDGET_MIN:
+        raise ValueError(f"is below {BUDGET_MIN:g}, the smallest budget the engine accepts: its noise "
+                         f"would have a MOE of thousands of persons or more (type 0 to switch the level off)")
+    if x > BUDGET_MAX:
+        raise ValueError(f"is above {BUDGET_MAX:g}, the largest budget the engine accepts; from about 100 on "
+                         f"the noise is already 0 in every cell, so larger budgets mean nothing more")
+    return x
 
 
 def apply_edits(
@@ -349,7 +502,8 @@ def apply_edits(
     edited_rows: Mapping[Any, Mapping[str, Any]],
     method: str,
 ) -> tuple[SafeTabConfig, dict[str, int], list[str]]:
-    """Apply planner-table edits ({row position: {column: new value}}).
+    """Apply planner-table edits ({row position: {column: new value}}); the MOE target
+    and budget cells are text, parsed by `parse_target` / `parse_budget`.
 
     * rho edited: the level gets that rho; its target becomes the MOE the rho achieves
       (0 switches the level off).
@@ -357,7 +511,8 @@ def apply_edits(
     * On ticked: rho from the remembered target (else the 2020 one: 3 / 11 / 50);
       unticked: rho = 0 (the target is remembered).
 
-    Returns (config, targets, problems); a problem leaves its row unchanged.
+    Returns (config, targets, problems); a problem names the level, the column, the
+    typed value and why it was refused, and leaves its row unchanged.
     """
     new_targets = dict(targets)
     problems: list[str] = []
@@ -371,26 +526,37 @@ def apply_edits(
         name = level_label(lvl)
         try:
             if RHO in changes:
-                rho = _number(changes[RHO])
-                if rho is None:
-                    rho = 0.0
-                if rho < 0:
-                    problems.append(f"{name}: {unit} must be 0 (off) or more (got {rho:g})")
+                try:
+                    rho = parse_budget(changes[RHO], unit)
+                except ValueError as exc:
+                    problems.append(f"{name}, {unit}: {_echo(changes[RHO])} {exc}; "
+                                    f"{unit} stays {budget_text(config.rho(lvl))}.")
                     continue
                 config = _with_level(config, lvl, rho)
                 m = achieved_moe(config, lvl, method)
                 if m is not None:
                     new_targets[lvl.key] = m
             elif TARGET in changes:
-                m = _number(changes[TARGET])
-                if m is None or m < 1 or m != int(m):
-                    problems.append(
-                        f"{name}: the MOE target must be a whole number of persons, 1 or more "
-                        f"(got {changes[TARGET]!r})"
-                    )
+                try:
+                    m = parse_target(changes[TARGET])
+                except ValueError as exc:
+                    kept = targets.get(lvl.key)
+                    problems.append(f"{name}, MOE target: {_echo(changes[TARGET])} {exc}; the target stays "
+                                    f"{kept if kept is not None else 'unset'}.")
                     continue
-                config = _with_level(config, lvl, rho_for_target(int(m), S, g, method, nz))
-                new_targets[lvl.key] = int(m)
+                rho = rho_for_target(m, S, g, method, nz)
+                largest = level_moe(BUDGET_MIN, S, g, method, noise=nz) if rho < BUDGET_MIN else None
+                if largest is not None and largest == m:
+                    rho = BUDGET_MIN  # the inversion lands a hair below the smallest budget, which has MOE m
+                elif largest is not None:  # m above the MOE of the smallest budget: unreachable here
+                    kept = targets.get(lvl.key)
+                    problems.append(f"{name}, MOE target: {_echo(changes[TARGET])} would need {unit} = {rho:.2g}, "
+                                    f"below the smallest budget the engine accepts ({BUDGET_MIN:g}, whose MOE here "
+                                    f"is {largest:,} persons, the largest target here); the target stays "
+                                    f"{kept if kept is not None else 'unset'}.")
+                    continue
+                config = _with_level(config, lvl, rho)
+                new_targets[lvl.key] = m
             elif ON in changes:
                 if bool(changes[ON]):
                     if config.rho(lvl) <= 0:
@@ -407,6 +573,48 @@ def apply_edits(
     return config, new_targets, problems
 
 
+def budget_warnings(config: SafeTabConfig, delta: float = DEFAULT_DELTA) -> list[str]:
+    """Plain-words warnings for budgets that mean something their user may not expect
+    (SPEC §1-§2), one per level:
+
+    * P(stage-2 noise = 0) >= EXACT_SHARE_NO_PRIVACY: most published counts are exact,
+      essentially no privacy (e.g. rho 1e8);
+    * else epsilon of the level (at delta under zCDP) > EPS_WEAK: very weak privacy;
+    * an exact cell MOE >= MOE_HUGE persons: the noise swamps all but the largest counts.
+    """
+    S, g, nz = stability_of(config), config.gamma, noise_of(config)
+    unit = units(config)["budget"]
+    out = []
+    for lvl in config.tabulated_levels():
+        rho = config.rho(lvl)
+        eps = epsilon_of(rho, delta, config.privacy_defn)
+        at = "" if config.privacy_defn == "puredp" else f" at δ = {delta:.0e}"
+        scale = float(budget.noise_scale(rho, S, 1 - g, nz))
+        p0 = float(noise_family.law(nz).pmf(0, scale))
+        head = f"{level_label(lvl)}: {unit} = {rho:.4g}"
+        if unit == "ρ":
+            head += f" means ε ≈ {eps:.3g}{at}"
+        if p0 >= EXACT_SHARE_NO_PRIVACY:
+            out.append(f"{head}, and the noise is 0 in {p0:.1%} of published cells: essentially no privacy "
+                       "(most counts are published exactly).")
+        elif eps > EPS_WEAK:
+            out.append(f"{head}: very weak privacy (the 2020 plan's largest level is ε ≈ 14 at δ = 1e-10; "
+                       f"ε = {eps:.3g} lets the release differ by a factor e^ε ≈ {_power_of_e(eps)} "
+                       "with or without one person).")
+        m = level_moe(rho, S, g, EXACT, noise=nz)
+        if m is not None and m >= MOE_HUGE:
+            out.append(f"{head}: the MOE of one count is {m:,} persons, so the noise swamps all but "
+                       "the very largest groups.")
+    return out
+
+
+def _power_of_e(eps: float) -> str:
+    """e^eps in words a committee can read (1.1e13, or 10^4300 when it overflows)."""
+    if eps < 700:
+        return f"{math.exp(eps):.2g}"
+    return f"10^{eps / math.log(10):.0f}"
+
+
 def resolve_targets(config: SafeTabConfig, targets: Mapping[str, int], method: str) -> SafeTabConfig:
     """Recompute rho of every tabulated level from its target (after r or gamma changed)."""
     S, g, nz = stability_of(config), config.gamma, noise_of(config)
@@ -416,6 +624,65 @@ def resolve_targets(config: SafeTabConfig, targets: Mapping[str, int], method: s
         if config.rho(lvl) > 0 and m is not None:
             changes[lvl.budget_key] = rho_for_target(int(m), S, g, method, nz)
     return config.updated(**changes) if changes else config
+
+
+def convert_privacy(config: SafeTabConfig, targets: Mapping[str, int], method: str,
+                    privacy_defn: str) -> tuple[SafeTabConfig, dict[str, int]]:
+    """The plan under another privacy definition with the same MOE targets (SPEC §1-§2):
+    each tabulated level gets the budget of the new noise law whose stage-2 MOE (chosen
+    method) meets its target (`rho_for_target` with the new law; a level without a
+    target keeps the MOE it has). Levels that are off stay off; thresholds, r, gamma and
+    everything else are kept. Returns (config, targets)."""
+    new_targets = dict(targets)
+    if privacy_defn == config.privacy_defn:
+        return config, new_targets
+    S, g = stability_of(config), config.gamma
+    noise = noise_family.family_of(privacy_defn)
+    changes: dict[str, Any] = {"privacy_defn": privacy_defn}
+    for lvl in POPULATION_GROUP_LEVELS:
+        if config.rho(lvl) <= 0:
+            continue
+        m = targets.get(lvl.key)
+        if m is None:
+            m = achieved_moe(config, lvl, method)
+        m = max(int(m), 1)
+        new_targets[lvl.key] = m
+        changes[lvl.budget_key] = rho_for_target(m, S, g, method, noise)
+    return config.updated(**changes), new_targets
+
+
+def change_table(before: SafeTabConfig, after: SafeTabConfig, targets: Mapping[str, int],
+                 delta: float = DEFAULT_DELTA) -> pd.DataFrame:
+    """Before / after of a plan change, per level on in either plan (SPEC §1-§2): the
+    budget (rho or epsilon, each plan's own), the epsilon it gives (at delta under zCDP),
+    the exact MOE of one stage-2 cell, the MOE target and the thresholds."""
+    ub, ua = units(before)["budget"], units(after)["budget"]
+    rows = []
+    for lvl in POPULATION_GROUP_LEVELS:
+        rb, ra = before.rho(lvl), after.rho(lvl)
+        if rb <= 0 and ra <= 0:
+            continue
+        tb = ", ".join(map(str, before.thresholds(lvl))) if lvl.key in before.thresholds_p else ""
+        ta = ", ".join(map(str, after.thresholds(lvl))) if lvl.key in after.thresholds_p else ""
+        rows.append({
+            "Level": level_label(lvl),
+            f"Budget {ub} before": rb,
+            f"Budget {ua} after": ra,
+            "Level ε before": epsilon_of(rb, delta, before.privacy_defn) if rb > 0 else None,
+            "Level ε after": epsilon_of(ra, delta, after.privacy_defn) if ra > 0 else None,
+            "MOE before": achieved_moe(before, lvl, EXACT),
+            "MOE after": achieved_moe(after, lvl, EXACT),
+            TARGET: targets.get(lvl.key),
+            "Θ before": tb,
+            "Θ after": ta,
+        })
+    df = pd.DataFrame(rows)
+    if len(df):
+        for col in ("MOE before", "MOE after", TARGET):
+            df[col] = df[col].astype("Int64")
+        if df["Θ before"].equals(df["Θ after"]):
+            df = df.drop(columns=["Θ before", "Θ after"])
+    return df
 
 
 def missed_targets(table: pd.DataFrame) -> list[str]:
@@ -502,53 +769,3 @@ def level_points(config: SafeTabConfig, method: str) -> pd.DataFrame:
             "Levels": group_name(lvls),
         })
     return pd.DataFrame(rows, columns=[RHO, "MOE", "Levels"])
-
-
-# ------------------------------------------------------------------ compare
-def _flat(config: SafeTabConfig) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in config.to_dict().items():
-        if key == "thresholds_p" and isinstance(value, dict):
-            for k, v in value.items():
-                out[f"thresholds_p {k}"] = ", ".join(str(x) for x in v)
-        elif isinstance(value, list):
-            out[key] = ", ".join(str(x) for x in value)
-        else:
-            out[key] = str(value)
-    return out
-
-
-def compare_keys(a: SafeTabConfig, b: SafeTabConfig) -> pd.DataFrame:
-    """Every config.json key of A and B side by side with a "differs" flag."""
-    fa, fb = _flat(a), _flat(b)
-    keys = list(fa) + [k for k in fb if k not in fa]
-    rows = [{"Key": k, "A": fa.get(k, "(absent)"), "B": fb.get(k, "(absent)"),
-             "Differs": fa.get(k) != fb.get(k)} for k in keys]
-    return pd.DataFrame(rows)
-
-
-def compare_levels(a: SafeTabConfig, b: SafeTabConfig, method: str) -> pd.DataFrame:
-    """Per level: rho (epsilon for a pure-DP plan), stage-2 cell MOE (chosen method, each
-    plan's own noise law) and thresholds of A and B."""
-    rows = []
-    for lvl in POPULATION_GROUP_LEVELS:
-        ra, rb = a.rho(lvl), b.rho(lvl)
-        ma, mb = achieved_moe(a, lvl, method), achieved_moe(b, lvl, method)
-        ta = ", ".join(map(str, a.thresholds(lvl))) if lvl.key in a.thresholds_p else ""
-        tb = ", ".join(map(str, b.thresholds(lvl))) if lvl.key in b.thresholds_p else ""
-        rows.append({
-            GEO: lvl.geo,
-            ITER: ITERATION_LEVEL_NAMES[lvl.iteration_level],
-            f"{units(a)['budget']} A": ra,
-            f"{units(b)['budget']} B": rb,
-            "MOE A": ma,
-            "MOE B": mb,
-            "Θ A": ta,
-            "Θ B": tb,
-            "Differs": (ra != rb) or (ma != mb) or (ta != tb),
-        })
-    df = pd.DataFrame(rows)
-    for col in ("MOE A", "MOE B"):
-        df[col] = df[col].astype("Int64")
-    return df
-

@@ -60,6 +60,12 @@ class RunOutput:
     #: release against the truth (`ui.run_report.release_accuracy`), once computed.
     trials: pd.DataFrame | None = field(default=None, repr=False)
     release_report: pd.DataFrame | None = field(default=None, repr=False)
+    plan: str = ""  #: the name of the plan that ran, as the app shows it
+
+    @property
+    def plan_slug(self) -> str:
+        """The plan's name for file names ("sample-data-plan")."""
+        return re.sub(r"[^a-z0-9]+", "-", self.plan.lower()).strip("-") or "plan"
 
     @property
     def seeded(self) -> bool:
@@ -79,11 +85,12 @@ def on_files(config: SafeTabConfig) -> SafeTabConfig:
 
 
 def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTabConfig, work_dir: str | Path,
-                   seed: int | None = None, report: Report | None = None) -> RunOutput:
+                   seed: int | None = None, report: Report | None = None, plan: str = "") -> RunOutput:
     """Validate and count once (`engine.run.prepare(..., config=config)`), then write
     the release (`engine.run.run`, seeded or secure) and the truth (truth=True) under
-    work_dir, and read them back with iteration names. Raises InputError / ConfigError
-    / ValueError / OSError like the engine."""
+    work_dir, and read them back with iteration names; `plan` names the plan for the
+    pages and file names. Raises InputError / ConfigError / ValueError / OSError like
+    the engine."""
     from engine.run import prepare, run
 
     t0 = time.perf_counter()
@@ -109,7 +116,7 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
     if report:
         report("Done", 1.0)
     return RunOutput(Path(rel.out_dir), Path(tru.out_dir), rel.manifest, config, seed, t1, t2, names,
-                     prepared, Path(params_dir), Path(data_dir), time.perf_counter() - t0)
+                     prepared, Path(params_dir), Path(data_dir), time.perf_counter() - t0, plan=plan)
 
 
 def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Report | None = None) -> pd.DataFrame:

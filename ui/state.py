@@ -4,7 +4,10 @@
   replace it). Every page reads it through `config()` and changes it through
   `set_config` / `update`, so a change on one page shows on every page.
 * ``st.session_state["moe_targets"]`` — the planner's MOE target per level key
-  (not a config.json key; see `ui.planner`).
+  (not a config.json key; see `ui.planner`), met by the exact MOE unless the user
+  picks the design-paper bound (``moe_method``).
+* ``st.session_state["plan_change"]`` — a before/after panel the planner shows after
+  a change it made or offers to make (privacy definition, r, gamma).
 * The address bar carries the configuration as ``?config=<token>`` (`ui.urlcodec`)
   whenever it differs from the default 2020 production plan: `sync_url` runs at the
   end of every script run, `init` restores it when a session starts.
@@ -35,6 +38,8 @@ K_EDITED = "config_edited"
 K_METHOD = "moe_method"
 K_DELTA = "delta"
 K_FLASH = "flash_messages"
+K_CHANGE = "plan_change"
+K_SIDEBAR = "sidebar_signature"
 
 PRODUCTION = "2020 production plan"
 SAMPLE = "sample-data plan"
@@ -67,7 +72,7 @@ def init() -> None:
     ss = st.session_state
     if K_CONFIG in ss:
         return
-    ss[K_METHOD] = planner.BOUND
+    ss[K_METHOD] = planner.DEFAULT_METHOD
     ss[K_DELTA] = planner.DEFAULT_DELTA
     ss[K_FLASH] = []
     token = st.query_params.get(urlcodec.PARAM)
@@ -80,7 +85,7 @@ def init() -> None:
                            "plan is loaded instead:\n" + "\n".join(f"- {p}" for p in exc.problems))
             load_production()
             return
-        base = planner.default_targets(cfg, planner.BOUND)
+        base = planner.default_targets(cfg, planner.DEFAULT_METHOD)
         base.update(targets)
         name = getattr(decoded, "name", None)
         set_config(cfg, name or "shared link", base)
@@ -116,7 +121,7 @@ KEPT_WIDGETS = (
     "ad_level", "ad_mode", "ad_target", "ad_rule", "ad_log", "sup_level", "sup_frac", "sup_n",
     "run_source", "run_noise", "run_seed", "gen_persons", "gen_seed", "br_geo", "br_it", "br_search",
     "br_view", "tv_log", "acc_trials", "w_delta", "sc_compare", "sc_only", "sc_level", "sc_pick",
-    "memo_kind",
+    "memo_kind", "pl_tabs", "run_plan", "acc_kind", "rederive_th", "rederive_rel",
 )
 
 
@@ -137,7 +142,7 @@ def targets() -> dict[str, int]:
 
 
 def method() -> str:
-    return st.session_state.get(K_METHOD, planner.BOUND)
+    return st.session_state.get(K_METHOD, planner.DEFAULT_METHOD)
 
 
 def delta() -> float:
@@ -164,6 +169,7 @@ def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str,
     if source is not None:
         ss[K_SOURCE] = source
         ss[K_EDITED] = False
+        ss.pop(K_CHANGE, None)  # a before/after panel belongs to the plan it was made for
     elif old is None or old.to_dict() != cfg.to_dict():
         ss[K_EDITED] = True
     if before is not None:  # every change is a step of undo (ui.history)
@@ -219,6 +225,30 @@ def bind(key: str, value: Any) -> None:
     st.session_state[key] = value
 
 
+def is_default_plan() -> bool:
+    """True while the plan is the untouched 2020 production plan (the app's default)."""
+    ss = st.session_state
+    return ss.get(K_SOURCE) == PRODUCTION and not ss.get(K_EDITED)
+
+
+# ------------------------------------------------------------------ fragments
+def sidebar_signature() -> tuple:
+    """What the sidebar summary shows, as a comparable value (`widgets.sidebar_summary`
+    records it each time it draws)."""
+    cfg = config()
+    return (source_label(), delta(), cfg.privacy_defn, cfg.max_race_codes, cfg.gamma, cfg.run_us, cfg.run_pr,
+            tuple(sorted((lvl.key, v) for lvl, v in cfg.budgets().items())))
+
+
+def fragment_done() -> None:
+    """Last line of a page fragment (`st.fragment`) that may change the plan: keep the
+    address bar in step, and redraw the whole app if the sidebar summary is out of date
+    (a fragment run redraws only itself)."""
+    sync_url()
+    if st.session_state.get(K_SIDEBAR) != sidebar_signature():
+        st.rerun(scope="app")
+
+
 # ------------------------------------------------------------------ messages
 def flash(kind: str, text: str) -> None:
     """A message shown once, at the top of the next page drawn."""
@@ -241,8 +271,7 @@ def current_token() -> str:
 def sync_url() -> None:
     """Keep ?config=<token> in the address bar in step with the configuration (none
     for the untouched 2020 production plan, the default)."""
-    default = st.session_state.get(K_SOURCE) == PRODUCTION and not st.session_state.get(K_EDITED)
-    token = None if default else current_token()
+    token = None if is_default_plan() else current_token()
     have = st.query_params.get(urlcodec.PARAM)
     if token is None:
         if have is not None:

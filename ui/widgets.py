@@ -19,21 +19,36 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
     return df.to_csv(index=False).encode("utf-8")
 
 
+#: What a table shows for a missing value (Streamlit's default is the word "None").
+MISSING = "—"
+
+
 def download_csv(df: pd.DataFrame, filename: str, key: str, label: str | None = None) -> None:
+    """A download button of `df` as CSV, made only when it is clicked (the CSV is not
+    rebuilt and sent on every redraw)."""
     st.download_button(
-        label or f"Download {filename}", csv_bytes(df), file_name=filename, mime="text/csv",
+        label or f"Download {filename}", lambda: csv_bytes(df), file_name=filename, mime="text/csv",
         key=key, on_click="ignore", icon=":material/download:",
     )
 
 
 def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | None = None,
-          height: int | str = "auto", caption: str | None = None, styler: Any = None) -> None:
-    """A read-only table with a CSV download of exactly its numbers."""
+          height: int | str = "auto", caption: str | None = None, styler: Any = None,
+          data: pd.DataFrame | None = None) -> None:
+    """A read-only table with a CSV download of exactly its numbers (`data`, when the
+    table shows them differently, e.g. with marks); missing values show as a dash."""
     st.dataframe(styler if styler is not None else df, hide_index=True, column_config=column_config,
-                 height=height, key=key)
+                 height=height, key=key, placeholder=MISSING)
     if caption:
         st.caption(caption)
-    download_csv(df, filename, key=f"{key}_csv", label="Download this table (CSV)")
+    download_csv(df if data is None else data, filename, key=f"{key}_csv", label="Download this table (CSV)")
+
+
+def change_table(df: pd.DataFrame, key: str) -> None:
+    """A before / after table of a plan change (`planner.change_table`), with its CSV."""
+    fmt = {c: st.column_config.NumberColumn(format="%.5g") for c in df.columns if c.startswith("Budget")}
+    fmt.update({c: st.column_config.NumberColumn(format="%.3g") for c in df.columns if c.startswith("Level ε")})
+    table(df, f"{key}.csv", key=key, column_config=fmt, height=min(35 * (len(df) + 1) + 3, 420))
 
 
 def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
@@ -63,6 +78,7 @@ def sidebar_summary() -> None:
     """The current plan in a few numbers, on every page."""
     cfg = state.config()
     s = planner.plan_summary(cfg, state.delta())
+    st.session_state[state.K_SIDEBAR] = state.sidebar_signature()
     with st.sidebar:
         st.markdown(f"**Current plan:** {state.source_label()}")
         if cfg.privacy_defn == "puredp":

@@ -14,7 +14,6 @@ here, as in the plain accuracy report.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from tests.app.conftest import frame, open_app
+from tests.app.conftest import open_app, texts
 from ui import compare
 
 
 def test_index_lists_the_methods_with_their_questions():
     at = open_app("compare_index")
-    t = frame(at, "method", "question it answers")
-    assert t["method"].tolist()[0] == "SafeTab-P"
-    assert len(t) == 1 + len(compare.METHODS)
+    shown = texts(at)
+    table = compare.overview_table()
+    assert table["method"].tolist()[0] == "SafeTab-P" and len(table) == 1 + len(compare.METHODS)
+    for row in table.itertuples(index=False):  # every sentence in full
+        assert f"**{row.method}**: {row[1]}" in shown and row[2] in shown and row.source in shown
     assert any("same sample data and the same plan" in m.value for m in at.markdown)
+    assert any(b.label == "Download this list (CSV)" for b in at.download_button)
 
 
 def test_every_method_page_opens_without_error():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from calculators import budget
 from calculators.presets import production_2020
 from tests.app.conftest import frame, metric, open_app, texts
+from ui import planner
 
 
 def test_opens_on_the_2020_plan_with_its_numbers():
@@ -16,14 +19,15 @@ def test_opens_on_the_2020_plan_with_its_numbers():
     assert metric(at, "ρ, bounded") == "9.888"
     assert metric(at, "ε at δ = 1e-10, classic") == f"{float(budget.epsilon_classic(t.release, 1e-10)):.2f}"
     assert metric(at, "ε at δ = 1e-10, tight") == f"{float(budget.epsilon_tight(t.release, 1e-10)):.2f}"
-    assert metric(at, "Population group levels") == "19 of 20"
+    assert metric(at, "Levels tabulated") == "19 of 20"
     assert "2020 production plan" in texts(at)
     moe = frame(at, "Stage-1 total MOE (exact, not published)")
     county = moe[(moe["Geography"] == "COUNTY") & (moe["Iterations"] == "Detailed")].iloc[0]
-    assert (county["MOE target"], county["MOE exact"], county["MOE ⌊1.96σ⌋"]) == (11, 11, 10)
+    assert (county["MOE target"], county[planner.MOE_EXACT], county[planner.MOE_BOUND]) == (11, 11, 10)
+    assert county["ε of the level (δ = 1e-10)"] == pytest.approx(float(budget.epsilon_tight(0.159, 1e-10)))
     assert set(moe.loc[moe["Iterations"] == "Regional", "MOE target"]) == {50}
     usa = moe[(moe["Geography"] == "USA") & (moe["Iterations"] == "Detailed")].iloc[0]
-    assert (usa["MOE exact"], usa["ρ"]) == (3, 2.134)
+    assert (usa[planner.MOE_EXACT], usa["ρ"]) == (3, 2.134)
     assert len(moe) == 19
     dot = at.get("graphviz_chart")[0].proto.spec
     assert "γ = 0.1" in dot and "S = 9" in dot
@@ -43,9 +47,9 @@ def test_a_change_on_the_planner_shows_on_the_overview():
     at.switch_page("pages/overview.py").run()
     assert "S = 4" in texts(at) and "r = 3" in texts(at)
     assert metric(at, "ρ, Puerto Rico run") == "0"
-    assert metric(at, "Population group levels") == "11 of 20"
+    assert metric(at, "Levels tabulated") == "11 of 20"
     sidebar = "\n".join(m.value for m in at.sidebar.markdown)
     assert "2020 production plan, edited" in sidebar and "r = 3 (S = 4)" in sidebar
     moe = frame(at, "Stage-1 total MOE (exact, not published)")
     county = moe[(moe["Geography"] == "COUNTY") & (moe["Iterations"] == "Detailed")].iloc[0]
-    assert county["MOE exact"] == int(budget.moe_for_rho(0.159, 4, 0.1, exact=True))
+    assert county[planner.MOE_EXACT] == int(budget.moe_for_rho(0.159, 4, 0.1, exact=True))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from calculators import budget, geometric, suppression
+from calculators.levels import PopulationGroupLevel
 from tests.app.conftest import config, frame, metric, open_app, texts
+
+COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 
 
 def _pure(page: str):
-    at = open_app("configuration")
-    at.selectbox(key="w_privacy_defn").set_value("puredp").run()
+    at = open_app("budget")
+    at.radio(key="w_privacy_defn").set_value("puredp").run()
     assert config(at).privacy_defn == "puredp"
     at.switch_page(f"pages/{page}.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -21,12 +24,12 @@ def test_overview_reports_pure_epsilon():
     assert "δ = 0" in texts(at) and not any(m.label.startswith("ρ") for m in at.metric)
     t = frame(at, "ε", "b stage 2")
     county = t[(t["Geography"] == "COUNTY") & (t["Iterations"] == "Detailed")].iloc[0]
-    assert county["MOE exact"] == geometric.moe(county["b stage 2"])
+    assert county["MOE (exact)"] == geometric.moe(county["b stage 2"])
 
 
 def test_suppression_page_threshold_is_the_geometric_one():
     at = _pure("suppression")
-    b = 9 / (0.9 * 0.159)
+    b = 9 / (0.9 * config(at).rho(COUNTY2))
     want = suppression.threshold(b, 0.9999, noise="geometric")
     assert f"threshold **T = {want}**" in texts(at)
     n = at.number_input(key="sup_n").value
@@ -35,6 +38,7 @@ def test_suppression_page_threshold_is_the_geometric_one():
 
 def test_planner_and_adaptive_pages_run_under_pure_dp():
     at = _pure("budget")
-    assert "pure DP" in texts(at) and metric(at, "ε, pure DP")
+    assert metric(at, "ε of the release (δ = 0)") == f"{budget.plan_totals(config(at)).release:.3g}"
+    assert at.radio(key="w_privacy_defn").value == "puredp"
     at.switch_page("pages/adaptive.py").run()
     assert not at.exception and "two-sided geometric noise" in texts(at)

@@ -4,11 +4,13 @@ bad uploads as messages."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 
 import pytest
 
 from calculators.config import SafeTabConfig
+from calculators.levels import GEO_LEVELS
 from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, texts
 
 
@@ -22,13 +24,17 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     at.button(key="run_button").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("NOT FOR RELEASE" in w.value and "seed 7" in w.value for w in at.warning)
-    assert metric(at, "Persons counted") == "50,000"
+    assert metric(at, "Persons counted (confidential)") == "50,000"
     out = at.session_state["run"]
-    assert out.seed == 7 and out.config.to_dict() == config(at).to_dict()
+    # a first run on the shipped sample uses the sample's own plan, and says so
+    sample_cfg = SafeTabConfig.read(SAMPLE / "params" / "config.json")
+    assert at.radio(key="run_plan").value == "data"
+    assert out.seed == 7 and out.config.to_dict() == sample_cfg.to_dict() != config(at).to_dict()
+    assert out.plan == "sample-data plan" and "Plan run: **sample-data plan**" in texts(at)
     assert metric(at, "Population groups") == f"{len(out.t1):,}"
     assert metric(at, "Suppressed totals") == f"{int(out.t1['SUPPRESSED'].sum()):,}"
     labels = [b.label for b in at.download_button]
-    for want in ("T1 files (zip)", "T2 files (zip)", "manifest.json", "config.json (the plan run)",
+    for want in ("T1 files (zip)", "T2 files (zip)", "manifest.json", "Plan (config.json)",
                  "Operator file (CONFIDENTIAL)"):
         assert want in labels
     # a seeded run and its truth are marked in their folder names and inside, in the session's own folder
@@ -36,6 +42,12 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert out.release_dir.name == "release-seeded-NOT-FOR-RELEASE" and out.release_dir.parent.parent == work
     assert out.truth_dir.name == "truth-NOT-FOR-RELEASE" and (out.truth_dir / "NOT-FOR-RELEASE.txt").is_file()
     assert any("marked NOT FOR RELEASE" in c.value for c in at.caption)
+    plan_dl = next(b for b in at.download_button if b.label == "Plan (config.json)")
+    assert "sample-data plan" in plan_dl.help
+    # the true counts are labelled confidential wherever they show
+    assert any("confidential" in w.value and "Never publish" in w.value for w in at.warning)
+    assert any("with the confidential true counts" in b.label for b in at.download_button)
+    assert at.dataframe and all(d.proto.placeholder == "—" for d in at.dataframe)  # no "None" cells
     # browsing filters the stored results without running again
     at.multiselect(key="br_geo").set_value(["USA"]).run()
     at.text_input(key="br_search").set_value("alone").run()
@@ -46,8 +58,16 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     # accuracy report beside the predicted MOE
     at.number_input(key="acc_trials").set_value(1).run()
     at.button(key="acc_button").click().run()
-    acc = frame(at, "p95_abs_error", "predicted_moe95_exact")
-    assert len(acc) > 0 and (acc["trials"] == 1).all()
+    acc = frame(at, "Observed 95th percentile of |error|", "Predicted 95% MOE (exact)")
+    assert len(acc) > 0 and (acc["Trials"] == 1).all()
+    assert list(acc["Geography"]) == sorted(acc["Geography"], key=GEO_LEVELS.index)  # geography order
+    chart = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    names = {tr["name"] for tr in chart["data"]}
+    assert names == {"observed: 95th percentile of |released − true|", "predicted 95% MOE (exact)"}
+    rows = chart["data"][0]["y"]
+    assert all(", size " in r for r in rows) and len(rows) == len(set(rows))
+    kind = at.selectbox(key="acc_kind").value
+    assert kind == "total (stat level 0)"
     # ... and production's layouts of the same release, as downloads
     labels = [b.label for b in at.download_button]
     assert "error_report.csv" in labels and "multi_run_error_report.csv" in labels
@@ -61,12 +81,35 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
 
 
 @needs_sample
+def test_the_production_plan_is_one_click_away_and_named():
+    at = open_app("run", timeout=120)
+    at.radio(key="run_plan").set_value("app").run()
+    at.radio(key="run_noise").set_value("seeded").run()
+    at.button(key="run_button").click().run()
+    out = at.session_state["run"]
+    assert out.config.to_dict() == config(at).to_dict() and out.plan == "2020 production plan"
+    assert "Plan run: **2020 production plan**" in texts(at)
+    assert any(b.label == "Plan (config.json)" and "2020 production plan" in b.help
+               for b in at.download_button)
+
+
+@needs_sample
 def test_the_data_config_can_become_the_plan():
     at = open_app("run")
-    assert any("has its own config.json" in i.value for i in at.info)
+    assert at.radio(key="run_plan").value == "data"
     at.button(key="use_data_cfg").click().run()
     assert config(at).to_dict() == SafeTabConfig.read(SAMPLE / "params" / "config.json").to_dict()
     assert "sample-data plan" in "\n".join(m.value for m in at.sidebar.markdown)
+    assert at.radio(key="run_plan").value == "app"
+
+
+@needs_sample
+def test_an_edited_app_plan_is_the_default_plan_to_run():
+    at = open_app("budget")
+    at.slider(key="w_r").set_value(3).run()
+    at.switch_page("pages/run.py").run()
+    assert at.radio(key="run_plan").value == "app"
+    assert any("has its own config.json" in i.value for i in at.info)
 
 
 def test_incomplete_upload_is_a_message():

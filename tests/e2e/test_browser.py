@@ -1,11 +1,14 @@
 """The app in a real browser: Debian's Chromium driven by Playwright.
 
-Starts `streamlit run app.py` on a free loopback port, opens every page, changes a
-control and sees a number change, runs the mechanism on the sample data, downloads
-results and checks their content, and saves a screenshot of every page into
-$SAFETAB_SCREENSHOTS/<page>.png (default: safetab-screenshots in the system temp
-folder), never into the repository. To refresh the pictures in docs/screenshots/
-(the README shows budget.png): SAFETAB_SCREENSHOTS=docs/screenshots python -m pytest tests/e2e
+Starts `streamlit run app.py` on a free loopback port, opens every page at 1280 and
+1920 px wide and checks that nothing is cut off (key numbers, labels, buttons, table
+columns), changes a control and sees a number change, types values into the planner
+table and sees them used as typed or refused with a message, runs the mechanism on the
+sample data, downloads results and checks their content, and saves a screenshot of
+every page into $SAFETAB_SCREENSHOTS/<page>_<width>.png (default: safetab-screenshots
+in the system temp folder), never into the repository. To refresh the pictures in
+docs/screenshots/ (the README shows budget.png): SAFETAB_SCREENSHOTS=docs/screenshots
+python -m pytest tests/e2e
 
 Without /usr/bin/chromium the module is skipped, unless SAFETAB_REQUIRE_BROWSER=1
 (CI), where that is a failure. The server is always terminated.
@@ -35,6 +38,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run"]
 WIDTH = 1500
+#: Widths every page is checked at: a laptop (the narrowest a committee uses) and a desk screen.
+WIDTHS = (1280, 1920)
+#: Every page of the app by its address (the "Compare methods" pages are added from ui.compare).
+PAGES = ("", "budget", "adaptive", "suppression", "run", "configuration", "scenarios", "memo", "glossary",
+         "compare_index")
 
 
 def _require_browser():
@@ -136,13 +144,82 @@ def _settle(page, pause: float = 0.5):
     time.sleep(pause)
 
 
-def _screenshot(page, name: str):
+def _screenshot(page, name: str, width: int = WIDTH):
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 20, 7000)})
+    page.set_viewport_size({"width": width, "height": min(int(height) + 20, 7000)})
     time.sleep(1.5)  # charts re-layout to the new size
     page.screenshot(path=str(SHOTS / f"{name}.png"))
-    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    page.set_viewport_size({"width": width, "height": 1000})
+
+
+#: What is cut off on the page: metric values and labels wider than their box, text
+#: shown with an ellipsis, tables whose right-hand columns are hidden behind a
+#: horizontal scroll, a page that scrolls sideways. Returns plain descriptions.
+CUT_OFF = """() => {
+  const bad = [];
+  const main = document.querySelector('[data-testid="stMain"]');
+  const clipped = e => e.scrollWidth > e.clientWidth + 1;
+  const name = e => (e.innerText || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
+  for (const m of main.querySelectorAll('[data-testid="stMetricValue"], [data-testid="stMetricLabel"]'))
+    if ([m, ...m.querySelectorAll('*')].some(clipped)) bad.push('key number or label cut: ' + name(m));
+  for (const e of main.querySelectorAll('*')) {
+    if (getComputedStyle(e).textOverflow === 'ellipsis' && clipped(e) && name(e)
+        && !e.closest('[data-baseweb="tag"], [data-baseweb="select"], [data-testid="stMultiSelect"]'))
+      bad.push('text cut: ' + name(e));
+  }
+  main.querySelectorAll('[data-testid="stDataFrame"]').forEach((d, i) => {
+    const sc = d.querySelector('.dvn-scroller');
+    if (sc && clipped(sc)) {
+      const head = [...d.querySelectorAll('[role="columnheader"]')].map(h => h.innerText).join(' | ');
+      bad.push('table ' + i + ' hides columns (' + sc.scrollWidth + ' > ' + sc.clientWidth + ' px): ' + head.slice(0, 80));
+    }
+  });
+  if (document.scrollingElement.scrollWidth > window.innerWidth + 1) bad.push('the page scrolls sideways');
+  return [...new Set(bad)];
+}"""
+
+
+def _nothing_cut_off(page, where: str):
+    bad = page.evaluate(CUT_OFF)
+    assert not bad, f"{where}: " + "; ".join(bad)
+
+
+def _type_in_cell(page, right: int, down: int, text: str) -> None:
+    """Type `text` into the planner table's cell `right` columns and `down` rows from
+    its first body cell, as a user does: select the cell with the arrow keys, Enter
+    opens its editor, the text replaces its value, Enter commits it. Under load the grid
+    can drop a key press while it redraws (and Enter on the wrong cell would tick a
+    checkbox), so the selected cell is checked before Enter, and the whole step is
+    tried again if it is not the one wanted."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    cell = page.locator("#portal textarea.gdg-input")
+    selected = f"td[data-testid='glide-cell-{right}-{down}'][aria-selected='true']"
+    for _ in range(6):
+        editor = page.locator("[data-testid='stDataFrame']").first
+        box = editor.bounding_box()
+        page.mouse.click(box["x"] + 30, box["y"] + 52)  # first body cell
+        for key in ["ArrowRight"] * right + ["ArrowDown"] * down:
+            page.keyboard.press(key)
+            time.sleep(0.05)
+        try:  # the grid marks the selected cell for screen readers once it has drawn it
+            page.locator(f"[data-testid='stDataFrame'] {selected}").first.wait_for(state="attached", timeout=3_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            _settle(page)
+            continue
+        page.keyboard.press("Enter")
+        try:
+            cell.wait_for(timeout=5_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            _settle(page)
+            continue
+        cell.fill(text)
+        cell.press("Enter")
+        return
+    raise AssertionError(f"could not open the planner table's cell ({right}, {down}) for editing")
 
 
 def _download(page, button_name: str, name_out: list | None = None) -> bytes:
@@ -163,8 +240,9 @@ def test_deep_link_on_a_fresh_server_restores_the_configuration(server, page):
     _open(page, f"{server}/budget?config={token}", "Stability S = 4")
     nav = page.locator("[data-testid='stSidebarNav']").inner_text()
     assert "Budget and MOE planner" in nav and "Run the mechanism" in nav
-    # two sections: SafeTab-P's own pages, then the other methods
+    # two sections: SafeTab-P's own pages (the glossary among them), then the other methods
     assert nav.index("SafeTab-P") < nav.index("Budget and MOE planner") < nav.index("Compare methods")
+    assert nav.index("SafeTab-P") < nav.index("Glossary") < nav.index("Compare methods")
     assert nav.index("Compare methods") < nav.index("Methods at a glance")
     assert "Configuration restored from the link" in page.inner_text("body")
 
@@ -181,20 +259,12 @@ def test_budget_planner_r_changes_s_and_the_url(server, page):
     from calculators import budget
 
     _open(page, f"{server}/budget", "Stability S = 9")
-    page.get_by_text("MOE against ρ").first.wait_for()
+    page.get_by_text("MOE against the budget").first.wait_for()
     _screenshot(page, "budget")
     # type a MOE target of 8 for COUNTY Detailed (row 6, column "MOE target"): rho follows
     time.sleep(1.5)  # the page re-lays out after the screenshot's resize
-    editor = page.locator("[data-testid='stDataFrame']").first
-    box = editor.bounding_box()
-    page.mouse.click(box["x"] + 30, box["y"] + 52)  # first body cell
-    for key in ["ArrowRight"] * 4 + ["ArrowDown"] * 5:
-        page.keyboard.press(key)
-    time.sleep(0.3)
-    page.keyboard.type("8")
-    time.sleep(0.5)
-    page.keyboard.press("Enter")
-    rho = float(budget.rho_level_for_moe(8, 9, 0.1))
+    _type_in_cell(page, 3, 5, "8")  # column 3: MOE target, row 5: COUNTY Detailed
+    rho = float(budget.rho_level_for_exact_moe(8, 9, 0.1))  # the exact MOE meets targets by default
     page.get_by_text(f"{4.944 - 0.159 + rho:.4g}").first.wait_for()
     _settle(page)
     slider = page.locator("[data-testid='stSlider'] input[type='range']").first
@@ -218,6 +288,8 @@ def test_adaptive_thresholds(server, page):
     box.fill("500")
     box.press("Enter")
     page.get_by_text("Θ = 500, 4,971, 19,971").wait_for()
+    _settle(page)
+    assert "config=" in page.url  # the fragment keeps the address bar in step
 
 
 def test_suppression_threshold_follows_p(server, page):
@@ -231,6 +303,15 @@ def test_suppression_threshold_follows_p(server, page):
     box.press("Enter")
     want = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 9), 0.99)
     page.get_by_text(f"threshold T = {want}").wait_for()
+    # the page redraws as a fragment: the address bar and the sidebar still follow the plan
+    _settle(page)
+    assert "config=" in page.url
+    assert "2020 production plan, edited" in page.locator("[data-testid='stSidebar']").inner_text()
+    # the chosen n is marked on the curves and redraws them
+    box = page.get_by_role("spinbutton", name="True count n (persons)")
+    box.fill("3")
+    box.press("Enter")
+    page.get_by_text("mark the true count n = 3").wait_for()
 
 
 def test_run_on_the_sample_data_and_download(server, page, tmp_path):
@@ -244,7 +325,15 @@ def test_run_on_the_sample_data_and_download(server, page, tmp_path):
     page.get_by_text("50,000").first.wait_for()
     page.get_by_text("Truth against release").wait_for()
     _settle(page, 1.0)
-    assert "NOT FOR RELEASE: seeded" in page.inner_text("body")
+    body = page.inner_text("body")
+    assert "NOT FOR RELEASE: seeded" in body
+    assert "Plan run: sample-data plan" in body  # a first run on the sample uses the sample's own plan
+    assert "confidential" in body
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        _settle(page)
+        _nothing_cut_off(page, f"run results at {width} px")
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
     _screenshot(page, "run")
     got = []
     data = _download(page, "T1 files (zip)", got)
@@ -279,16 +368,10 @@ def test_configuration_export(server, page):
 def _screenshot_at(page, name: str, width: int):
     """A full-page screenshot at a given window width (1280 and 1920 px: what committee
     members use), then back to the default size."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": width, "height": 1000})
-    time.sleep(1.0)
     _settle(page)
-    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": width, "height": min(int(height) + 20, 9000)})
-    time.sleep(1.5)
-    page.screenshot(path=str(SHOTS / f"{name}-{width}.png"))
+    _screenshot(page, f"{name}-{width}", width)
     page.set_viewport_size({"width": WIDTH, "height": 1000})
-    time.sleep(0.5)
 
 
 def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_path):
@@ -466,3 +549,54 @@ def test_compare_cell_suppression(server, page, tmp_path):
         assert {"cell_suppression_summary.csv", "cell_suppression_audit.csv", "one_table_legacy.csv"} <= set(zf.namelist())
         header = zf.read("cell_suppression_audit.csv").decode().splitlines()[0]
         assert "Lowest possible" in header and "Why withheld" in header
+
+
+def _all_pages() -> list[str]:
+    from ui import compare
+
+    return list(PAGES) + [Path(m.path).stem for m in compare.METHODS]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_page_fits_at_common_widths(server, browser, width):
+    """Nothing is cut off on any page, at a laptop's and a desk screen's width: key
+    numbers, labels, buttons and every table column are visible."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        for name in _all_pages():
+            _open(page, f"{server}/{name}", "SafeTab-P")
+            _nothing_cut_off(page, f"{name or 'overview'} at {width} px")
+            if name == "budget":  # the planner's other tabs
+                for tab in ("Race multiplicity r",):
+                    page.get_by_role("tab", name=tab).click()
+                    _settle(page)
+                    _nothing_cut_off(page, f"budget, tab {tab!r}, at {width} px")
+                page.get_by_role("tab", name="MOE against the budget").click()
+                _settle(page)
+            _screenshot(page, f"{name or 'overview'}_{width}", width)
+    finally:
+        context.close()
+
+
+def test_typed_values_are_used_as_typed_or_refused_in_the_browser(server, page):
+    """The planner's MOE target and budget cells take text: '2.5' is refused with a
+    message next to the table (a number column would have read it as 25), '1e8' is
+    used and explained."""
+    _open(page, f"{server}/budget", "Stability S = 9")
+
+    _type_in_cell(page, 3, 5, "2.5")  # column 3: MOE target, row 5: COUNTY Detailed
+    page.get_by_text("'2.5' is not a whole number of persons").wait_for()
+    _settle(page)
+    body = page.inner_text("[data-testid='stMain']")
+    assert "COUNTY Detailed, MOE target" in body and "the target stays 11" in body
+    i = body.find("of the release")
+    assert "4.944" in body[i - 40:i + 40], body[max(0, i - 300):i + 200]  # the plan did not change
+    _type_in_cell(page, 4, 5, "1e8")  # column 4: rho
+    page.get_by_text("Budgets to double-check").first.wait_for()
+    _settle(page)
+    body = page.inner_text("[data-testid='stMain']")
+    if "ρ = 1e+08 means ε ≈ 1e+08" not in body:
+        _screenshot(page, "typed_values_failure")
+    assert "ρ = 1e+08 means ε ≈ 1e+08" in body and "essentially no privacy" in body, body[body.find("Budgets"):][:600]

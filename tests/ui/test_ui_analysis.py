@@ -95,3 +95,20 @@ def test_thresholds_table(prod):
     row = t[(t["Geography"] == "STATE") & (t["Iterations"] == "Detailed")].iloc[0]
     assert (row["Θ₁"], row["Θ₂"], row["Θ₃"]) == (471, 971, 6971)
     assert row["Cell rel. MOE at Θ1 (age4, %)"] == pytest.approx(100 * 8 * 3 / 471)
+
+
+def test_rederive_plan_meets_every_target_and_can_rederive_thresholds():
+    from calculators import adaptive, budget
+    from calculators.presets import production_2020
+    from ui import planner
+
+    cfg = production_2020().updated(max_race_codes=3, privacy_budget_p_stage_1_fraction=0.2)
+    targets = planner.production_targets()
+    out = analysis.rederive_plan(cfg, targets, planner.EXACT)
+    assert out.max_race_codes == 3 and out.thresholds_p == cfg.thresholds_p
+    for lvl in out.tabulated_levels():
+        assert out.rho(lvl) == float(budget.rho_level_for_exact_moe(targets[lvl.key], 4, 0.2))
+    with_th = analysis.rederive_plan(cfg, targets, planner.EXACT, 0.1, "total")
+    county2 = planner.POPULATION_GROUP_LEVELS[5]
+    s2 = float(budget.sigma2_stage2(with_th.rho(county2), 0.2, 4))
+    assert with_th.thresholds(county2) == adaptive.derive_thresholds(0.1, s2, rule="total")

@@ -76,11 +76,13 @@ def test_the_pdf_holds_the_plans_numbers(pdf_text, expected):
     # budget and MOE per level: rho, target, both MOEs and the verdict
     row = _row(lines, "Budget and MOE per level", "COUNTY Detailed")
     assert row[2:6] == ["US", "yes", "8", "0.3"]
-    assert row[-4:] == [str(expected["moe_bound"]), str(expected["moe_exact"]), "✓", "meets"]
+    # the verdict names the exact MOE and the target it is held against
+    assert row[-7:] == [str(expected["moe_exact"]), str(expected["moe_bound"]), "✓", "meets",
+                        f"({expected['moe_exact']}", "≤", "8)"]
     assert _row(lines, "Budget and MOE per level", "STATE Detailed")[5] == "2.134"
     # the suppression threshold of the level
     row = _row(lines, "Threshold T per level", "COUNTY Detailed")
-    assert row[2] == "0.3" and row[4:7] == ["stat-level-0", "totals", str(expected["T"])]
+    assert row[2] == "0.3" and row[5:8] == ["stat-level-0", "totals", str(expected["T"])]
     # privacy accounting: the release and the level's epsilon
     assert f"ε of the release (tight / classic) {expected['eps']} /" in text
     assert f"ρ of the release = max(US, PR) {expected['rho_release']} (bounded" in text
@@ -120,10 +122,10 @@ def test_the_html_memo_holds_the_same_numbers_and_svg_charts(plan, expected):
     doc = memo_html.render(m)
     t = _tables(doc)
     row = next(r for r in t["Budget and MOE per level"] if r[:2] == ["COUNTY", "Detailed"])
-    assert row[4:6] == ["8", "0.3"] and row[8:11] == [str(expected["moe_bound"]), str(expected["moe_exact"]),
-                                                      "✓ meets"]
+    assert row[4:6] == ["8", "0.3"] and row[9:12] == [str(expected["moe_exact"]), str(expected["moe_bound"]),
+                                                      f"✓ meets ({expected['moe_exact']} ≤ 8)"]
     row = next(r for r in t["Threshold T per level"] if r[:2] == ["COUNTY", "Detailed"])
-    assert row[5] == str(expected["T"])
+    assert row[6] == str(expected["T"])
     assert doc.count("data:image/svg+xml;base64,") == len(m.figures())
     assert "2026-05-04 09:30 UTC" in doc and "plotly" not in doc.split("<body>")[1][:2000]
 

@@ -72,16 +72,6 @@ def test_adaptive_curves_follow_the_geometric_law(pure):
     assert curves["Expected MOE of one published cell"].iloc[-1] == pytest.approx(geometric.moe(s["stage2"]))
 
 
-def test_comparing_a_pure_dp_plan_names_its_budget_epsilon(pure):
-    lv = planner.compare_levels(production_2020(), pure, planner.EXACT)
-    assert "ρ A" in lv.columns and "ε B" in lv.columns
-    row = lv.iloc[POPULATION_GROUP_LEVELS.index(COUNTY2)]
-    # same numbers, different laws: the MOEs differ, and the row is marked
-    assert row["ρ A"] == row["ε B"] == 0.159
-    assert row["MOE A"] == budget.moe_for_rho(0.159, 9, 0.1, exact=True)
-    assert row["MOE B"] == geometric.moe(9 / (0.9 * 0.159)) and row["Differs"]
-
-
 @pytest.mark.parametrize("defn", ["zcdp", "puredp"])
 @pytest.mark.parametrize("eps", [1e-6, 1e6])
 def test_extreme_budgets_give_numbers_not_errors(defn, eps):

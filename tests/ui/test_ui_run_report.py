@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from calculators.config import SafeTabConfig
-from ui import memo, run_report, runner
+from ui import analysis, memo, run_report, runner
 from ui.comparison import Plan
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
@@ -58,7 +58,11 @@ def test_the_memo_carries_the_runs_accuracy(out):
     run = tables["The run"].set_index("Quantity")["Value"]
     assert run["Noise"].startswith("seeded (seed 3)") and run["Plan that ran"] == "sample-data plan"
     assert run["Suppressed totals"] == f"{int(out.t1['SUPPRESSED'].sum()):,}"
-    pd.testing.assert_frame_equal(tables["Accuracy of this release against the truth"], out.release_report)
+    # the same table as the Run page shows it (plain column names, geography order)
+    pd.testing.assert_frame_equal(tables["Accuracy of this release against the truth"],
+                                  analysis.accuracy_plain(out.release_report))
+    fig = next(b for b in sec.blocks if isinstance(b, memo.Figure))
+    assert "total (stat level 0)" in fig.title and (fig.data["Published count"] == "total (stat level 0)").all()
     other = memo.run_info(out, {}, out.config.updated(max_race_codes=2))
     assert not other.same_plan
     texts = [b.text for b in memo.run_section(other).blocks if isinstance(b, memo.Text)]

@@ -1,0 +1,279 @@
+"""How fast the app answers: control changes and page switches in a real browser.
+
+Starts ``streamlit run app.py`` headless on a free loopback port, drives Debian's
+Chromium with Playwright and times, for each user action, the wall-clock time from the
+action to the page being settled again: Streamlit's script-state attribute on the app
+root (``data-test-script-state``) has gone to "running" and back to "notRunning", no
+skeleton placeholder is left and every plotly chart has drawn its SVG (the same
+SETTLED condition as tests/e2e/test_browser.py). Both ends are taken with the page's
+own clock (``performance.now()``): the start just before the key press or click is
+dispatched, the end on the first animation frame at which the page is settled.
+
+Actions (``--rounds`` rounds, 6 by default, each round going through all of them):
+
+* control changes (5 per round): race multiplicity r (slider, keyboard) and the stage-1
+  fraction gamma on the planner; Theta_1 on the adaptive-tables page; the
+  zero-suppression chance p and the true count n on the suppression page;
+* page switches (5 per round): sidebar links between those pages and the overview.
+
+Prints every timing, then the median and 90th percentile of control changes and of
+page switches (and per control), the machine's load average before and after, and
+whether the targets are met (median control change < 200 ms, median page switch
+< 500 ms). Run from the repository root:
+
+    python benchmarks/bench_app.py               # 6 rounds: 30 control changes, 30 page switches
+    python benchmarks/bench_app.py --rounds 10 --width 1400
+
+Needs /usr/bin/chromium and the playwright package (requirements-test.txt). The first
+round warms the server (imports, caches) and is not counted unless --count-warmup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run"]
+
+#: Installed once per page load: counts script runs and keeps the last state change.
+_WATCH = """() => {
+  if (window.__bench) return;
+  const app = document.querySelector('[data-testid="stApp"]');
+  window.__bench = {runs: 0};
+  new MutationObserver(() => {
+    if (app.getAttribute('data-test-script-state') === 'running') window.__bench.runs += 1;
+  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+#: True once the action's run is over and the page has settled after it: a run has
+#: started since the mark (control changes), or the page shows the title of the page
+#: switched to (page switches: a switch can start while a run is still going, with no
+#: "notRunning" in between for the observer to see).
+_DONE = """([runs0, title]) => {
+  const b = window.__bench;
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!b || !app) return false;
+  if (title === null) { if (b.runs <= runs0) return false; }
+  else { const h = document.querySelector('[data-testid="stMain"] h1'); if (!h || h.innerText.trim() !== title) return false; }
+  if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelectorAll('[data-testid="stSkeleton"]').length) return false;
+  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]').length;
+  if (document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length < charts) return false;
+  b.done = performance.now();
+  return true;
+}"""
+
+_SETTLED = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelectorAll('[data-testid="stSkeleton"]').length) return false;
+  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]').length;
+  return document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= charts;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(port: int, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
+           str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return proc
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            raise SystemExit(f"streamlit did not start; see {log}")
+        time.sleep(0.3)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+class Timer:
+    """Times one action on a page: mark, act, wait for a finished run, read the clock."""
+
+    def __init__(self, page):
+        self.page = page
+
+    def settle(self) -> None:
+        self.page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
+        self.page.evaluate(_WATCH)
+
+    def time(self, action, title: str | None = None) -> float | None:
+        """Milliseconds from the action to the settled page (for a page switch, the page
+        titled `title`); None (reported) if that did not happen within a minute."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        page = self.page
+        page.evaluate(_WATCH)
+        runs0 = page.evaluate("() => window.__bench.runs")
+        start = page.evaluate("() => performance.now()")
+        action()
+        try:
+            page.wait_for_function(_DONE, arg=[runs0, title], timeout=60_000, polling="raf")
+        except PlaywrightTimeout:
+            self.settle()
+            return None
+        ms = page.evaluate("() => window.__bench.done") - start
+        time.sleep(0.25)  # let late messages land before the next action
+        self.settle()
+        return ms
+
+
+def _type_into(page, label: str, value: str):
+    def act():
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Enter")
+    return act
+
+
+#: The sidebar link and the title of each page the benchmark switches to.
+_TITLES = {"Budget and MOE planner": "Budget and MOE planner", "Adaptive tables": "Adaptive tables",
+           "Suppression": "Suppression", "Configuration": "Configuration", "Overview": "SafeTab-P Studio"}
+
+
+def _nav(page, name: str):
+    return lambda: page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=name).click()
+
+
+def _switch(timer: Timer, page, name: str) -> float | None:
+    return timer.time(_nav(page, name), _TITLES[name])
+
+
+def _record(store: dict, key: str, ms: float | None, rnd: int, counted: bool) -> None:
+    tag = f"round {rnd}{'' if counted else ' (warm-up)'}  {key:<28}"
+    if ms is None:
+        print(f"{tag} not settled within a minute (not counted)", flush=True)
+        return
+    if counted:
+        store.setdefault(key, []).append(ms)
+    print(f"{tag} {ms:8.1f} ms", flush=True)
+
+
+def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: dict) -> None:
+    """One round: 5 control changes and 5 page switches (see the module docstring)."""
+    _record(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"), rnd, counted)
+    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
+    key = "ArrowLeft" if rnd % 2 == 0 else "ArrowRight"
+
+    def move_r() -> None:
+        slider.focus()
+        slider.press(key)
+
+    _record(controls, "r", t.time(move_r), rnd, counted)
+    gamma = f"{0.1 + 0.01 * ((rnd % 5) + 1):.2f}"
+    _record(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)), rnd, counted)
+    _record(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"), rnd, counted)
+    _record(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))), rnd, counted)
+    _record(switches, "adaptive -> suppression", _switch(t, page, "Suppression"), rnd, counted)
+    p = f"{0.999 - 0.0001 * rnd:.4f}"
+    _record(controls, "p", t.time(_type_into(page, "Zero-suppression chance p", p)), rnd, counted)
+    _record(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))), rnd, counted)
+    _record(switches, "suppression -> configuration", _switch(t, page, "Configuration"), rnd, counted)
+    _record(switches, "configuration -> overview", _switch(t, page, "Overview"), rnd, counted)
+
+
+def run(args) -> dict[str, list[float]]:
+    from playwright.sync_api import sync_playwright
+
+    port = _free_port()
+    log = Path(args.log)
+    proc = _start_server(port, log)
+    url = f"http://127.0.0.1:{port}"
+    controls: dict[str, list[float]] = {k: [] for k in ("r", "gamma", "Theta1", "p", "n")}
+    switches: dict[str, list[float]] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = browser.new_context(viewport={"width": args.width, "height": 1000}).new_page()
+            page.set_default_timeout(120_000)
+            t = Timer(page)
+            page.goto(url)
+            page.get_by_text("SafeTab-P Studio").first.wait_for()
+            t.settle()
+            for rnd in range(args.rounds + 1):
+                _round(t, page, rnd, rnd > 0 or args.count_warmup, controls, switches)
+            browser.close()
+    finally:
+        _stop(proc)
+    return {"controls": controls, "switches": switches}
+
+
+def _summary(name: str, xs: list[float]) -> str:
+    xs = sorted(xs)
+    p90 = xs[min(len(xs) - 1, round(0.9 * (len(xs) - 1)))]  # nearest rank
+    return f"{name:<30} n={len(xs):3d}  median {statistics.median(xs):7.1f} ms  p90 {p90:7.1f} ms  " \
+           f"min {xs[0]:7.1f}  max {xs[-1]:7.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=6, help="counted rounds (5 control changes + 5 page switches each)")
+    ap.add_argument("--width", type=int, default=1280, help="browser window width in pixels")
+    ap.add_argument("--count-warmup", action="store_true", help="count the first (warm-up) round too")
+    ap.add_argument("--log", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "bench_app_streamlit.log"),
+                    help="where the server's output goes")
+    args = ap.parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        print(f"{CHROMIUM} is missing (apt-get install chromium)")
+        return 1
+    print(f"{platform.python_version()} on {os.cpu_count()} CPUs; load average before: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    res = run(args)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    ctrl = [x for v in res["controls"].values() for x in v]
+    sw = [x for v in res["switches"].values() for x in v]
+    if not ctrl or not sw:
+        print("no timings recorded")
+        return 1
+    print()
+    print(_summary("control changes (all)", ctrl))
+    for k, v in res["controls"].items():
+        if v:
+            print(_summary(f"  {k}", v))
+    print(_summary("page switches (all)", sw))
+    for k, v in res["switches"].items():
+        print(_summary(f"  {k}", v))
+    print(f"load average after: {load}")
+    c_ok, s_ok = statistics.median(ctrl) < 200, statistics.median(sw) < 500
+    print(f"target median control change < 200 ms: {'met' if c_ok else 'NOT met'}; "
+          f"median page switch < 500 ms: {'met' if s_ok else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

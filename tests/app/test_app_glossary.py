@@ -1,0 +1,22 @@
+"""Glossary page: in the SafeTab-P section, searchable, linked from the overview."""
+
+from __future__ import annotations
+
+from tests.app.conftest import open_app, texts
+from ui import glossary
+
+
+def test_glossary_page_lists_and_searches_terms():
+    at = open_app("glossary")
+    shown = texts(at)
+    assert all(f"**{t.term}**" in shown for t in glossary.TERMS)
+    assert "smaller privacy budget (ρ or ε) is more private" in shown
+    at.text_input(key="gl_query").set_value("TotalOnly").run()
+    shown = texts(at)
+    assert "**TotalOnly (DETAILED_ONLY)**" in shown and "**δ (delta)**" not in shown
+
+
+def test_overview_links_to_the_glossary():
+    at = open_app()
+    assert any(link.proto.page == "pages/glossary.py" or "glossary" in link.proto.page
+               for link in at.get("page_link"))

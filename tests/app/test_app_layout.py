@@ -1,0 +1,26 @@
+"""Every table of every page shows a dash, never the word "None", for a missing value."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.conftest import open_app
+from ui import compare, widgets
+
+PAGES = [None, "budget", "adaptive", "suppression", "run", "configuration", "glossary", "compare_index",
+         *(m.path.removeprefix("pages/").removesuffix(".py") for m in compare.METHODS)]
+
+
+def _placeholders(at) -> list[str]:
+    return [d.proto.placeholder for d in at.dataframe]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_missing_values_show_as_a_dash(page):
+    at = open_app(page)
+    assert all(p == widgets.MISSING for p in _placeholders(at)), _placeholders(at)
+    if page == "budget":
+        for tab in ("Race multiplicity r", "Two plans side by side"):
+            at.session_state["pl_tabs"] = tab
+            at.run()
+            assert at.dataframe and all(p == widgets.MISSING for p in _placeholders(at))

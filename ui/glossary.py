@@ -1,0 +1,158 @@
+"""The glossary of the app: every term a policy committee meets, in plain words
+(pure; no Streamlit). Facts from SPEC §1-§3."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Term(NamedTuple):
+    term: str
+    topic: str
+    meaning: str
+
+
+PRIVACY = "Privacy accounting"
+STRUCTURE = "What is counted"
+MECHANISM = "How the noise is added"
+ACCURACY = "Accuracy"
+RELEASE = "What is published"
+
+TOPICS = (PRIVACY, STRUCTURE, MECHANISM, ACCURACY, RELEASE)
+
+TERMS: tuple[Term, ...] = (
+    # ------------------------------------------------------------------ privacy
+    Term("Privacy budget", PRIVACY,
+         "How much a release may reveal about any one person. **A smaller budget is more private**: it forces "
+         "more noise, so the published counts are less accurate. Each population group level has its own "
+         "budget, and the levels add up."),
+    Term("Differential privacy (DP)", PRIVACY,
+         "A guarantee about the method, not the data: whatever one person's answers were, the published "
+         "tables would look almost the same, so they reveal almost nothing about that person. How close "
+         "\"almost\" is, is the budget."),
+    Term("ε (epsilon)", PRIVACY,
+         "The classic measure of privacy loss: with or without one person, the chance of any published result "
+         "differs by at most a factor e^ε. **Smaller is more private**: ε = 1 allows a factor 2.7, ε = 10 a "
+         "factor of 22,000. Under pure DP the level budgets are ε; under zCDP ε is computed from ρ at a chosen δ."),
+    Term("ρ (rho), zCDP", PRIVACY,
+         "Zero-concentrated differential privacy, the definition the 2020 Census used: the budget of a level is "
+         "ρ. **Smaller ρ is more private.** ρ adds up over the levels of a run; it converts to (ε, δ)-DP for any "
+         "δ: ε = ρ + 2√(ρ ln(1/δ)) (classic), or the smaller tight figure (Canonne, Kamath and Steinke 2020). "
+         "zCDP goes with discrete Gaussian noise."),
+    Term("δ (delta)", PRIVACY,
+         "The small probability that the ε guarantee of a zCDP release does not hold. The app converts ρ to ε "
+         "at δ = 1e-10 unless you choose another δ on the Overview. A smaller δ gives a larger ε for the same ρ. "
+         "Pure DP has δ = 0."),
+    Term("Pure DP", PRIVACY,
+         "Differential privacy with δ = 0 (config privacy_defn = \"puredp\"): the level budgets are ε and the "
+         "noise is two-sided geometric. Switching the planner to pure DP converts each budget so that every "
+         "level keeps its MOE target."),
+    Term("Per-level ε", PRIVACY,
+         "The ε that one population group level's budget gives on its own (at the app's δ under zCDP). Shown "
+         "next to every budget. The release as a whole costs the sum over a run's levels, not the largest one."),
+    Term("Sequential composition", PRIVACY,
+         "Budgets spent on the same persons add up: the US run costs the sum of the ρ (or ε) of its levels. "
+         "The Puerto Rico run covers other persons, so the release costs the larger of the two runs, max(US, PR)."),
+    Term("Bounded and unbounded neighbours", PRIVACY,
+         "Two ways to say what \"one person\" means. Unbounded (the default here, as in production): data sets "
+         "that differ by adding or removing one person. Bounded: data sets of the same size that differ in one "
+         "person's record, which is like removing one person and adding another, so the cost doubles (×2)."),
+    # ------------------------------------------------------------------ structure
+    Term("Population group", STRUCTURE,
+         "A pair of a geographic area and a race or ethnicity group, e.g. \"Cook County, Illinois × Albanian "
+         "alone\". Every population group of the public universe gets a count, even if nobody is in it, so the "
+         "output never reveals which groups are empty."),
+    Term("Population group level", STRUCTURE,
+         "A geography level crossed with an iteration level, e.g. (COUNTY, Detailed). There are 20; each has "
+         "its own budget, MOE target and thresholds. A level with budget 0 is not tabulated."),
+    Term("Geography levels", STRUCTURE,
+         "USA, STATE, COUNTY, TRACT, PLACE and AIANNH (American Indian, Alaska Native and Native Hawaiian "
+         "areas); Puerto Rico runs separately with PR-STATE, PR-COUNTY, PR-TRACT and PR-PLACE. USA, STATE and "
+         "PR-STATE are the state-or-above levels."),
+    Term("Regional and Detailed", STRUCTURE,
+         "The two iteration levels that are tabulated. Regional (level 1): broad groups such as \"European "
+         "alone\" (52 race and ethnicity groups at USA/STATE in 2020). Detailed (level 2): specific groups such "
+         "as \"Albanian alone\" (2,944 at USA/STATE, 2,150 below). Level 0 (major races) is never tabulated."),
+    Term("Characteristic iteration", STRUCTURE,
+         "A race or ethnicity group a count is made for, defined in the spec files. \"Alone\": every race code "
+         "of the person is in the group. \"Alone or in any combination\": at least one is."),
+    Term("TotalOnly (DETAILED_ONLY)", STRUCTURE,
+         "Iterations that exist only at USA, STATE and PR-STATE and get a single total with the level's whole "
+         "budget, with no adaptive choice and no sex × age table. COARSE_ONLY iterations are the reverse: "
+         "tabulated only below the state level."),
+    Term("Race multiplicity r", STRUCTURE,
+         "The most race codes one person can have (config max_race_codes, 1 to 8; 2020: 8). A person with more "
+         "codes is counted with the first r."),
+    Term("Stability S", STRUCTURE,
+         "The most population groups one person can join within one level: S = max(2, r) + 1 with the 2020 "
+         "spec files (S = 9 at r = 8). The noise grows with S, so a smaller r means less noise for the same "
+         "budget."),
+    # ------------------------------------------------------------------ mechanism
+    Term("Stage 1", MECHANISM,
+         "Each group first gets a noisy total that spends a share γ of the level's budget. It is never "
+         "published; it only decides how much detail the group gets."),
+    Term("γ (gamma)", MECHANISM,
+         "The stage-1 fraction of each level's budget (config privacy_budget_p_stage_1_fraction; 2020: 0.1). "
+         "Stage 2 gets the rest, 1 − γ."),
+    Term("Thresholds Θ₁ ≤ Θ₂ ≤ Θ₃ and stat level", MECHANISM,
+         "The stage-1 noisy total is compared with three thresholds: below Θ₁ the group gets a total only "
+         "(stat level 0), then sex × age4 (level 1), sex × age9 (level 2), and from Θ₃ sex × age23 (level 3). "
+         "Thresholds cost no budget; they decide how the budget is spread."),
+    Term("Stage 2", MECHANISM,
+         "Fresh noisy counts for the table the group got, spending 1 − γ of the budget. Every cell gets the same "
+         "noise, so a table with more cells has a noisier total but more detail."),
+    Term("Discrete Gaussian noise (σ²)", MECHANISM,
+         "The noise of zCDP: whole numbers drawn from a bell curve on the integers with variance parameter "
+         "σ² = S / (2 × share × ρ). Drawn exactly, from a secure random source."),
+    Term("Two-sided geometric noise (b)", MECHANISM,
+         "The noise of pure DP: whole numbers with P(k) proportional to exp(−|k| / b), scale b = S / (share × ε)."),
+    Term("Secure and seeded noise", MECHANISM,
+         "Secure: from a cryptographically secure random source, for release. Seeded: reproducible, for "
+         "demonstrations and tests only, and marked NOT FOR RELEASE everywhere."),
+    # ------------------------------------------------------------------ accuracy
+    Term("MOE (95% margin of error)", ACCURACY,
+         "The error a published count stays within 95% of the time, in persons. The planner's MOE is that of "
+         "one published count (a stage-2 cell)."),
+    Term("Exact MOE and the ⌊1.96σ⌋ bound", ACCURACY,
+         "Exact: the smallest m with P(|noise| ≤ m) ≥ 95% for the actual (discrete) noise. ⌊1.96σ⌋: the design "
+         "paper's continuous-Gaussian figure, with which the 2020 budgets were set; the exact MOE can be one "
+         "larger. The planner's verdict says which one it compares with the target."),
+    Term("MOE target", ACCURACY,
+         "The MOE a level should have; the planner derives the budget from it. 2020: 3 (USA and STATE Detailed), "
+         "11 (sub-state Detailed), 50 (Regional)."),
+    Term("Relative MOE", ACCURACY,
+         "MOE divided by the expected count (a coefficient of variation in spirit): an MOE of 11 is 110% of a "
+         "count of 10 but 1.1% of a count of 1,000."),
+    # ------------------------------------------------------------------ release
+    Term("T1 and T2", RELEASE,
+         "The published files: T1 holds one total per population group, T2 the sex × age cells and sex "
+         "marginals of the groups that got a table."),
+    Term("Post-processing", RELEASE,
+         "Steps after the noise that cost no budget: totals as sums of their cells, negative counts clamped to 0 "
+         "(if allow_negative_counts is false), suppression, coterminous copies."),
+    Term("Suppression, p and T", RELEASE,
+         "Below the state level, a group that got a total only has it published only if the noisy total is "
+         "above a threshold T, the smallest count with P(noise ≤ T) ≥ p (zero_suppression_chance; 2020: 0.9999). "
+         "A group with nobody in it is hidden with probability at least p. Released small counts are biased "
+         "upward: only the lucky draws get through."),
+    Term("Coterminous geographies", RELEASE,
+         "Areas at different levels that cover the same blocks (a county with one tract; DC as state, county "
+         "and place) get the counts of the highest unsuppressed level, so they agree."),
+    Term("True counts (confidential)", RELEASE,
+         "The noise-free counts of the input. The app tabulates them beside a release only to show what the "
+         "noise does; they are confidential and never for publication."),
+)
+
+
+def search(query: str = "", topic: str | None = None) -> list[Term]:
+    """Terms whose name or meaning contains every word of `query` (case-insensitive),
+    optionally of one topic, in glossary order."""
+    words = query.lower().split()
+    out = []
+    for t in TERMS:
+        if topic and t.topic != topic:
+            continue
+        text = f"{t.term} {t.meaning}".lower()
+        if all(w in text for w in words):
+            out.append(t)
+    return out
