@@ -43,7 +43,7 @@ SECTIONS = {
     ],
 }
 
-page = st.navigation(SECTIONS)
+page = st.navigation(SECTIONS, expanded=True)  # every page listed: no "View more" hiding methods
 widgets.sidebar_summary()
 plan_controls.sidebar()
 state.show_flashes()

@@ -307,7 +307,7 @@ d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, 
                      help="The release folder as written (with SHA256SUMS) and accuracy/: this release against the "
                           "truth, and the reports over repeated releases if computed. The accuracy is measured "
                           "against the confidential truth, so this zip is NOT FOR RELEASE. Without the operator file.")
-o = st.columns([1.3, 4])
+o = st.columns([2, 4])  # the button label fits at 1280 px
 o[0].download_button("Operator file (CONFIDENTIAL)", files.operator_file(rel_dir), files.OPERATOR_DOWNLOAD,
                      "application/json", key="dl_operator", on_click="ignore", icon=":material/lock:")
 o[1].caption("The operator file holds the exact counts of the confidential input, for the operator's checks: "

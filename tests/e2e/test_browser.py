@@ -252,6 +252,13 @@ def test_overview(server, page):
     page.get_by_text("4.944").first.wait_for()
     body = page.inner_text("body")
     assert "19 of 20" in body and "25.36" in body and "26.28" in body
+    # every page is listed in the sidebar, none hidden behind "View more"
+    from ui import compare
+
+    nav = page.locator("[data-testid='stSidebarNav']").inner_text()
+    for title in ("Scenarios", "Decision memo", "Glossary", "Methods at a glance", *(m.title for m in compare.METHODS)):
+        assert title in nav, nav
+    assert "View" not in nav and "more" not in nav
     _screenshot(page, "overview")
 
 
