@@ -173,9 +173,26 @@ if mode == LEVEL:
               "(two standard errors). "
             + ("In every replication the regions add up to the true total exactly."
                if info["sums_exact"] else "**The regions did not always add up to the total.**"))
-        widgets.table(sim_table, "invariants_simulation.csv", key="inv_sim_table",
-                      column_config={k: st.column_config.NumberColumn(format="%.2f") for k in sim_table.columns
-                                     if k not in ("Region", "Published as")})
+        # Eleven columns do not fit beside the sidebar at 1280 px: the page shows the
+        # variances and the 95% errors as two tables, each CSV has every column.
+        ident = ["Region", "Published as"]
+        for title, cols, short, key in (
+            ("Noise variance of each region's total (persons²)",
+             ["Var. SafeTab-P, predicted", "Var. SafeTab-P, simulated", "Var. with, predicted",
+              "Var. with, + rounding (max)", "Var. with, simulated"],
+             ["SafeTab-P, predicted", "SafeTab-P, simulated", "With, predicted", "With, + rounding", "With, simulated"],
+             "inv_sim_table"),
+            ("95% of errors within (persons)",
+             ["MOE SafeTab-P (exact)", "95% |error| SafeTab-P, simulated", "MOE with (normal approx.)",
+              "95% |error| with, simulated"],
+             ["SafeTab-P, exact MOE", "SafeTab-P, simulated", "With, normal approx.", "With, simulated"],
+             "inv_sim_moe")):
+            st.markdown(f"**{title}**")
+            widgets.table(sim_table[ident + cols], "invariants_simulation.csv", key=key, data=sim_table,
+                          column_config={"Region": st.column_config.TextColumn(width=110),
+                                         "Published as": st.column_config.TextColumn(width=150)}
+                          | {c: st.column_config.NumberColumn(label, format="%.2f", width=125, help=c)
+                             for c, label in zip(cols, short)})
 
     compare.verdict(ci.level_verdict(study))
     compare.downloads({

@@ -76,9 +76,11 @@ if items:
         rows.append(row)
     listing = pd.DataFrame(rows)
     widgets.table(listing, "scenarios.csv", key="sc_list",
-                  column_config={"Plan": st.column_config.TextColumn(width="large"),
-                                 "Created (UTC)": st.column_config.TextColumn(width="medium"),
-                                 "Modified (UTC)": st.column_config.TextColumn(width="medium")},
+                  column_config={"Name": st.column_config.TextColumn(width=150),
+                                 "Plan": st.column_config.TextColumn(width=380),
+                                 "Created (UTC)": st.column_config.TextColumn(width=125),
+                                 "Modified (UTC)": st.column_config.TextColumn(width=125),
+                                 "Note": st.column_config.TextColumn(width=90)},
                   caption=f"ε of the release at δ = {state.delta():g} (tight; pure DP: the ε itself).")
     bad = [s for s in items if not s.ok]
     if bad:

@@ -590,7 +590,7 @@ def test_every_page_fits_at_common_widths(server, browser, width):
 def test_typed_values_are_used_as_typed_or_refused_in_the_browser(server, page):
     """The planner's MOE target and budget cells take text: '2.5' is refused with a
     message next to the table (a number column would have read it as 25), '1e8' is
-    used and explained."""
+    refused (beyond the engine's range), '1e6' is used and explained."""
     _open(page, f"{server}/budget", "Stability S = 9")
 
     _type_in_cell(page, 3, 5, "2.5")  # column 3: MOE target, row 5: COUNTY Detailed
@@ -600,10 +600,13 @@ def test_typed_values_are_used_as_typed_or_refused_in_the_browser(server, page):
     assert "COUNTY Detailed, MOE target" in body and "the target stays 11" in body
     i = body.find("of the release")
     assert "4.944" in body[i - 40:i + 40], body[max(0, i - 300):i + 200]  # the plan did not change
-    _type_in_cell(page, 4, 5, "1e8")  # column 4: rho
+    _type_in_cell(page, 4, 5, "1e8")  # column 4: rho, beyond the engine's range: refused
+    page.get_by_text("'1e8' is above 1e+06, the largest budget the engine accepts").wait_for()
+    _settle(page)
+    _type_in_cell(page, 4, 5, "1e6")  # the largest accepted budget: used, and explained
     page.get_by_text("Budgets to double-check").first.wait_for()
     _settle(page)
     body = page.inner_text("[data-testid='stMain']")
-    if "ρ = 1e+08 means ε ≈ 1e+08" not in body:
+    if "ρ = 1e+06 means ε ≈ 1.01e+06" not in body:
         _screenshot(page, "typed_values_failure")
-    assert "ρ = 1e+08 means ε ≈ 1e+08" in body and "essentially no privacy" in body, body[body.find("Budgets"):][:600]
+    assert "ρ = 1e+06 means ε ≈ 1.01e+06" in body and "essentially no privacy" in body, body[body.find("Budgets"):][:600]
