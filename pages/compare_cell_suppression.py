@@ -191,10 +191,17 @@ st.subheader("The audit: what each withheld count could still be")
 audit = cmp.audit_frame(study)
 st.caption(f"{len(audit):,} withheld counts of published tables (and of withheld groups that the published counts "
            "bound), narrowest range first. A count recovered exactly has the same lowest and highest value.")
-widgets.table(audit, "cell_suppression_audit.csv", key="cs_audit", height=360,
-              column_config={"Width": st.column_config.NumberColumn(format="%.0f"),
-                             "Lowest possible": st.column_config.NumberColumn(format="%.0f"),
-                             "Highest possible": st.column_config.NumberColumn(format="%.0f")})
+widgets.table(audit, "cell_suppression_audit.csv", key="cs_audit", height=360, column_config={
+    # eleven columns in the width of a laptop's page: short labels, full names on hover
+    "Geography": st.column_config.TextColumn(width=75), "Region": st.column_config.TextColumn(width=70),
+    "Iteration code": st.column_config.TextColumn("Code", width=50, help="Iteration code"),
+    "Group": st.column_config.TextColumn(width=140), "Count": st.column_config.TextColumn("Cell", width=105),
+    "Why withheld": st.column_config.TextColumn(width=115),
+    "Lowest possible": st.column_config.NumberColumn("Lowest", format="%.0f", width=62, help="Lowest possible"),
+    "Highest possible": st.column_config.NumberColumn("Highest", format="%.0f", width=62, help="Highest possible"),
+    "Width": st.column_config.NumberColumn(format="%.0f", width=55),
+    "Recovered exactly": st.column_config.CheckboxColumn("Exact", width=52, help="Recovered exactly"),
+    "Protection met": st.column_config.CheckboxColumn("Protected", width=72, help="Protection met")})
 
 compare.verdict(cmp.verdict(study, narrow))
 files = {"cell_suppression_summary.csv": summary, "cell_suppression_by_size.csv": size,

@@ -71,22 +71,28 @@ with c[3]:
 summary = comp.summary.set_index("method")
 what = cc.MEASURES[value].split(" (")[0].lower()
 
+# Narrow columns: the paper's Table 7 fits in half the page at 1280 px.
+_T7_COLUMNS = {"Geography level": st.column_config.TextColumn("Geography", width=85),
+               "Published totals": st.column_config.NumberColumn("Totals", width=65,
+                                                                  help="Published totals of the level")}
+_T7_COLUMNS |= {LABELS[m]: st.column_config.NumberColumn(width=78) for m in cc.OTHERS}
 left, right = compare.side_by_side("Consistency methods", "SafeTab-P as published")
 with left:
     st.markdown(f"**{what.capitalize()} by geography level** (persons; {ITERATION_LEVEL_NAMES[lvl]} groups), "
                 "the layout of the paper's Table 7")
     widgets.table(cc.table7_view(comp, lvl, cc.OTHERS, value), f"consistency_table7_{lvl}_{value}.csv",
-                  key="cons_t7")
+                  key="cons_t7", column_config=_T7_COLUMNS)
     st.markdown("**Parents not adding up, per release**")
     m = st.columns(3)
     for col, meth in zip(m, cc.OTHERS):
         col.metric(LABELS[meth], f"{summary.loc[meth, 'violations_per_release']:,.0f}", help=DESCRIPTIONS[meth])
 with right:
     st.markdown(f"**{what.capitalize()} by geography level** (persons; {ITERATION_LEVEL_NAMES[lvl]} groups)")
-    widgets.table(cc.table7_view(comp, lvl, ["none"], value), f"safetab_{lvl}_{value}.csv", key="cons_t7_none")
+    widgets.table(cc.table7_view(comp, lvl, ["none"], value), f"safetab_{lvl}_{value}.csv", key="cons_t7_none",
+                  column_config=_T7_COLUMNS)
     m = st.columns(2)
-    m[0].metric("Parents not adding up, per release", f"{summary.loc['none', 'violations_per_release']:,.0f}",
-                help=f"of {summary.loc['none', 'parents_per_release']:,.0f} parent totals: a published parent must "
+    m[0].metric("Parents not adding up", f"{summary.loc['none', 'violations_per_release']:,.0f}",
+                help=f"Per release, of {summary.loc['none', 'parents_per_release']:,.0f} parent totals: a published parent must "
                      "equal the sum of its children, or be at least the sum of the published ones when some are "
                      "suppressed")
     m[1].metric("Negative totals", f"{100 * summary.loc['none', 'share_negative']:.1f}%")
@@ -95,7 +101,14 @@ fig, data = cc.level_chart(comp, lvl, value)
 widgets.chart(fig, data, f"consistency_by_level_{lvl}_{value}.csv", key="cons_chart_level")
 st.subheader("All nested levels together")
 sv = cc.summary_view(comp, ["none", *cc.OTHERS])
-widgets.table(sv, "consistency_summary.csv", key="cons_summary",
+widgets.table(sv, "consistency_summary.csv", key="cons_summary", column_config={
+    "Method": st.column_config.TextColumn(width=120),
+    **{c: st.column_config.NumberColumn(label, width=w, help=c) for c, label, w in (
+        ("Mean absolute error (persons)", "Mean |error|", 90), ("Bias (persons)", "Bias", 70),
+        ("Negative totals (%)", "Negative %", 85), ("Parents not adding up, per release", "Not adding up", 100),
+        ("Parents checked, per release", "Parents checked", 100), ("Run time per release (s)", "Run time (s)", 90),
+        ("Table cells: mean absolute error (persons)", "Cells: mean |error|", 115),
+        ("Table cells: negative (%)", "Cells: negative %", 105))}},
               caption="Run time: the method's post-processing of one release on this machine (SafeTab-P: none). "
                       "Parents checked: published parents with published children, per release.")
 st.subheader(f"{what.capitalize()} by true size")

@@ -133,9 +133,14 @@ if mode == LEVEL:
     st.subheader("Accuracy of each kind of count")
     by_table = study.by_table()
     widgets.table(by_table, "invariants_by_table.csv", key="inv_by_table",
-                  column_config={k: st.column_config.NumberColumn(format="%.3f") for k in by_table.columns
-                                 if "factor" in k} | {k: st.column_config.NumberColumn(format="%.1f")
-                                                      for k in by_table.columns if "MOE" in k},
+                  column_config={"Published as": st.column_config.TextColumn(width=150),
+                                 "Counts": st.column_config.NumberColumn(width=65)}
+                  | {k: st.column_config.NumberColumn(label, format=fmt, width=w, help=k) for k, label, fmt, w in (
+                      ("Variance left (median)", "Var. left, median", "%.3f", 115),
+                      ("Variance left (smallest)", "Var. left, smallest", "%.3f", 120),
+                      ("MOE, SafeTab-P (exact)", "MOE SafeTab-P", "%.1f", 110),
+                      ("MOE, SafeTab-P (normal approx.)", "… normal approx.", "%.1f", 120),
+                      ("MOE with invariants (normal approx.)", "MOE with invariants", "%.1f", 135))},
                   caption="Variance factor = the share of a count's noise variance the invariant leaves: "
                           "1 − v / W for a count of noise variance v in a family (a parent group and iteration) "
                           "whose published counts' variances add up to W. Medians over the counts. MOEs with "

@@ -159,9 +159,7 @@ if view == VIEWS[0]:
                        f"{', '.join(cs.unit_label(x) for x in res.needed_but_suppressed) or '—'}.",
                        icon=":material/visibility_off:")
         if not dec.empty:
-            widgets.table(dec, "composition.csv", key="sp_dec",
-                          caption=("Signs: + added, − subtracted. " + res.search[:1].upper() + res.search[1:] + "."
-                                   if res.search else None))
+            st.markdown("The units of the composition are listed below the two columns.")
         if res.composable and res.moe_exact_is_exact:
             st.caption("MOE: the exact law of the signed sum of the units' noises, by convolution of their pmfs (a "
                        "sum of discrete Gaussians is not itself a discrete Gaussian); the normal approximation "
@@ -189,6 +187,11 @@ if view == VIEWS[0]:
         else:
             st.info("No comparison: the area's true count is unknown here (it is not made of units of this "
                     "group), or no unit of this group was released.")
+    if not dec.empty:  # eight columns: the page's full width, not half of it
+        st.markdown("**The units of the composition**")
+        widgets.table(dec, "composition.csv", key="sp_dec",
+                      caption=("Signs: + added, − subtracted. " + res.search[:1].upper() + res.search[1:] + "."
+                               if res.search else None))
     summary = cs.summary_table(res, direct)
     widgets.table(summary, "summary.csv", key="sp_summary")
     files = {"composition.csv": dec, "summary.csv": summary, "census_spine_units.csv": cs.census_table(res),

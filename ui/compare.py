@@ -154,11 +154,12 @@ def zip_bytes(files: dict[str, bytes | str | pd.DataFrame]) -> bytes:
 def downloads(files: dict[str, bytes | str | pd.DataFrame], zip_name: str, key: str) -> None:
     """A download button per file and one for all of them as a zip."""
     st.subheader("Downloads")
-    cols = st.columns(min(4, len(files) + 1))
+    # A row that wraps: each button as wide as its file name, none cut at 1280 px.
+    row = st.container(horizontal=True)
     for i, (name, content) in enumerate(files.items()):
         data = content.to_csv(index=False).encode("utf-8") if isinstance(content, pd.DataFrame) else content
-        cols[i % len(cols)].download_button(name, data, file_name=name, key=f"{key}_{i}", on_click="ignore",
-                                            icon=":material/download:")
-    cols[len(files) % len(cols)].download_button(
+        row.download_button(name, data, file_name=name, key=f"{key}_{i}", on_click="ignore",
+                            icon=":material/download:")
+    row.download_button(
         f"Everything ({zip_name})", zip_bytes(files), file_name=zip_name, mime="application/zip",
         key=f"{key}_zip", on_click="ignore", icon=":material/folder_zip:")
