@@ -60,7 +60,7 @@ def style(fig: go.Figure, title: str, x: str, y: str, height: int = 400, legend_
     lay = _figure(title, x, y, height=height, legend_room=legend_room)["layout"]
     for k in ("shapes", "annotations", "xaxis", "yaxis"):
         lay.pop(k)
-    fig.update_layout(**lay, **layout)
+    fig.update_layout(**{**lay, **layout})  # the caller's settings (e.g. margin) win
     fig.update_xaxes(title_text=x)
     fig.update_yaxes(title_text=y)
     return fig

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from calculators.levels import PopulationGroupLevel
 from ui import analysis, planner
-from ui.charts import COLORS
+from ui.charts import COLORS, style
 from ui.comparison import DIFFERS, Plan, unique_names
 from ui.planner import GEO, ITER
 
@@ -28,19 +28,9 @@ def color(i: int) -> str:
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = 420) -> go.Figure:
-    fig.update_layout(
-        title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
-        height=height,
-        margin=dict(l=70, r=20, t=60, b=130),
-        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left", x=0,
-                    font=dict(size=12)),
-        hovermode="closest",
-        template="plotly_white",
-        font=dict(size=13),
-    )
-    fig.update_xaxes(title_text=x)
-    fig.update_yaxes(title_text=y)
-    return fig
+    """The app's chart layout (`charts.style`) with room for a legend of several plans."""
+    return style(fig, title, x, y, height=height, legend_room=130, margin={"l": 70, "r": 20, "t": 60, "b": 130},
+                 font={"size": 13})
 
 
 def level_bars(df: pd.DataFrame, title: str, y_title: str, log_y: bool = False) -> go.Figure:
