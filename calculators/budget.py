@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -314,26 +315,39 @@ def _largest_passing_sigma2(moe: int, confidence: float, ok: Any) -> float:
     return s
 
 
-def _rho_level_for_exact_moe_scalar(
-    moe: int, S: float, gamma: float, confidence: float, noise: str = "gaussian"
-) -> float:
+@lru_cache(maxsize=1024)
+def _scale_limit(moe: int, confidence: float, noise: str) -> float:
+    """s*(m): the largest noise scale (sigma2, or the geometric's b) whose exact MOE is
+    <= m. It depends on m, the confidence and the noise law only, not on S or gamma
+    (rho = S / (2 (1-gamma) s*)), so it is searched once per target and reused when r
+    or gamma change (the planner asks again on every change of either)."""
     if noise != noise_family.GAUSSIAN:
         # pure DP: P(|X| > m) = 2 a^(m+1) / (1 + a) grows with a = exp(-1/b), so the
-        # passing geometric scales form an interval too; epsilon = S / ((1 - gamma) b*)
+        # passing geometric scales form an interval (0, b*]
         def ok_b(b: float) -> bool:
             return geometric.moe(b, confidence) <= moe
 
-        eps = S / ((1 - gamma) * _largest_passing_scale(ok_b, 2e-3))
-        while geometric.moe(S / ((1 - gamma) * eps), confidence) > moe:
-            eps = math.nextafter(eps, math.inf)
-        return eps
+        return _largest_passing_scale(ok_b, 2e-3)
 
     def ok(s2: float) -> bool:
         return discrete_gaussian.moe(s2, confidence) <= moe
 
     # P(|X| <= m) falls as sigma2 grows (|X| is stochastically increasing in sigma2),
     # so {sigma2 : moe(sigma2) <= m} is an interval (0, s*]
-    lo = _largest_passing_sigma2(moe, confidence, ok)
+    return _largest_passing_sigma2(moe, confidence, ok)
+
+
+def _rho_level_for_exact_moe_scalar(
+    moe: int, S: float, gamma: float, confidence: float, noise: str = "gaussian"
+) -> float:
+    if noise != noise_family.GAUSSIAN:
+        # epsilon = S / ((1 - gamma) b*)
+        eps = S / ((1 - gamma) * _scale_limit(moe, confidence, noise))
+        while geometric.moe(S / ((1 - gamma) * eps), confidence) > moe:
+            eps = math.nextafter(eps, math.inf)
+        return eps
+
+    lo = _scale_limit(moe, confidence, noise)
     rho = S / (2 * (1 - gamma) * lo)
     # the float rho must itself pass after the division round trip
     while discrete_gaussian.moe(float(sigma2_stage2(rho, gamma, S)), confidence) > moe:

@@ -176,14 +176,14 @@ else:
     grid_sp, note = cmp.safetab_grid(study, g)
     gl, gr = st.columns(2, gap="large")
     with gl:
-        st.plotly_chart(cmp.grid_figure(grid_legacy, "Legacy: D = withheld, [lowest, highest] possible"),
-                        key="cs_grid_legacy", config=widgets.PLOTLY_CONFIG)
+        widgets.plotly(cmp.grid_figure(grid_legacy, "Legacy: D = withheld, [lowest, highest] possible"),
+                       key="cs_grid_legacy")
         st.caption("Red: small counts (primary suppression); orange: withheld so that they cannot be worked out "
                    "(complementary). The range under each D is all an attacker can learn from the published counts "
                    "of this level and the level above. Hover for the true count (synthetic data).")
     with gr:
-        st.plotly_chart(cmp.grid_figure(grid_sp, "SafeTab-P: the same group, every count with noise"),
-                        key="cs_grid_safetab", config=widgets.PLOTLY_CONFIG)
+        widgets.plotly(cmp.grid_figure(grid_sp, "SafeTab-P: the same group, every count with noise"),
+                       key="cs_grid_safetab")
         st.caption(note)
 
 # ------------------------------------------------------------------ the audit

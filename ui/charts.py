@@ -33,12 +33,18 @@ def _a(values) -> list:
     return np.asarray(values).tolist()
 
 
+#: The app's font (Streamlit's sans-serif), for chart text.
+FONT = {"family": '"Source Sans", "Source Sans Pro", sans-serif', "size": 13}
+
+
 def _figure(title: str, x: str, y: str, height: int = 400, legend_room: int = 110, top: int = 50) -> Spec:
-    """An empty figure spec with the app's layout. No plotly template: the app draws
-    charts in Streamlit's theme."""
+    """An empty figure spec with the app's layout. No plotly template, and the app
+    draws charts without Streamlit's theme (`ui.widgets.plotly`): the layout names the
+    app's font and everything else is plotly's plain default."""
     return {
         "data": [],
         "layout": {
+            "font": dict(FONT),
             "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}},
             "height": height,
             "margin": {"l": 60, "r": 20, "t": top, "b": legend_room},

@@ -103,6 +103,17 @@ def test_rho_level_for_exact_moe_is_smallest(moe: int) -> None:
         assert rho == pytest.approx(budget.rho_level_for_moe(moe + 0.5, S, g), rel=0.01)
 
 
+@pytest.mark.parametrize("noise", ["gaussian", "geometric"])
+def test_exact_inversion_reused_across_r_and_gamma_is_still_smallest(noise: str) -> None:
+    # the scale boundary of a target is searched once and reused for every S and gamma:
+    # each reuse must still give the smallest passing budget for its own S and gamma
+    for moe in (3, 11, 50):
+        for S, g in ((9, 0.1), (3, 0.1), (9, 0.37), (4, 0.05), (9, 0.1)):
+            rho = budget.rho_level_for_exact_moe(moe, S, g, noise=noise)
+            assert budget.moe_for_rho(rho, S, g, exact=True, noise=noise) <= moe
+            assert budget.moe_for_rho(rho * (1 - 1e-9), S, g, exact=True, noise=noise) > moe
+
+
 def _convolved_moe(s2: float, cells: int, conf: float = 0.95) -> int:
     K = int(40 * math.sqrt(s2)) + 5
     p = discrete_gaussian.pmf(np.arange(-K, K + 1), s2)
