@@ -32,10 +32,6 @@ if p[1].button("Sample-data plan", key="preset_sample", disabled=not has_sample,
     st.rerun()
 p[2].markdown(f"Current plan: **{state.source_label()}**")
 
-cfg = state.config()
-S = planner.stability_of(cfg)
-
-
 # ----------------------------------------------------------------- controls
 def _remember_change(kind: str, what: str) -> None:
     """Start (or extend) the before/after panel of a change of r or gamma."""
@@ -84,50 +80,8 @@ def _on_privacy():
                           "what": [f"{planner.PRIVACY_NAMES[before.privacy_defn]} → {planner.PRIVACY_NAMES[defn]}"]}
 
 
-c = st.columns([1.45, 1.2, 0.8, 1.75])
-with c[0]:
-    state.bind("w_privacy_defn", cfg.privacy_defn)
-    st.radio("Privacy definition", list(planner.PRIVACY_NAMES), key="w_privacy_defn", on_change=_on_privacy,
-             format_func=planner.PRIVACY_NAMES.get,
-             help="zCDP (the 2020 choice): budgets are ρ, noise is discrete Gaussian, and a release is "
-                  "(ε, δ)-DP for every δ > 0. Pure DP: budgets are ε, noise is two-sided geometric, δ = 0. "
-                  "Switching converts every level's budget so that it meets the same MOE target.")
-with c[1]:
-    state.bind("w_r", cfg.max_race_codes)
-    st.slider("Race multiplicity r", 1, 8, key="w_r", on_change=_on_r,
-              help="The most race codes one person can have (max_race_codes). Stability S = max(2, r) + 1 with "
-                   "the 2020 spec files: the most groups one person joins in one level. A larger S means more "
-                   "noise for the same budget.")
-    st.markdown(f"Stability **S = {S}**")
-with c[2]:
-    state.bind("w_gamma", float(cfg.gamma))
-    st.number_input("Stage-1 fraction γ", min_value=0.01, max_value=0.99, step=0.01, format="%.3f",
-                    key="w_gamma", on_change=_on_gamma,
-                    help="Share of each level's budget spent on the (unpublished) stage-1 total that picks the "
-                         "table; the published counts get the rest, 1 − γ.")
-with c[3]:
-    state.bind("w_method", state.method())
-    st.radio("A MOE target is met when", planner.METHODS, key="w_method", on_change=_on_method,
-             format_func=lambda m: planner.TARGET_RULES[m],
-             help="Exact: the noise stays within the target in at least 95% of cells (recommended). "
-                  "Design paper: ⌊1.96σ⌋ ≤ target, the continuous-Gaussian rule the 2020 budgets were set "
-                  "with; its exact MOE can be one larger.")
-    runs = st.columns(2)
-    with runs[0]:
-        state.bind("w_run_us", cfg.run_us)
-        st.toggle("US run", key="w_run_us", on_change=_on_runs, help="Tabulate the 50 states and DC.")
-    with runs[1]:
-        state.bind("w_run_pr", cfg.run_pr)
-        st.toggle("Puerto Rico", key="w_run_pr", on_change=_on_runs, help="Run the Puerto Rico levels (PR-*).")
-
-method = state.method()
-cfg = state.config()
-u = planner.units(cfg)
-delta = state.delta()
-
-
 # ----------------------------------------------------------------- before / after
-def _change_panel() -> None:
+def _change_panel(method: str, u: dict, delta: float) -> None:
     change = ss.get(state.K_CHANGE)
     if not change:
         return
@@ -181,9 +135,6 @@ def _change_panel() -> None:
                                 format="%.1f", key="rederive_rel")
 
 
-_change_panel()
-
-
 # ----------------------------------------------------------------- the table
 def _on_edit(editor_key: str) -> None:
     edits = (ss.get(editor_key) or {}).get("edited_rows") or {}
@@ -195,132 +146,190 @@ def _on_edit(editor_key: str) -> None:
     ss["planner_version"] = ss.get("planner_version", 0) + 1
 
 
-ver = ss.get("planner_version", 0)
-editor_key = f"planner_{ver}"
-table = planner.plan_table(cfg, state.targets(), method, delta)
-eps_help = (f"The ε this level's ρ alone gives at δ = {delta:.0e} (tight conversion). Smaller is more private."
-            if not u["puredp"] else "Under pure DP the budget is ε itself (δ = 0). Smaller is more private.")
-st.data_editor(
-    table,
-    key=editor_key,
-    hide_index=True,
-    num_rows="fixed",
-    on_change=_on_edit,
-    args=(editor_key,),
-    disabled=[col for col in table.columns if col not in planner.EDITABLE],
-    column_order=[col for col in table.columns
-                  if col not in (planner.RUN, planner.SIGMA2) and not (u["puredp"] and col == planner.EPS)],
-    placeholder="—",
-    column_config={
-        planner.GEO: st.column_config.TextColumn(width=86),
-        planner.ITER: st.column_config.TextColumn(width=72),
-        planner.ON: st.column_config.CheckboxColumn(width=52, help=f"Tabulate this level ({u['budget']} > 0)."),
-        planner.TARGET: st.column_config.TextColumn(
-            width=96, alignment="right",
-            help="Type the MOE you want for one published count, in persons (a whole number, 1 or more); "
-                 f"{u['budget']} follows. A value that is not a whole number is refused with a message below."),
-        planner.RHO: st.column_config.TextColumn(
-            u["budget"], width=70, alignment="right",
-            help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level (e.g. 0.159 or 1e-3); the MOE "
-                 "follows. 0 = off. Smaller is more private. A value that is not a number ≥ 0 is refused with a "
-                 "message below."),
-        planner.EPS: st.column_config.NumberColumn(planner.epsilon_label(cfg, delta).replace(" of the level", ""),
-                                                   width=80, format="%.3g", help=eps_help),
-        planner.SHARE: st.column_config.NumberColumn(planner.label("% of run", cfg), width=64, format="%.1f%%",
-                                                     help=planner.label("This level's share of its run's total ρ "
-                                                                        "(US or Puerto Rico).", cfg)),
-        planner.SIGMA2: st.column_config.NumberColumn(planner.label(planner.SIGMA2, cfg), width=70, format="%.4g",
-                                                      help=f"Noise scale of a published count: {u['scale_formula']}"),
-        planner.MOE_EXACT: st.column_config.NumberColumn(
-            "MOE exact", width=76, format="%d", help=f"Exact 95% MOE: the smallest m with P(|noise| ≤ m) ≥ 95% for the {u['law']}."),
-        planner.MOE_BOUND: st.column_config.NumberColumn(
-            "MOE ⌊1.96σ⌋", width=90, format="%d", help="The design paper's bound ⌊1.96σ⌋ (a continuous-Gaussian figure; "
-                                        "the exact MOE can be one larger)."),
-        planner.STATUS: st.column_config.TextColumn(
-            planner.VERDICT_LABEL[method], width=170,
-            help=f"Compares the MOE target with the {planner.METHOD_SHORT[method]} (chosen above)."),
-    },
-    height=35 * 21 + 3,
-)
-if (ss.get(editor_key) or {}).get("edited_rows"):
-    # edits not applied by the callback (a session seeded with edits, as tests do)
-    _on_edit(editor_key)
-    st.rerun()
-problems = ss.get("planner_problems") or []
-if problems:
-    widgets.problems("Not used (the table keeps the previous values):", problems)
-warn = planner.budget_warnings(cfg, delta)
-if warn:
-    widgets.problems("Budgets to double-check:", warn, kind="warning")
-widgets.download_csv(planner.relabel(planner.plan_numbers(table), cfg), "budget_plan.csv", key="plan_csv",
-                     label="Download this table (CSV)")
+def _controls(cfg) -> None:
+    """Privacy definition, r, gamma, the target rule and the runs."""
+    S = planner.stability_of(cfg)
+    c = st.columns([1.45, 1.2, 0.8, 1.75])
+    with c[0]:
+        state.bind("w_privacy_defn", cfg.privacy_defn)
+        st.radio("Privacy definition", list(planner.PRIVACY_NAMES), key="w_privacy_defn", on_change=_on_privacy,
+                 format_func=planner.PRIVACY_NAMES.get,
+                 help="zCDP (the 2020 choice): budgets are ρ, noise is discrete Gaussian, and a release is "
+                      "(ε, δ)-DP for every δ > 0. Pure DP: budgets are ε, noise is two-sided geometric, δ = 0. "
+                      "Switching converts every level's budget so that it meets the same MOE target.")
+    with c[1]:
+        state.bind("w_r", cfg.max_race_codes)
+        st.slider("Race multiplicity r", 1, 8, key="w_r", on_change=_on_r,
+                  help="The most race codes one person can have (max_race_codes). Stability S = max(2, r) + 1 with "
+                       "the 2020 spec files: the most groups one person joins in one level. A larger S means more "
+                       "noise for the same budget.")
+        st.markdown(f"Stability **S = {S}**")
+    with c[2]:
+        state.bind("w_gamma", float(cfg.gamma))
+        st.number_input("Stage-1 fraction γ", min_value=0.01, max_value=0.99, step=0.01, format="%.3f",
+                        key="w_gamma", on_change=_on_gamma,
+                        help="Share of each level's budget spent on the (unpublished) stage-1 total that picks the "
+                             "table; the published counts get the rest, 1 − γ.")
+    with c[3]:
+        state.bind("w_method", state.method())
+        st.radio("A MOE target is met when", planner.METHODS, key="w_method", on_change=_on_method,
+                 format_func=lambda m: planner.TARGET_RULES[m],
+                 help="Exact: the noise stays within the target in at least 95% of cells (recommended). "
+                      "Design paper: ⌊1.96σ⌋ ≤ target, the continuous-Gaussian rule the 2020 budgets were set "
+                      "with; its exact MOE can be one larger.")
+        runs = st.columns(2)
+        with runs[0]:
+            state.bind("w_run_us", cfg.run_us)
+            st.toggle("US run", key="w_run_us", on_change=_on_runs, help="Tabulate the 50 states and DC.")
+        with runs[1]:
+            state.bind("w_run_pr", cfg.run_pr)
+            st.toggle("Puerto Rico", key="w_run_pr", on_change=_on_runs, help="Run the Puerto Rico levels (PR-*).")
 
-missed = planner.missed_targets(table)
-if missed and not ss.get(state.K_CHANGE):
-    st.warning(
-        f"{len(missed)} level(s) miss their MOE target ({planner.METHOD_SHORT[method]}): " + ", ".join(missed) + ".",
-        icon=":material/warning:",
+
+@st.fragment
+def _plan() -> None:
+    """Everything the plan's controls change: a change of r, gamma, the target rule or a
+    table cell redraws only this part (title, presets and sidebar stay; `state.fragment_done`
+    redraws the whole app when the sidebar summary or undo / redo must change)."""
+    state.show_flashes()
+    _controls(state.config())
+    method = state.method()
+    cfg = state.config()
+    S = planner.stability_of(cfg)
+    u = planner.units(cfg)
+    delta = state.delta()
+    _change_panel(method, u, delta)
+
+    ver = ss.get("planner_version", 0)
+    editor_key = f"planner_{ver}"
+    table = planner.plan_table(cfg, state.targets(), method, delta)
+    eps_help = (f"The ε this level's ρ alone gives at δ = {delta:.0e} (tight conversion). Smaller is more private."
+                if not u["puredp"] else "Under pure DP the budget is ε itself (δ = 0). Smaller is more private.")
+    st.data_editor(
+        table,
+        key=editor_key,
+        hide_index=True,
+        num_rows="fixed",
+        on_change=_on_edit,
+        args=(editor_key,),
+        disabled=[col for col in table.columns if col not in planner.EDITABLE],
+        column_order=[col for col in table.columns
+                      if col not in (planner.RUN, planner.SIGMA2) and not (u["puredp"] and col == planner.EPS)],
+        placeholder="—",
+        column_config={
+            planner.GEO: st.column_config.TextColumn(width=86),
+            planner.ITER: st.column_config.TextColumn(width=72),
+            planner.ON: st.column_config.CheckboxColumn(width=52, help=f"Tabulate this level ({u['budget']} > 0)."),
+            planner.TARGET: st.column_config.TextColumn(
+                width=96, alignment="right",
+                help="Type the MOE you want for one published count, in persons (a whole number, 1 or more); "
+                     f"{u['budget']} follows. A value that is not a whole number is refused with a message below."),
+            planner.RHO: st.column_config.TextColumn(
+                u["budget"], width=70, alignment="right",
+                help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level (e.g. 0.159 or 1e-3); the MOE "
+                     "follows. 0 = off. Smaller is more private. A value that is not a number ≥ 0 is refused with a "
+                     "message below."),
+            planner.EPS: st.column_config.NumberColumn(planner.epsilon_label(cfg, delta).replace(" of the level", ""),
+                                                       width=80, format="%.3g", help=eps_help),
+            planner.SHARE: st.column_config.NumberColumn(planner.label("% of run", cfg), width=64, format="%.1f%%",
+                                                         help=planner.label("This level's share of its run's total ρ "
+                                                                            "(US or Puerto Rico).", cfg)),
+            planner.SIGMA2: st.column_config.NumberColumn(planner.label(planner.SIGMA2, cfg), width=70, format="%.4g",
+                                                          help=f"Noise scale of a published count: {u['scale_formula']}"),
+            planner.MOE_EXACT: st.column_config.NumberColumn(
+                "MOE exact", width=76, format="%d", help=f"Exact 95% MOE: the smallest m with P(|noise| ≤ m) ≥ 95% for the {u['law']}."),
+            planner.MOE_BOUND: st.column_config.NumberColumn(
+                "MOE ⌊1.96σ⌋", width=90, format="%d", help="The design paper's bound ⌊1.96σ⌋ (a continuous-Gaussian figure; "
+                                            "the exact MOE can be one larger)."),
+            planner.STATUS: st.column_config.TextColumn(
+                planner.VERDICT_LABEL[method], width=170,
+                help=f"Compares the MOE target with the {planner.METHOD_SHORT[method]} (chosen above)."),
+        },
+        height=35 * 21 + 3,
     )
-    if st.button(f"Recompute {u['budget']} so every level meets its target", key="resolve"):
-        try:
-            state.set_config(planner.resolve_targets(cfg, state.targets(), method), targets=state.targets())
-        except (ConfigError, ValueError) as exc:
-            state.flash("error", f"Could not recompute: {exc}")
+    if (ss.get(editor_key) or {}).get("edited_rows"):
+        # edits not applied by the callback (a session seeded with edits, as tests do)
+        _on_edit(editor_key)
         st.rerun()
+    problems = ss.get("planner_problems") or []
+    if problems:
+        widgets.problems("Not used (the table keeps the previous values):", problems)
+    warn = planner.budget_warnings(cfg, delta)
+    if warn:
+        widgets.problems("Budgets to double-check:", warn, kind="warning")
+    widgets.download_csv(planner.relabel(planner.plan_numbers(table), cfg), "budget_plan.csv", key="plan_csv",
+                         label="Download this table (CSV)")
 
-s = planner.plan_summary(cfg, delta)
-m = st.columns(4)
-m[0].metric(f"{u['budget']} of the release", f"{s['rho_release']:.4g}",
-            help="max(US run, Puerto Rico run): US and Puerto Rico persons are disjoint. Smaller is more private.")
-m[1].metric(f"{u['budget']}, bounded neighbours", f"{s['rho_release_bounded']:.4g}",
-            help="If a neighbouring data set changes one person instead of adding or removing one, the cost doubles.")
-if u["puredp"]:
-    m[2].metric("ε of the release (δ = 0)", f"{s['eps_tight']:.3g}", help="Pure DP: the budget is ε itself.")
-else:
-    m[2].metric(f"ε at δ = {s['delta']:.0e}", f"{s['eps_tight']:.2f}",
-                help=f"Tight conversion of ρ to (ε, δ)-DP (Canonne, Kamath, Steinke 2020); the classic bound "
-                     f"ρ + 2√(ρ ln 1/δ) gives {s['eps_classic']:.2f}. Smaller is more private.")
-m[3].metric("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}")
-st.caption(f"US run {u['budget']} = {s['rho_us']:.4g} (sum of its levels), Puerto Rico run {s['rho_pr']:.4g}."
-           + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
+    missed = planner.missed_targets(table)
+    if missed and not ss.get(state.K_CHANGE):
+        st.warning(
+            f"{len(missed)} level(s) miss their MOE target ({planner.METHOD_SHORT[method]}): " + ", ".join(missed) + ".",
+            icon=":material/warning:",
+        )
+        if st.button(f"Recompute {u['budget']} so every level meets its target", key="resolve"):
+            try:
+                state.set_config(planner.resolve_targets(cfg, state.targets(), method), targets=state.targets())
+            except (ConfigError, ValueError) as exc:
+                state.flash("error", f"Could not recompute: {exc}")
+            st.rerun()
 
-# ----------------------------------------------------------------- charts and comparison (only the open tab runs)
-tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",
-               on_change="rerun")
-if tabs[0].open:
-    with tabs[0]:
-        rhos = [r for r, _ in planner.rho_groups(cfg)]
-        lo = min([1e-3] + [r / 2 for r in rhos])
-        hi = max([10.0] + [r * 2 for r in rhos])
-        curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
-        points = planner.level_points(cfg, method)
-        widgets.chart(charts.moe_vs_rho(curve, points, planner.label(planner.METHOD_SHORT[method], cfg), units=u),
-                      planner.relabel(curve, cfg), "moe_vs_rho.csv", key="moe_rho_chart")
-        st.caption(f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels. Further right = more budget = "
-                   "less privacy and less noise.")
-if tabs[1].open:
-    with tabs[1]:
-        long = planner.race_multiplicity_long(cfg, method)
-        wide = planner.race_multiplicity_table(cfg, method)
-        if long.empty:
-            st.info("No level is tabulated.")
-        else:
-            left, right = st.columns([1.25, 1], gap="medium")
-            with left:
-                widgets.chart(charts.race_multiplicity(long, units=u), planner.relabel(long, cfg),
-                              "race_multiplicity.csv", key="r_chart")
-            with right:
-                cur = cfg.max_race_codes
-                shown = wide.assign(Current=["◀ this plan" if r == cur else "" for r in wide["r"]])
-                moe_cols = [c for c in wide.columns if c.startswith("MOE at")]
-                widgets.table(shown, "race_multiplicity_table.csv", key="r_table",
-                              column_config={"r": st.column_config.NumberColumn(width=34),
-                                             "S": st.column_config.NumberColumn(width=34),
-                                             "Current": st.column_config.TextColumn("", width=80),
-                                             **{c: st.column_config.NumberColumn(c.replace("MOE at ", ""), width=66)
-                                                for c in moe_cols}},
-                              caption=f"MOE of one published count at each r, per level budget (column). Budgets "
-                                      f"{u['budget']} and γ stay as they are; MOE = {planner.METHOD_SHORT[method]}.")
+    s = planner.plan_summary(cfg, delta)
+    m = st.columns(4)
+    m[0].metric(f"{u['budget']} of the release", f"{s['rho_release']:.4g}",
+                help="max(US run, Puerto Rico run): US and Puerto Rico persons are disjoint. Smaller is more private.")
+    m[1].metric(f"{u['budget']}, bounded neighbours", f"{s['rho_release_bounded']:.4g}",
+                help="If a neighbouring data set changes one person instead of adding or removing one, the cost doubles.")
+    if u["puredp"]:
+        m[2].metric("ε of the release (δ = 0)", f"{s['eps_tight']:.3g}", help="Pure DP: the budget is ε itself.")
+    else:
+        m[2].metric(f"ε at δ = {s['delta']:.0e}", f"{s['eps_tight']:.2f}",
+                    help=f"Tight conversion of ρ to (ε, δ)-DP (Canonne, Kamath, Steinke 2020); the classic bound "
+                         f"ρ + 2√(ρ ln 1/δ) gives {s['eps_classic']:.2f}. Smaller is more private.")
+    m[3].metric("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}")
+    st.caption(f"US run {u['budget']} = {s['rho_us']:.4g} (sum of its levels), Puerto Rico run {s['rho_pr']:.4g}."
+               + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
+
+    # ----------------------------------------------------------------- charts and comparison (only the open tab runs)
+    tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",
+                   on_change="rerun")
+    if tabs[0].open:
+        with tabs[0]:
+            rhos = [r for r, _ in planner.rho_groups(cfg)]
+            lo = min([1e-3] + [r / 2 for r in rhos])
+            hi = max([10.0] + [r * 2 for r in rhos])
+            curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
+            points = planner.level_points(cfg, method)
+            widgets.chart(charts.moe_vs_rho(curve, points, planner.label(planner.METHOD_SHORT[method], cfg), units=u),
+                          planner.relabel(curve, cfg), "moe_vs_rho.csv", key="moe_rho_chart")
+            st.caption(f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels. Further right = more budget = "
+                       "less privacy and less noise.")
+    if tabs[1].open:
+        with tabs[1]:
+            long = planner.race_multiplicity_long(cfg, method)
+            wide = planner.race_multiplicity_table(cfg, method)
+            if long.empty:
+                st.info("No level is tabulated.")
+            else:
+                left, right = st.columns([1.25, 1], gap="medium")
+                with left:
+                    widgets.chart(charts.race_multiplicity(long, units=u), planner.relabel(long, cfg),
+                                  "race_multiplicity.csv", key="r_chart")
+                with right:
+                    cur = cfg.max_race_codes
+                    shown = wide.assign(Current=["◀ this plan" if r == cur else "" for r in wide["r"]])
+                    moe_cols = [c for c in wide.columns if c.startswith("MOE at")]
+                    widgets.table(shown, "race_multiplicity_table.csv", key="r_table",
+                                  column_config={"r": st.column_config.NumberColumn(width=34),
+                                                 "S": st.column_config.NumberColumn(width=34),
+                                                 "Current": st.column_config.TextColumn("", width=80),
+                                                 **{c: st.column_config.NumberColumn(c.replace("MOE at ", ""), width=66)
+                                                    for c in moe_cols}},
+                                  caption=f"MOE of one published count at each r, per level budget (column). Budgets "
+                                          f"{u['budget']} and γ stay as they are; MOE = {planner.METHOD_SHORT[method]}.")
+    state.fragment_done()
+
+
+_plan()
 
 # ----------------------------------------------------------------- compare
 st.divider()

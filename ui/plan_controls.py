@@ -58,21 +58,19 @@ def _on_sidebar_save() -> None:
 
 
 def sidebar() -> None:
-    """Undo, redo and "Save as scenario" in the sidebar (call in app.py)."""
+    """Undo, redo and "Save as scenario" in the sidebar (call in app.py). The buttons'
+    help does not name the step: page fragments (`state.fragment_done`) do not redraw
+    the sidebar after each change; the message shown after undoing says what changed."""
     ss = st.session_state
     n_undo, n_redo = history.depth(ss)
-    cur = state.snapshot()
-    prev, nxt = history.peek(ss, history.K_UNDO), history.peek(ss, history.K_REDO)
     with st.sidebar:
-        c = st.columns(2, gap="small")
-        c[0].button("Undo", key="sb_undo", icon=":material/undo:", on_click=undo, disabled=not n_undo,
-                    width="stretch",
-                    help=(f"Undo ({n_undo} step{'s' * (n_undo != 1)}): {history.describe(cur, prev)}"
-                          if prev else "Nothing to undo: the plan has not changed in this session."))
-        c[1].button("Redo", key="sb_redo", icon=":material/redo:", on_click=redo, disabled=not n_redo,
-                    width="stretch",
-                    help=(f"Redo ({n_redo} step{'s' * (n_redo != 1)}): {history.describe(cur, nxt)}"
-                          if nxt else "Nothing to redo."))
+        with st.container(horizontal=True, gap="small"):
+            st.button("Undo", key="sb_undo", icon=":material/undo:", on_click=undo, disabled=not n_undo,
+                      width="stretch",
+                      help="Undo the last change to the plan." if n_undo
+                      else "Nothing to undo: the plan has not changed in this session.")
+            st.button("Redo", key="sb_redo", icon=":material/redo:", on_click=redo, disabled=not n_redo,
+                      width="stretch", help="Make the last undone change again." if n_redo else "Nothing to redo.")
         with st.popover("Save as scenario", icon=":material/save:", width="stretch",
                         help="Save the current plan as a named scenario (kept on disk across restarts)."):
             if "sb_save_name" not in ss or not ss.get("sb_save_name"):

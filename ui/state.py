@@ -233,11 +233,14 @@ def is_default_plan() -> bool:
 
 # ------------------------------------------------------------------ fragments
 def sidebar_signature() -> tuple:
-    """What the sidebar summary shows, as a comparable value (`widgets.sidebar_summary`
-    records it each time it draws)."""
+    """What the sidebar shows, as a comparable value (`widgets.sidebar_summary` records
+    it each time it draws): the plan's name, its privacy accounting and whether undo and
+    redo are possible. r and gamma are not in it: a change of either redraws only the
+    page's fragment."""
     cfg = config()
-    return (source_label(), delta(), cfg.privacy_defn, cfg.max_race_codes, cfg.gamma, cfg.run_us, cfg.run_pr,
-            tuple(sorted((lvl.key, v) for lvl, v in cfg.budgets().items())))
+    n_undo, n_redo = history.depth(st.session_state)
+    return (source_label(), delta(), cfg.privacy_defn, cfg.run_us, cfg.run_pr,
+            tuple(sorted((lvl.key, v) for lvl, v in cfg.budgets().items())), n_undo > 0, n_redo > 0)
 
 
 def fragment_done() -> None:

@@ -82,24 +82,24 @@ def fmt(x: float, digits: int = 4) -> str:
 
 
 def sidebar_summary() -> None:
-    """The current plan in a few numbers, on every page."""
+    """The current plan's name and privacy accounting, on every page: what the release
+    costs (SPEC §1) and how many levels are on. r and gamma, which change the noise but
+    not the budget, are shown where they are set (planner, overview), so that changing
+    them redraws only the planner's own part (`state.sidebar_signature`)."""
     cfg = state.config()
     s = planner.plan_summary(cfg, state.delta())
     st.session_state[state.K_SIDEBAR] = state.sidebar_signature()
+    head = f"**Current plan:** {state.source_label()}\n\n"
+    levels = f"{s['levels_tabulated']} of {s['levels_total']} levels on"
     with st.sidebar:
-        st.markdown(f"**Current plan:** {state.source_label()}")
         if cfg.privacy_defn == "puredp":
             st.markdown(
-                f"**Pure DP** (geometric noise): ε release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, "
-                f"PR {s['rho_pr']:.4g}; bounded {s['rho_release_bounded']:.4g}), δ = 0  \n"
-                f"r = {cfg.max_race_codes} (S = {s['S']}), γ = {s['gamma']:g}, "
-                f"{s['levels_tabulated']} of {s['levels_total']} levels on"
+                f"{head}**Pure DP** (geometric noise): ε release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, "
+                f"PR {s['rho_pr']:.4g}; bounded {s['rho_release_bounded']:.4g}), δ = 0  \n{levels}"
             )
             return
         st.markdown(
-            f"ρ release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, PR {s['rho_pr']:.4g}; "
+            f"{head}ρ release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, PR {s['rho_pr']:.4g}; "
             f"bounded {s['rho_release_bounded']:.4g})  \n"
-            f"ε at δ = {s['delta']:g}: **{s['eps_tight']:.2f}** tight, {s['eps_classic']:.2f} classic  \n"
-            f"r = {cfg.max_race_codes} (S = {s['S']}), γ = {s['gamma']:g}, "
-            f"{s['levels_tabulated']} of {s['levels_total']} levels on"
+            f"ε at δ = {s['delta']:g}: **{s['eps_tight']:.2f}** tight, {s['eps_classic']:.2f} classic  \n{levels}"
         )

@@ -49,7 +49,7 @@ def test_a_change_on_the_planner_shows_on_the_overview():
     assert metric(at, "ρ, Puerto Rico run") == "0"
     assert metric(at, "Levels tabulated") == "11 of 20"
     sidebar = "\n".join(m.value for m in at.sidebar.markdown)
-    assert "2020 production plan, edited" in sidebar and "r = 3 (S = 4)" in sidebar
+    assert "2020 production plan, edited" in sidebar and "11 of 20 levels on" in sidebar
     moe = frame(at, "Stage-1 total MOE (exact, not published)")
     county = moe[(moe["Geography"] == "COUNTY") & (moe["Iterations"] == "Detailed")].iloc[0]
     assert county[planner.MOE_EXACT] == int(budget.moe_for_rho(0.159, 4, 0.1, exact=True))
