@@ -19,22 +19,23 @@ def store() -> scenarios.ScenarioStore:
     return scenarios.ScenarioStore()
 
 
-def undo() -> None:
-    """Put the plan back as it was before the last change."""
+def _step(move: Callable, done: str) -> None:
+    """Apply `history.undo` or `history.redo` and say what changed."""
     cur = state.snapshot()
-    snap = history.undo(st.session_state, cur)
+    snap = move(st.session_state, cur)
     if snap is not None:
         state.restore(snap)
-        state.flash("info", f"Undone: {history.describe(cur, snap)}.")
+        state.flash("info", f"{done}: {history.describe(cur, snap)}.")
+
+
+def undo() -> None:
+    """Put the plan back as it was before the last change."""
+    _step(history.undo, "Undone")
 
 
 def redo() -> None:
     """Make the last undone change again."""
-    cur = state.snapshot()
-    snap = history.redo(st.session_state, cur)
-    if snap is not None:
-        state.restore(snap)
-        state.flash("info", f"Redone: {history.describe(cur, snap)}.")
+    _step(history.redo, "Redone")
 
 
 def save_current(name: str, note: str = "", overwrite: bool = False) -> scenarios.Scenario | None:
