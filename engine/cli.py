@@ -157,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("sample", help="write a synthetic nation (PARAMS_DIR + DATA_DIR layout) of any size")
     sp.add_argument("out_dir", metavar="OUT", type=Path, help="folder to create: OUT/params and OUT/data")
-    sp.add_argument("--persons", type=int, required=True, help="number of persons, 1,000 to 300,000,000")
+    sp.add_argument("--persons", type=int, required=True, help="number of persons, 1,000 to 340,000,000 (the 2020 nation: 331,449,281)")
     sp.add_argument("--seed", type=int, default=0, help="random seed of the generator (default 0)")
     sp.add_argument("--spec", type=Path, default=None, metavar="DIR",
                     help="use these spec files (and config.json) instead of generated ones, e.g. the 2020 files")
@@ -168,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
     sp.epilog = ("The nation grows with N like the real one (about 4,000 persons per tract, 100,000 per\n"
                  "county, 10,000 per place); data are written in chunks, so memory stays flat up to\n"
-                 "300 million persons. OUT is written like OUT_DIR of `run`: staged beside OUT, published\n"
+                 "340 million persons. OUT is written like OUT_DIR of `run`: staged beside OUT, published\n"
                  "whole with SHA256SUMS, never left half-written (a full disk leaves OUT as it was).\n\n"
                  "exit codes:\n  0  success\n  1  OUT cannot be written (a symbolic link, no permission, disk full,\n"
                  "     another run writing it)\n  2  usage error (bad arguments, OUT not empty without --overwrite)")

@@ -50,7 +50,7 @@ from engine.synthetic._specs import code_model
 from engine.synthetic._specs import write_synthetic_specs as _write_synthetic_specs
 
 MIN_PERSONS = 1_000
-MAX_PERSONS = 300_000_000
+MAX_PERSONS = 340_000_000
 FORMATS = ("txt", "parquet")
 #: Persons generated and written at a time (memory is about 400 bytes per person).
 DEFAULT_CHUNK_PERSONS = 1 << 18
