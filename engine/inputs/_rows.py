@@ -1,0 +1,91 @@
+"""numba kernel of the per-person race rules (SPEC section 4; production's reader).
+
+`check_person_batch` checks every distinct value of a column once (its code index,
+Null, or unknown) and hands this kernel, per QRACE column, the value index of each
+row and that per-value code (`lut`). One pass over the rows then applies the rules
+that depend on the order of the columns and builds what the counting needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: per-value codes in `lut`: a code index >= 0, or
+NULL, UNKNOWN = -1, -2
+#: problem kinds per (row, column) in `kind`: none, a Null QRACE1, a value that is
+#: neither a code nor Null, a code after a Null (reported once per row).
+OK, NULL_FIRST, NOT_A_CODE, AFTER_NULL = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def race_rows(i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, limit, race, truncated, kind):
+    """For each row: the problems of its 8 QRACE cells (`kind`), its distinct codes
+    among QRACE1..QRACE{limit} in ascending order, -1 padded (`race`), and whether a
+    later column holds a code not among them (`truncated`). Returns the number of
+    problems."""
+    n = i0.shape[0]
+    problems = 0
+    vals = np.empty(8, np.int64)
+    for i in range(n):
+        vals[0] = l0[i0[i]]
+        vals[1] = l1[i1[i]]
+        vals[2] = l2[i2[i]]
+        vals[3] = l3[i3[i]]
+        vals[4] = l4[i4[i]]
+        vals[5] = l5[i5[i]]
+        vals[6] = l6[i6[i]]
+        vals[7] = l7[i7[i]]
+        null_seen = False
+        late_done = False
+        for j in range(8):
+            v = vals[j]
+            k = OK
+            if v == NULL:
+                if j == 0:
+                    k = NULL_FIRST
+                else:
+                    null_seen = True
+            elif v == UNKNOWN:
+                k = NOT_A_CODE
+            elif null_seen and not late_done:
+                k = AFTER_NULL
+                late_done = True
+            kind[i, j] = k
+            if k != OK:
+                problems += 1
+        # distinct codes of the first `limit` columns, ascending (insertion sort of <= 8)
+        m = 0
+        for j in range(limit):
+            v = vals[j]
+            if v < 0:
+                continue
+            dup = False
+            for q in range(m):
+                if race[i, q] == v:
+                    dup = True
+                    break
+            if dup:
+                continue
+            q = m
+            while q > 0 and race[i, q - 1] > v:
+                race[i, q] = race[i, q - 1]
+                q -= 1
+            race[i, q] = v
+            m += 1
+        for q in range(m, 8):
+            race[i, q] = -1
+        t = False
+        for j in range(limit, 8):
+            v = vals[j]
+            if v < 0:
+                continue
+            found = False
+            for q in range(m):
+                if race[i, q] == v:
+                    found = True
+                    break
+            if not found:
+                t = True
+        truncated[i] = t
+    return problems
