@@ -22,9 +22,8 @@ from engine.tabulation.aggregate import (
 from engine.tabulation.flatmap import IterationCatalog, geo_class
 from engine.tabulation.mechanism import LevelPlan, Noise, level_plan, tabulate_level
 from engine.tabulation.mechanism import TOTAL_ONLY
-from engine.tabulation.postprocess import CoterminousStash, Published, StashedRows, postprocess_chunk
+from engine.tabulation.postprocess import CoterminousStash, GroupRows, Published, StashedRows, postprocess_chunk
 from engine.inputs.validate import Inputs, load_inputs
-from engine.release.outputs import Labels
 from engine.timing import Phases, process_cpu
 
 Progress = Callable[[str, float, float], None]
@@ -240,19 +239,26 @@ def run(
 
 def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterminous: bool,
                    progress: Progress | None, consistency: str = "none", invariant: str | None = None,
-                   tiebreak=None, phases: Phases | None = None) -> dict:
+                   tiebreak=None, phases: Phases | None = None, sinks: tuple = ()) -> dict:
+    """Tabulate every level and hand what each set of groups publishes (`GroupRows`,
+    coterminous copies resolved) to `writer` (a `ReleaseWriter`, or None: nothing is
+    written) and to every sink (`sink.add(rows)`, e.g. accuracy reports). Returns the
+    statistics of the manifest."""
     geo = prepared.inputs.geography
     sets = geo.coterminous_sets() if coterminous else []
     stash = CoterminousStash(sets)
-    region_labels = {g: Labels.of(geo.regions[g]) for g in geo.regions}
-    all_codes = list(prepared.inputs.specs.iterations)
+    all_codes = np.array(list(prepared.inputs.specs.iterations), dtype=object)
     code_id = {c: i for i, c in enumerate(all_codes)}
-    level_codes: dict = {}
+    if phases is None:
+        phases = Phases()
 
-    def code_labels(lvl) -> Labels:
-        if lvl not in level_codes:
-            level_codes[lvl] = Labels.of(prepared.catalog.codes(lvl.geo, lvl.iteration_level))
-        return level_codes[lvl]
+    def publish(rows: GroupRows) -> None:
+        if writer is not None:
+            with phases("write_rows"):
+                writer.write_groups(rows)
+        for sink in sinks:
+            with phases("reports"):
+                sink.add(rows)
 
     stats: dict[str, dict] = {}
     # The hierarchy stage keeps the nested levels until all are tabulated (docs/consistency.md).
@@ -276,18 +282,22 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
                     stash.add(pub, lvl.geo, groups[stashed], n_it, np.array([code_id[c] for c in codes], np.int32))
         if not write:
             return
-        with phases("write_rows"):
-            keep = ~stashed
-            tables = {}
-            for k, (tg, cells, marg) in pub.tables.items():
-                sel = ~stashed[tg - pub.g0]
-                tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel])
-            _write_groups(writer, f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, region_labels[lvl.geo],
-                          code_labels(lvl), groups[keep] // n_it, groups[keep] % n_it,
-                          pub.t1[keep], pub.released[keep], tables)
+        keep = ~stashed
+        every = bool(keep.all())
+        tables = {}
+        for k, (tg, cells, marg) in pub.tables.items():
+            sel = ~stashed[tg - pub.g0]
+            true_cells = pub.true_tables.get(k) if pub.true_tables else None
+            tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel],
+                         None if true_cells is None else true_cells[sel])
+        g = groups if every else groups[keep]
+        publish(GroupRows(f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, lvl.iteration_level, geo.regions[lvl.geo],
+                          codes, g // n_it, g % n_it, pub.t1 if every else pub.t1[keep],
+                          pub.released if every else pub.released[keep],
+                          pub.stat_level if every else pub.stat_level[keep],
+                          None if pub.true_total is None else pub.true_total if every else pub.true_total[keep],
+                          tables))
 
-    if phases is None:
-        phases = Phases()
     for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress, phases=phases):
         lvl = pub.plan.level
         st = stats.setdefault(lvl.key, {"groups": 0, "total_only": 0, "stat_level_0": 0, "stat_level_1": 0,
@@ -332,24 +342,15 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
     if sets:
         if rows is not None:
             with phases("coterminous"):
-                _write_coterminous(writer, rows, region_labels, Labels.of(all_codes))
+                for out in _coterminous_rows(rows, geo, all_codes):
+                    publish(out)
         stats["coterminous"] = {"sets": len(sets), "groups": len(rows) if rows else 0,
                                 "groups_copied": rows.copied if rows else 0}
     return stats
 
 
-def _write_groups(writer, part: str, geo_name: str, regions: Labels, codes: Labels, region_idx: np.ndarray,
-                  iteration_idx: np.ndarray, t1: np.ndarray, released: np.ndarray,
-                  tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
-    """Write T1 rows (released), suppressed rows, and T2 tables of a set of groups."""
-    writer.write_t1(part, regions, geo_name, codes, region_idx[released], iteration_idx[released], t1[released])
-    writer.write_suppressed(part, regions, geo_name, codes, region_idx[~released], iteration_idx[~released])
-    for k, (r, i, cells, marg) in sorted(tables.items()):
-        writer.write_t2(part, regions, geo_name, codes, r, i, k, cells, marg)
-
-
-def _write_coterminous(writer, rows: StashedRows, regions: dict[str, Labels], codes: Labels) -> None:
-    """Write the coterminous members' groups, each with the outputs of its source row."""
+def _coterminous_rows(rows: StashedRows, geo, codes: np.ndarray) -> Iterator[GroupRows]:
+    """The coterminous members' groups, each with the outputs of its source row (SPEC §1)."""
     s_all = rows.src
     for gi, g in enumerate(rows.geos):
         for lvl in (1, 2):
@@ -363,6 +364,9 @@ def _write_coterminous(writer, rows: StashedRows, regions: dict[str, Labels], co
                 sel = stat == k
                 if sel.any():
                     j = np.searchsorted(trow, s[sel])
-                    t_out[k] = (rows.region[idx][sel], rows.code[idx][sel], cells[j], marg[j])
-            _write_groups(writer, f"coterminous-{g}-{lvl}", g, regions[g], codes,
-                          rows.region[idx], rows.code[idx], rows.t1[s], rows.released[s], t_out)
+                    # members cover the same blocks: the source's true cells are theirs too
+                    true = rows.true_tables[k][j] if rows.true_tables and k in rows.true_tables else None
+                    t_out[k] = (rows.region[idx][sel], rows.code[idx][sel], cells[j], marg[j], true)
+            yield GroupRows(f"coterminous-{g}-{lvl}", g, lvl, geo.regions[g], codes, rows.region[idx],
+                            rows.code[idx], rows.t1[s], rows.released[s], stat,
+                            None if rows.true_total is None else rows.true_total[idx], t_out)

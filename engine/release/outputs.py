@@ -215,6 +215,7 @@ class ReleaseWriter:
         self._parts: dict[tuple[str, str], _PartWriter] = {}
         self.rows = {"t1": 0, "t2": 0, "suppressed": 0}
         self._t2_labels = {k: _t2_labels(k) for k in STAT_LEVEL_AGE_EDGES}
+        self._label_cache: dict[int, tuple[np.ndarray, Labels]] = {}
         self._thread = _WriterThread()
 
     @property
@@ -257,6 +258,23 @@ class ReleaseWriter:
             self._thread.submit(target, memoryview(buf)[:m])
         target.rows += n
         self.rows[kind] += n
+
+    def _labels(self, strings: np.ndarray) -> Labels:
+        """Labels of an array of region ids or codes, made once per array."""
+        key = id(strings)
+        if key not in self._label_cache:
+            self._label_cache[key] = (strings, Labels.of(strings))  # the array is kept, so its id stays its own
+        return self._label_cache[key][1]
+
+    def write_groups(self, rows) -> None:
+        """T1 rows (released), suppressed rows and T2 tables of a set of groups
+        (`engine.tabulation.postprocess.GroupRows`; its true counts are never written)."""
+        regions, codes = self._labels(rows.region_ids), self._labels(rows.codes)
+        rel = rows.released
+        self.write_t1(rows.part, regions, rows.geo, codes, rows.region_idx[rel], rows.code_idx[rel], rows.t1[rel])
+        self.write_suppressed(rows.part, regions, rows.geo, codes, rows.region_idx[~rel], rows.code_idx[~rel])
+        for k, (r, i, cells, marg, _true) in sorted(rows.tables.items()):
+            self.write_t2(rows.part, regions, rows.geo, codes, r, i, k, cells, marg)
 
     def write_t1(self, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
                  code_idx: np.ndarray, counts: np.ndarray) -> None:

@@ -58,18 +58,21 @@ def key_records(combo_of, eth_of, race_off, race_mem, eth_off, eth_mem):
 
 
 @njit(cache=True, nogil=True)
-def totals_all(key, count, piece_rows, rec, piece_region, level_cls, level_nit, out_base, out):
-    """True totals of several levels in one pass over the count table.
+def totals_all(key, count, piece_rows, p0, p1, rec, piece_region, level_cls, level_nit, out_base, out,
+               use_priv, priv_base, priv):
+    """True totals of several levels in one pass over the pieces p0..p1-1 of the table.
 
     Level L (rows of `piece_region`, region of each piece or -1) uses membership
     level_cls[L] of the records (`key_records`); its totals are
-    out[out_base[L] + region * level_nit[L] + iteration]. Rows of one piece and key
-    (consecutive: keys are sorted) are summed over their cells first, so each
-    (piece, key) is flat-mapped once for all levels.
+    out[out_base[L] + region * level_nit[L] + iteration], or, where use_priv[L], the
+    same in priv from priv_base[L] (a second thread's own copy of levels whose regions
+    it shares with the first). Rows of one piece and key (consecutive: keys are sorted)
+    are summed over their cells first, so each (piece, key) is flat-mapped once for all
+    levels.
     """
     n_levels = level_cls.shape[0]
     base = np.empty(n_levels, np.int64)
-    for p in range(piece_rows.shape[0] - 1):
+    for p in range(p0, p1):
         inside = False
         for L in range(n_levels):
             r = piece_region[L, p]
@@ -89,16 +92,21 @@ def totals_all(key, count, piece_rows, rec, piece_region, level_cls, level_nit, 
                 b = base[L]
                 if b >= 0:
                     cls = level_cls[L]
-                    for j in range(1, rec[cls, ck, 0] + 1):
-                        out[b + rec[cls, ck, j]] += c
+                    if use_priv[L]:
+                        b = b - out_base[L] + priv_base[L]
+                        for j in range(1, rec[cls, ck, 0] + 1):
+                            priv[b + rec[cls, ck, j]] += c
+                    else:
+                        for j in range(1, rec[cls, ck, 0] + 1):
+                            out[b + rec[cls, ck, j]] += c
 
 
 @njit(cache=True, nogil=True)
-def level_cells(key, count, piece_rows, rec, cls, piece_region, n_it, wanted_region, slot, out):
+def level_cells(key, count, piece_rows, p0, p1, rec, cls, piece_region, n_it, wanted_region, slot, out):
     """out[slot[g], cell] += count for the wanted groups g of one level (membership `cls`
-    of the records); slot[g] is -1 for the others. Pieces of regions without a wanted
-    group (`wanted_region`) are skipped."""
-    for p in range(piece_rows.shape[0] - 1):
+    of the records), from the pieces p0..p1-1; slot[g] is -1 for the others. Pieces of
+    regions without a wanted group (`wanted_region`) are skipped."""
+    for p in range(p0, p1):
         r = piece_region[p]
         if r < 0 or not wanted_region[r]:
             continue

@@ -14,6 +14,7 @@ table (total, age4, age9, age23) is a sum of these cells.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
@@ -30,7 +31,7 @@ N_CELLS = 46
 #: Capacity of characteristic-key ids inside packed int64 keys.
 _CK_CAP = _kernels.CK_CAP
 #: Merge the buffered sorted runs of batch counts once they hold this many rows.
-_MERGE_ROWS = 20_000_000
+_MERGE_ROWS = 32_000_000
 
 Progress = Callable[[str, float, float], None]
 
@@ -82,15 +83,85 @@ class Aggregator(Protocol):
 
 def _merge(keys: list[np.ndarray], counts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct keys with their summed counts, from sorted runs (a k-way merge)."""
-    keys = [k for k in keys if len(k)] or keys[:1]
-    counts = [c for c, k in zip(counts, keys) if len(k)] or counts[:1]
-    if not keys:
+    runs = [(k, c) for k, c in zip(keys, counts) if len(k)]
+    if not runs:
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    starts = np.zeros(len(keys) + 1, np.int64)
-    starts[1:] = np.cumsum([len(k) for k in keys])
-    k, c = _kernels.merge_runs(np.concatenate(keys).astype(np.int64, copy=False),
-                               np.concatenate(counts).astype(np.int64, copy=False), starts)
+    if len(runs) == 1:
+        return runs[0][0], runs[0][1].astype(np.int32, copy=False)
+    starts = np.zeros(len(runs) + 1, np.int64)
+    starts[1:] = np.cumsum([len(k) for k, _ in runs])
+    k, c = _kernels.merge_runs(np.concatenate([k for k, _ in runs]).astype(np.int64, copy=False),
+                               np.concatenate([c for _, c in runs]).astype(np.int64, copy=False), starts)
     return k.copy(), c.astype(np.int32)
+
+
+class _CountRuns:
+    """The sorted runs of batch counts, merged into disjoint sorted segments.
+
+    Buffered runs are merged with the parts of the segments whose keys they overlap
+    once they hold `merge_rows` rows. Persons files sorted by geography (as the Census
+    files and the synthetic nations are) give runs that overlap almost nothing already
+    merged, so each merge costs only its own rows and memory stays near the final
+    table; in any other order a merge waits until the buffer holds half as many rows as
+    it overlaps, so the total merging work stays proportional to the final table.
+    """
+
+    def __init__(self, merge_rows: int):
+        self.merge_rows = merge_rows
+        self.segments: list[tuple[np.ndarray, np.ndarray]] = []
+        self.buffer: list[tuple[np.ndarray, np.ndarray]] = []
+        self.buffered = 0
+
+    def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        if len(keys):
+            self.buffer.append((keys, counts))
+            self.buffered += len(keys)
+        if self.buffered > self.merge_rows:
+            self._flush(force=False)
+
+    def _flush(self, force: bool) -> None:
+        if not self.buffer:
+            return
+        lo = min(int(k[0]) for k, _ in self.buffer)
+        hi = max(int(k[-1]) for k, _ in self.buffer)
+        hit = [i for i, (k, _) in enumerate(self.segments) if k[-1] >= lo and k[0] <= hi]
+        left = right = None
+        middle: list[tuple[np.ndarray, np.ndarray]] = []
+        for n, i in enumerate(hit):
+            k, c = self.segments[i]
+            a = int(np.searchsorted(k, lo)) if n == 0 else 0
+            b = int(np.searchsorted(k, hi, side="right")) if n == len(hit) - 1 else len(k)
+            if a:
+                left = (k[:a], c[:a])
+            if b < len(k):
+                right = (k[b:], c[b:])
+            middle.append((k[a:b], c[a:b]))
+        overlap = sum(len(k) for k, _ in middle)
+        if not force and overlap > 2 * self.buffered:
+            return  # merging now would cost more than the rows it adds; buffer more
+        parts = middle + self.buffer
+        merged = _merge([k for k, _ in parts], [c for _, c in parts])
+        # left and right parts are copied, so that they do not keep a merged segment alive
+        new = [(left[0].copy(), left[1].copy())] if left is not None else []
+        new += [merged] if len(merged[0]) else []
+        new += [(right[0].copy(), right[1].copy())] if right is not None else []
+        first = hit[0] if hit else sum(1 for k, _ in self.segments if k[-1] < lo)
+        last = hit[-1] + 1 if hit else first
+        self.segments[first:last] = new
+        self.buffer, self.buffered = [], 0
+
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
+        """All rows as one sorted table (segments are freed as they are copied)."""
+        self._flush(force=True)
+        n = sum(len(k) for k, _ in self.segments)
+        key, count = np.empty(n, np.int64), np.empty(n, np.int32)
+        at = 0
+        while self.segments:
+            k, c = self.segments.pop(0)
+            key[at: at + len(k)] = k
+            count[at: at + len(k)] = c
+            at += len(k)
+        return key, count
 
 
 def _counted_batches(inputs: Inputs, log: ProblemLog) -> Iterator[tuple[int, EncodedPersons]]:
@@ -115,9 +186,7 @@ class LocalAggregator:
     def count(self, inputs: Inputs, progress: Progress | None = None) -> CountTable:
         log = ProblemLog()
         charkeys = CharKeys(len(inputs.code_names))
-        keys: list[np.ndarray] = []
-        counts: list[np.ndarray] = []
-        buffered = merged_rows = 0
+        runs = _CountRuns(self.merge_rows)
         persons = persons_pr = truncated = 0
         geo = inputs.geography
         in_run = _pieces_in_run(inputs)
@@ -148,14 +217,7 @@ class LocalAggregator:
                                  "table's packed keys cannot hold them")
             k.sort()
             u, c = _kernels.count_sorted(k)
-            keys.append(u.copy())
-            counts.append(c.astype(np.int32))
-            buffered += len(u)
-            # Merge when the new rows outgrow both the limit and the merged table, so the
-            # total merging work stays proportional to the final table (not quadratic).
-            if buffered > max(self.merge_rows, merged_rows) and len(keys) > 1:
-                mk, mc = _merge(keys, counts)
-                keys, counts, merged_rows, buffered = [mk], [mc], len(mk), 0
+            runs.add(u.copy(), c.astype(np.int32))
         if rows_read and not persons and not log:
             # As production, whose readers keep only the runs' states and then refuse
             # an empty person table.
@@ -163,7 +225,7 @@ class LocalAggregator:
                     "at least one person in the states of the runs (state_filter_us with run_us, 72 with run_pr); "
                     f"none of the {rows_read:,} persons lives there")
         log.raise_if_any()
-        k, c = _merge(keys, counts) if keys else (np.zeros(0, np.int64), np.zeros(0, np.int32))
+        k, c = runs.table()
         return CountTable(k, c, charkeys, persons=persons, persons_us=persons - persons_pr, persons_pr=persons_pr,
                           persons_truncated=truncated, n_pieces=geo.n_pieces)
 
@@ -266,8 +328,14 @@ class LevelCounts:
         wanted_region[groups // self.n_iterations] = True
         rec, cls = self._records()
         t = self.table
-        _kernels.level_cells(t.key, t.count, t.piece_rows, rec.rec, cls, self.piece_region, self.n_iterations,
-                             wanted_region, slot, out)
+        ranges = _piece_ranges(t)
+        # each thread adds into its own table of cells (small: the wanted groups only)
+        outs = [out] + [np.zeros_like(out) for _ in ranges[1:]]
+        _in_threads(lambda i: _kernels.level_cells(t.key, t.count, t.piece_rows, *ranges[i], rec.rec, cls,
+                                                   self.piece_region, self.n_iterations, wanted_region, slot,
+                                                   outs[i]), len(ranges))
+        for extra in outs[1:]:
+            out += extra
         return out
 
 
@@ -295,11 +363,68 @@ def all_totals(table: CountTable, levels: list[LevelCounts]) -> list[np.ndarray]
     level_cls = np.array([records.classes.index((geo_class(levels[i].level.geo), levels[i].level.iteration_level))
                           for i in todo], np.int64)
     level_nit = np.array([levels[i].n_iterations for i in todo], np.int64)
-    _kernels.totals_all(table.key, table.count, table.piece_rows, records.rec, piece_region,
-                        level_cls, level_nit, out_base, out)
+    ranges = _piece_ranges(table)
+    # The second thread keeps its own totals of the levels whose regions have pieces on
+    # both sides of the split (USA, AIANNH areas, ...); other levels' regions are on one
+    # side only, so both threads add into `out` without touching the same element.
+    shared = np.zeros(len(todo), np.bool_)
+    if len(ranges) > 1:
+        (a, s), (_s, b) = ranges
+        for j in range(len(todo)):
+            left, right = np.unique(piece_region[j, a:s]), np.unique(piece_region[j, s:b])
+            shared[j] = len(np.intersect1d(left[left >= 0], right[right >= 0])) > 0
+        if int(sizes[shared].sum()) > _PRIVATE_MAX:
+            ranges = [(a, b)]  # a copy would cost too much memory: one thread
+    priv_base = np.r_[0, np.cumsum(np.where(shared, sizes, 0))[:-1]].astype(np.int64)
+    privs = [np.zeros(0, np.int64)] + [np.zeros(int(sizes[shared].sum()), np.int64) for _ in ranges[1:]]
+    _in_threads(lambda i: _kernels.totals_all(table.key, table.count, table.piece_rows, *ranges[i], records.rec,
+                                              piece_region, level_cls, level_nit, out_base, out,
+                                              shared if i else np.zeros_like(shared), priv_base, privs[i]),
+                len(ranges))
+    for j in np.flatnonzero(shared) if len(ranges) > 1 else ():
+        out[out_base[j]: out_base[j] + sizes[j]] += privs[1][priv_base[j]: priv_base[j] + sizes[j]]
     for j, i in enumerate(todo):
         outs[i] = out[out_base[j]: out_base[j] + sizes[j]]
     return outs
+
+
+#: Largest private copy of level totals a second thread may use (elements).
+_PRIVATE_MAX = 64_000_000
+#: Count tables below this many rows are read by one thread.
+_THREAD_ROWS = 1_000_000
+
+
+def _threads() -> int:
+    """Threads for the counting kernels: the usable CPUs, at most 2 (the kernels are
+    bound by memory latency; a second thread on another core doubles the misses in
+    flight)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(2, cpus))
+
+
+def _piece_ranges(table: CountTable) -> list[tuple[int, int]]:
+    """The pieces split into one range per thread, with about as many table rows each."""
+    rows = table.piece_rows
+    n = len(rows) - 1
+    if _threads() < 2 or rows[-1] < _THREAD_ROWS:
+        return [(0, n)]
+    s = int(np.searchsorted(rows, rows[-1] // 2))
+    return [(0, s), (s, n)]
+
+
+def _in_threads(work, n: int) -> None:
+    """work(0), ..., work(n - 1), each on its own thread (the kernels release the GIL)."""
+    if n == 1:
+        work(0)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        for f in [pool.submit(work, i) for i in range(n)]:
+            f.result()
 
 
 def level_counts(

@@ -31,6 +31,7 @@ class IterationCatalog:
 
     specs: Specs
     lists: dict[tuple[str, int], list[Iteration]] = field(default_factory=dict)
+    _codes: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for cls, geo in ((STATE_CLASS, "STATE"), (SUBSTATE_CLASS, "COUNTY")):
@@ -41,7 +42,11 @@ class IterationCatalog:
         return self.lists[(geo_class(geo), level)]
 
     def codes(self, geo: str, level: int) -> np.ndarray:
-        return np.array([it.code for it in self.iterations(geo, level)], dtype=object)
+        """The iteration codes (one array per geography class and level, made once)."""
+        key = (geo_class(geo), level)
+        if key not in self._codes:
+            self._codes[key] = np.array([it.code for it in self.lists[key]], dtype=object)
+        return self._codes[key]
 
     def detailed_only(self, geo: str, level: int) -> np.ndarray:
         return np.array([it.detailed_only for it in self.iterations(geo, level)], dtype=bool)

@@ -83,3 +83,21 @@ def test_level_counts_equal_the_flat_map_written_with_arrays(tmp_path):
     # Every counted person is in exactly one USA... group per iteration they belong to:
     usa = p.counts(p.levels[0])
     assert usa.totals().max() <= p.table.persons_us
+
+
+def test_two_threads_count_what_one_thread_counts(tmp_path, monkeypatch):
+    from engine.tabulation import aggregate
+
+    s = generate(tmp_path / "n", 6_000, seed=4)
+    one = prepare(s.params_dir, s.data_dir)
+    one.compute_totals()
+    monkeypatch.setattr(aggregate, "_THREAD_ROWS", 0)
+    monkeypatch.setattr(aggregate, "_threads", lambda: 2)
+    assert len(aggregate._piece_ranges(one.table)) == 2
+    two = prepare(s.params_dir, s.data_dir)
+    two.compute_totals()
+    for lvl in one.levels:
+        a, b = one.counts(lvl), two.counts(lvl)
+        assert np.array_equal(a.totals(), b.totals())
+        groups = np.flatnonzero(a.totals() >= 2)
+        assert np.array_equal(a.cells_of(groups), b.cells_of(groups))

@@ -70,8 +70,18 @@ def test_totals_of_several_levels_and_cells_equal_the_plain_flat_map():
     sizes = np.array([n * it for n, (it, _) in zip(n_regions, shapes)])
     base = np.r_[0, np.cumsum(sizes)[:-1]]
     out = np.zeros(sizes.sum(), np.int64)
-    _kernels.totals_all(key, count, piece_rows, rec, piece_region, np.array([c for _, c in shapes]),
-                        np.array([it for it, _ in shapes]), base, out)
+    level_cls, level_nit = np.array([c for _, c in shapes]), np.array([it for it, _ in shapes])
+    none = np.zeros(4, np.bool_)
+    _kernels.totals_all(key, count, piece_rows, 0, 30, rec, piece_region, level_cls, level_nit, base, out, none,
+                        base, np.zeros(0, np.int64))
+    # the same split in two piece ranges, the second adding every level into its own copy
+    priv = np.zeros(sizes.sum(), np.int64)
+    split = np.zeros(sizes.sum(), np.int64)
+    _kernels.totals_all(key, count, piece_rows, 0, 13, rec, piece_region, level_cls, level_nit, base, split, none,
+                        base, priv)
+    _kernels.totals_all(key, count, piece_rows, 13, 30, rec, piece_region, level_cls, level_nit, base, split,
+                        ~none, base, priv)
+    assert np.array_equal(split + priv, out)
     for L, ((n_it, c), n) in enumerate(zip(shapes, n_regions)):
         race, eth = members[c]
         g, cell, cnt = _expand_plain(key, count, piece_region[L], combo_of, eth_of, race, eth, n_it)
@@ -83,7 +93,7 @@ def test_totals_of_several_levels_and_cells_equal_the_plain_flat_map():
         wanted_region = np.zeros(n, np.bool_)
         wanted_region[groups // n_it] = True
         cells = np.zeros((len(groups), N), np.int64)
-        _kernels.level_cells(key, count, piece_rows, rec, c, piece_region[L], n_it, wanted_region, slot,
+        _kernels.level_cells(key, count, piece_rows, 0, 30, rec, c, piece_region[L], n_it, wanted_region, slot,
                              cells)
         dense = np.bincount(g * N + cell, weights=cnt, minlength=n * n_it * N).astype(np.int64).reshape(-1, N)
         assert np.array_equal(cells, dense[groups])
