@@ -149,6 +149,14 @@ def iter_published(
             yield counts, pub
 
 
+def publish_trial(prepared: Prepared, noise: Noise, sinks: tuple, progress: Progress | None = None,
+                  coterminous: bool = True) -> dict:
+    """One trial of a study: tabulate with `noise` and hand what every set of groups
+    publishes (`GroupRows`: the counts `run` would write with the same noise, and their
+    truth) to the sinks; nothing is written. Returns the run's statistics."""
+    return _write_release(prepared, None, noise, False, coterminous, progress, sinks=sinks)
+
+
 def make_noise(privacy_defn: str, source) -> Noise:
     """The release noise: exact discrete Gaussian (zCDP) or two-sided geometric (pure DP)."""
     from engine import noise as _noise
@@ -177,6 +185,8 @@ def run(
     prepared: Prepared | None = None,
     consistency: str = "none",
     invariant: str | None = None,
+    study: str | None = None,
+    sinks: tuple = (),
 ) -> RunResult:
     """Validate, tabulate and write a release (or, with `truth`, the noise-free tables).
 
@@ -189,6 +199,9 @@ def run(
     first, and the free disk space once the universe is known, before any noise
     (`engine.release.publish`); `RunResult.manifest` is the full manifest, the
     `confidential` block included, which manifest.json on disk leaves out.
+    `study` (a description) marks the output as a trial of an accuracy study: NOT FOR
+    RELEASE whatever its noise, and no operator file. `sinks` also receive what every
+    set of groups publishes (`GroupRows`, with the truth), e.g. accuracy reports.
     """
     from engine import noise as _noise
     from engine.release.manifest import build_manifest
@@ -202,7 +215,8 @@ def run(
     if invariant is not None and consistency != "none":
         raise ValueError("--invariant and --consistency cannot be combined (each adjusts the nested levels its own "
                          "way; see docs/invariants.md)")
-    writer = ReleaseWriter(out_dir, overwrite=overwrite, inputs=(("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir)))
+    writer = ReleaseWriter(out_dir, overwrite=overwrite, inputs=(("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir)),
+                           operator_file=study is None)
     try:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
@@ -221,7 +235,7 @@ def run(
         t0 = time.perf_counter()
         stats = _write_release(prepared, writer, noise, truth, coterminous, progress, consistency,
                                invariant=None if truth else invariant,
-                               tiebreak=source.words if source is not None else None, phases=phases)
+                               tiebreak=source.words if source is not None else None, phases=phases, sinks=sinks)
         t1 = time.perf_counter()
         timings = dict(prepared.timings)
         timings["tabulate_and_write"] = t1 - t0
@@ -230,6 +244,9 @@ def run(
         manifest = build_manifest(prepared, stats, writer.rows, source=source, truth=truth,
                                   coterminous=coterminous, timings=timings)
         manifest["phases"] = phases.summary()
+        if study is not None:
+            manifest["mode"] = {**manifest["mode"], "kind": "accuracy study trial", "for_release": False,
+                                "note": f"NOT FOR RELEASE: {study}"}
         out = writer.finish(manifest)
     except BaseException:
         writer.abort()
@@ -287,6 +304,8 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
         tables = {}
         for k, (tg, cells, marg) in pub.tables.items():
             sel = ~stashed[tg - pub.g0]
+            if not sel.any():
+                continue
             true_cells = pub.true_tables.get(k) if pub.true_tables else None
             tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel],
                          None if true_cells is None else true_cells[sel])

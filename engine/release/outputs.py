@@ -204,10 +204,13 @@ class ReleaseWriter:
     """
 
     def __init__(self, out_dir: str | Path, overwrite: bool = False, *,
-                 inputs: Iterable[tuple[str, str | Path | None]] = ()):
+                 inputs: Iterable[tuple[str, str | Path | None]] = (), operator_file: bool = True):
         self.out_dir = Path(out_dir)
         self.overwrite = overwrite
-        _check_operator_path(self.out_dir)
+        #: False for the trials of a study: no file of exact counts is written anywhere.
+        self.operator_file = operator_file
+        if operator_file:
+            _check_operator_path(self.out_dir)
         self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="SafeTab-P tables")
         self.stage = self.folder.stage
         for sub in _COLUMNS:
@@ -309,11 +312,12 @@ class ReleaseWriter:
         for kind, cols in _COLUMNS.items():
             self.folder.write_file(f"{kind}/{HEADERS}", ("|".join(cols) + "\n").encode())
         public = public_manifest(manifest)
-        public["operator_file"] = {
-            "name": operator_path(self.out_dir).name,
-            "note": "The exact person counts of the confidential input are in this file beside the release "
-                    "folder, for the operator only; it is not part of the release.",
-        }
+        if self.operator_file:
+            public["operator_file"] = {
+                "name": operator_path(self.out_dir).name,
+                "note": "The exact person counts of the confidential input are in this file beside the release "
+                        "folder, for the operator only; it is not part of the release.",
+            }
         text = json.dumps(public, indent=2) + "\n"
         self.folder.write_file(MANIFEST, text.encode("utf-8"))
         mode = manifest.get("mode", {})
@@ -325,7 +329,8 @@ class ReleaseWriter:
             comments.insert(0, "NOT FOR RELEASE: " + reason)
         self.folder.publish(comments)
         try:
-            _write_operator_file(self.out_dir, manifest, hashlib.sha256(text.encode("utf-8")).hexdigest())
+            if self.operator_file:
+                _write_operator_file(self.out_dir, manifest, hashlib.sha256(text.encode("utf-8")).hexdigest())
         finally:
             self.folder.close()
         return self.out_dir
