@@ -89,3 +89,32 @@ def race_rows(i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, li
                 t = True
         truncated[i] = t
     return problems
+
+
+@njit(cache=True, nogil=True)
+def factorize(values):
+    """(codes, uniques): codes[i] is the index in `uniques` of values[i] (int64), the
+    uniques in order of first appearance (an open-addressing hash table)."""
+    n = values.shape[0]
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    mask = size - 1
+    slot_value = np.empty(size, np.int64)
+    slot_code = np.full(size, -1, np.int64)
+    codes = np.empty(n, np.int64)
+    uniques = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        v = values[i]
+        h = (v * np.int64(-7046029254386353131)) & mask  # Fibonacci hashing (wraps)
+        h = (h ^ (h >> 17)) & mask
+        while slot_code[h] >= 0 and slot_value[h] != v:
+            h = (h + 1) & mask
+        if slot_code[h] < 0:
+            slot_code[h] = m
+            slot_value[h] = v
+            uniques[m] = v
+            m += 1
+        codes[i] = slot_code[h]
+    return codes, uniques[:m]

@@ -123,8 +123,8 @@ def check_grf(batch: Batch, log: ProblemLog, file: str = "GRF-C.txt") -> np.ndar
     ok = np.ones(t.num_rows, dtype=bool) if batch.reported is None else ~batch.reported
     for col, width in _WIDTHS.items():
         arr = t[col]
-        # [0-9] (ASCII), not utf8_is_digit, which also takes other scripts' digits
-        good = pc.match_substring_regex(arr, f"^[0-9]{{{width}}}$")
+        # [0-9] (ASCII), not utf8_is_digit alone, which also takes other scripts' digits
+        good = pc.and_(pc.and_(pc.string_is_ascii(arr), pc.utf8_is_digit(arr)), pc.equal(pc.utf8_length(arr), width))
         bad = ~good.to_numpy(zero_copy_only=False)
         _log_rows(log, file, batch, col, arr, bad, f"{width} digits")
         ok &= ~bad

@@ -197,18 +197,16 @@ def _block_index(cols: list[_Column], block_keys: pa.Array) -> tuple[np.ndarray,
     Rows are numbered by their combination of the columns' value indices (a hash per
     row, no text); only the distinct combinations are joined and looked up in GRF-C.
     """
-    import pandas as pd
-
     code = cols[0].idx.copy()
     span = len(cols[0].values)
     for c in cols[1:]:
         m = max(1, len(c.values))
         if span * m >= 1 << 62:  # keep the combined number inside int64
-            code, uniq = pd.factorize(code)
+            code, uniq = _rows.factorize(code)
             span = max(1, len(uniq))
         code = code * m + c.idx
         span *= m
-    inv, uniq = pd.factorize(code)
+    inv, uniq = _rows.factorize(code)
     # factorize numbers values in order of first appearance: a value's first row is
     # where the running maximum of the numbers grows.
     first = np.flatnonzero(np.r_[True, inv[1:] > np.maximum.accumulate(inv)[:-1]]) if len(inv) else inv

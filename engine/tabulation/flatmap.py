@@ -68,7 +68,7 @@ class CharKeys:
         #: Race codes (each + 1, 0 = none) packed into one int64 when they fit.
         self.per_word = max(1, 63 // self._bits)
         self._counters = np.zeros(6, np.int64)
-        self._keys, self._combos = _hash_tables(1 << 12)
+        self._keys, self._combos = _hash_tables(1 << 16)
         # persons with one race code: a dense table (ethnicity, code) -> key id, when small
         self._n_single = n_codes if n_codes * n_codes <= _SINGLE_MAX else 0
         self._single = np.full(self._n_single ** 2, -1, np.int64)

@@ -49,3 +49,14 @@ def test_race_rows_follow_the_rules_for_every_limit():
             assert bool(truncated[i]) == trunc
             total += sum(k != _rows.OK for k in kinds)
         assert problems == total > 0
+
+
+def test_factorize_numbers_values_in_order_of_first_appearance():
+    rng = np.random.default_rng(1)
+    for values in (rng.integers(-5, 5, 1000), rng.integers(0, 2**62, 300), np.zeros(0, np.int64),
+                   np.array([7, 7, 7]), rng.integers(0, 10**6, 5000) * 2**20):
+        values = values.astype(np.int64)
+        codes, uniques = _rows.factorize(values)
+        _, first = np.unique(values, return_index=True)
+        assert uniques.tolist() == values[np.sort(first)].tolist()
+        assert np.array_equal(uniques[codes], values)
