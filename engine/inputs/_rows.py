@@ -118,3 +118,90 @@ def factorize(values):
             m += 1
         codes[i] = slot_code[h]
     return codes, uniques[:m]
+
+
+@njit(cache=True, nogil=True)
+def encode_rows(age_i, age_v, sex_i, sex_v, hh_i, hh_ok, cen_i, cen_ok, block,
+                i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, limit,
+                span_i, eth_v, age_bin, race, truncated, eth, cell):
+    """The fast path of `check_person_batch` for a batch whose rows are all good: one
+    pass applies every rule to every row (each column a value index per row and a table
+    per distinct value) and writes the encoded persons. Returns the number of rows that
+    break a rule; if any does, the caller takes the checking path that names them (and
+    ignores what was written here).
+
+    Per-value tables: age_v the age (-1: not 1 to 18 ASCII digits), sex_v 0 male / 1
+    female / -1 other, hh_ok and cen_ok the HOUSEHOLDER and CENRACE rules, l0..l7 the
+    QRACE codes (`race_rows`), eth_v the QSPAN code index (-1 unknown); block is the
+    GRF-C block of each row (-1 unknown); age_bin the age23 bin of each age.
+    """
+    n = age_i.shape[0]
+    bad = 0
+    vals = np.empty(8, np.int64)
+    max_age = age_bin.shape[0] - 1
+    for i in range(n):
+        a = age_v[age_i[i]]
+        s = sex_v[sex_i[i]]
+        e = eth_v[span_i[i]]
+        if a < 0 or a > max_age or s < 0 or not hh_ok[hh_i[i]] or not cen_ok[cen_i[i]] or block[i] < 0 or e < 0:
+            bad += 1
+            continue
+        vals[0] = l0[i0[i]]
+        vals[1] = l1[i1[i]]
+        vals[2] = l2[i2[i]]
+        vals[3] = l3[i3[i]]
+        vals[4] = l4[i4[i]]
+        vals[5] = l5[i5[i]]
+        vals[6] = l6[i6[i]]
+        vals[7] = l7[i7[i]]
+        if vals[0] < 0:  # QRACE1 Null or not a code
+            bad += 1
+            continue
+        null_seen = False
+        good = True
+        for j in range(1, 8):
+            v = vals[j]
+            if v == NULL:
+                null_seen = True
+            elif v == UNKNOWN or null_seen:
+                good = False
+                break
+        if not good:
+            bad += 1
+            continue
+        m = 0
+        for j in range(limit):
+            v = vals[j]
+            if v < 0:
+                continue
+            dup = False
+            for q in range(m):
+                if race[i, q] == v:
+                    dup = True
+                    break
+            if dup:
+                continue
+            q = m
+            while q > 0 and race[i, q - 1] > v:
+                race[i, q] = race[i, q - 1]
+                q -= 1
+            race[i, q] = v
+            m += 1
+        for q in range(m, 8):
+            race[i, q] = -1
+        t = False
+        for j in range(limit, 8):
+            v = vals[j]
+            if v < 0:
+                continue
+            found = False
+            for q in range(m):
+                if race[i, q] == v:
+                    found = True
+                    break
+            if not found:
+                t = True
+        truncated[i] = t
+        eth[i] = e
+        cell[i] = s * 23 + age_bin[a]
+    return bad

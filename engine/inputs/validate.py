@@ -132,10 +132,10 @@ class _Column:
         if arr.null_count:  # only when a caller passes nulls; the readers report and replace them
             idx = pc.fill_null(idx, len(values))
             values = pa.concat_arrays([values, pa.array([""], values.type)])
-        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        if not pa.types.is_string(values.type):
             values = values.cast(pa.string())
         self.values = values
-        self.idx = idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        self.idx = idx.to_numpy(zero_copy_only=False)
 
     def rows(self, per_value: np.ndarray) -> np.ndarray:
         """A per-value array spread over the rows."""
@@ -197,7 +197,7 @@ def _block_index(cols: list[_Column], block_keys: pa.Array) -> tuple[np.ndarray,
     Rows are numbered by their combination of the columns' value indices (a hash per
     row, no text); only the distinct combinations are joined and looked up in GRF-C.
     """
-    code = cols[0].idx.copy()
+    code = cols[0].idx.astype(np.int64)
     span = len(cols[0].values)
     for c in cols[1:]:
         m = max(1, len(c.values))
@@ -215,6 +215,61 @@ def _block_index(cols: list[_Column], block_keys: pa.Array) -> tuple[np.ndarray,
     return idx[inv], ~found[inv]
 
 
+def _person_tables(t: pa.Table, inputs: Inputs) -> dict:
+    """Each person column as `_Column` and its per-value tables (the rules applied once
+    per distinct value)."""
+    cols = {c: _Column(t[c]) for c in PERSON_COLUMNS}
+    age = cols["QAGE"].values
+    v_fmt = _ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
+    v_age = np.full(len(age), -1, dtype=np.int64)
+    if v_fmt.any():
+        v_age[v_fmt] = pc.cast(age.filter(pa.array(v_fmt)), pa.int64()).to_numpy()
+    sex = cols["QSEX"].values
+    v_sex = np.where(pc.equal(sex, "1").to_numpy(zero_copy_only=False), 0,
+                     np.where(pc.equal(sex, "2").to_numpy(zero_copy_only=False), 1, -1)).astype(np.int64)
+    # the code index of every distinct value of the 8 QRACE columns and QSPAN, in one lookup
+    names = RACE_COLUMNS + ["QSPAN"]
+    values = pa.concat_arrays([cols[c].values for c in names])
+    bounds = np.cumsum([0] + [len(cols[c].values) for c in names])
+    all_idx, all_known = _index_in(values, inputs.codes_array)
+    all_null = pc.equal(values, _NULL).to_numpy(zero_copy_only=False)
+    luts = []
+    for j in range(len(RACE_COLUMNS)):
+        sl = slice(bounds[j], bounds[j + 1])
+        luts.append(np.where(all_null[sl], _rows.NULL, np.where(all_known[sl], all_idx[sl], _rows.UNKNOWN)))
+    v_eth, v_eth_known = all_idx[bounds[-2]:], all_known[bounds[-2]:]
+    return {
+        "cols": cols, "v_fmt": v_fmt, "v_age": v_age, "v_sex": v_sex, "luts": luts,
+        "hh_ok": pc.is_in(cols["HOUSEHOLDER"].values, value_set=pa.array(["True", "False"])).to_numpy(
+            zero_copy_only=False),
+        "cen_ok": _ascii_digits(cols["CENRACE"].values, 2, 2),
+        "v_eth": np.where(v_eth_known, v_eth, -1).astype(np.int64), "v_eth_known": v_eth_known,
+    }
+
+
+def _encode_good_batch(batch: Batch, inputs: Inputs) -> EncodedPersons | None:
+    """The encoded persons of a batch every row of which is good (`_rows.encode_rows`,
+    one pass), or None if some row breaks a rule (the caller then names each problem)."""
+    t = batch.table
+    n = t.num_rows
+    p = _person_tables(t, inputs)
+    cols = p["cols"]
+    block_cols = [cols[c] for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK")]
+    block, missing = _block_index(block_cols, inputs.geography.block_keys)
+    block = np.where(missing, -1, block)
+    race = np.empty((n, 8), np.int32)
+    truncated = np.empty(n, np.bool_)
+    eth = np.empty(n, np.int32)
+    cell = np.empty(n, np.int8)
+    bad = _rows.encode_rows(
+        cols["QAGE"].idx, p["v_age"], cols["QSEX"].idx, p["v_sex"], cols["HOUSEHOLDER"].idx, p["hh_ok"],
+        cols["CENRACE"].idx, p["cen_ok"], block, *[cols[c].idx for c in RACE_COLUMNS], *p["luts"],
+        inputs.config.max_race_codes, cols["QSPAN"].idx, p["v_eth"], AGE23_BIN, race, truncated, eth, cell)
+    if bad:
+        return None
+    return EncodedPersons(block=block, race=race, eth=eth, cell=cell, truncated=truncated)
+
+
 def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> EncodedPersons:
     """Check one batch of person rows (problems to `log`) and encode its good rows.
 
@@ -226,8 +281,13 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     QRACE column is checked, but only QRACE1..QRACE{max_race_codes} are read (as
     production's flat map does): `EncodedPersons.truncated` marks persons who lose a
     distinct race code that way. Each rule is checked once per distinct value of a
-    column (`_Column`), then spread over the rows.
+    column (`_Column`), then spread over the rows: in one pass (`_rows.encode_rows`) when
+    every row is good, else column by column, naming every problem.
     """
+    if batch.reported is None:
+        fast = _encode_good_batch(batch, inputs)
+        if fast is not None:
+            return fast
     t = batch.table
     file = inputs.persons_file.name
     n = t.num_rows

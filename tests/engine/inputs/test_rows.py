@@ -60,3 +60,32 @@ def test_factorize_numbers_values_in_order_of_first_appearance():
         _, first = np.unique(values, return_index=True)
         assert uniques.tolist() == values[np.sort(first)].tolist()
         assert np.array_equal(uniques[codes], values)
+
+
+def test_the_one_pass_encoding_equals_the_checking_path(tmp_path, monkeypatch):
+    """`check_person_batch` on good batches takes `_rows.encode_rows`; the column-by-column
+    path (taken when a row is bad) must encode every good row the same way, for every
+    max_race_codes (persons with many race codes, truncated ones included)."""
+    from engine.errors import ProblemLog
+    from engine.inputs import validate
+    from engine.inputs.readers import PERSON_COLUMNS, iter_batches
+    from engine.synthetic.nation import generate
+
+    s = generate(tmp_path / "n", 20_000, seed=6)
+    inputs = validate.load_inputs(s.params_dir, s.data_dir)
+    batches = list(iter_batches(inputs.persons_file, PERSON_COLUMNS, ProblemLog(), dictionary=True))
+    assert sum(b.table.num_rows for b in batches) == 20_000
+    for limit in (1, 2, 8):
+        inputs.config = inputs.config.updated(max_race_codes=limit)
+        for batch in batches:
+            fast = validate._encode_good_batch(batch, inputs)
+            assert fast is not None
+            with monkeypatch.context() as m:
+                m.setattr(validate, "_encode_good_batch", lambda *a: None)
+                log = ProblemLog()
+                slow = validate.check_person_batch(batch, inputs, log)
+            assert not log
+            for name in ("block", "race", "eth", "cell", "truncated"):
+                assert np.array_equal(getattr(fast, name), getattr(slow, name)), (limit, name)
+        if limit < 8:
+            assert any(validate._encode_good_batch(b, inputs).truncated.any() for b in batches)
