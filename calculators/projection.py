@@ -55,7 +55,7 @@ empty, which changes no expected figure at all (0 % <= 0.1 %). This stays small:
 level has at most sqrt(2 S P) + 1 distinct sizes (distinct positive sizes
 d_1 < ... < d_D sum to at least D (D + 1) / 2, and the sizes of one level sum to at most
 S P because each of the P persons is in at most S groups of a level), i.e. at most
-77,000 per level for 330 million persons and S = 9 (`max_distinct_sizes`).
+77,100 per level for 330 million persons and S = 9 (`max_distinct_sizes`).
 
 How the sums are evaluated (exact and fast)
 -------------------------------------------
