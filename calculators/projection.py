@@ -61,10 +61,10 @@ How the sums are evaluated (exact and fast)
 -------------------------------------------
 Each figure is sum_n count(n) f(n) over the distinct sizes of a level, vectorised. The
 noise law is tabulated once per scale (`_law_table`): for the discrete Gaussian with
-standard deviation up to `_GRID_SD`, the probabilities P(X = k) for |k| <= 40 sd + 2 and
-their tail sums of 1, k and k^2 (terms beyond 40 sd are below 1e-347 and vanish in
-double precision); beyond `_GRID_SD`, and for the geometric law, the closed forms of
-`calculators.discrete_gaussian` and `calculators.geometric`. E|sum of c cells| is the
+standard deviation up to `_GRID_SD` (and the geometric law on as many points), the
+probabilities P(X = k) for |k| <= 40 sd + 2 and their tail sums of 1, k and k^2 (terms
+beyond are below 1e-326 and vanish in double precision); for larger scales the closed
+forms of `calculators.discrete_gaussian` and `calculators.geometric`. E|sum of c cells| is the
 exact Fourier (Fejer) integral (1/pi) int_0^pi (1 - phi(t)^c) / (1 - cos t) dt of the
 law's characteristic function phi (`_mean_abs_sum`). No size is merged with another.
 """
@@ -83,7 +83,7 @@ from typing import Any
 import numpy as np
 
 from calculators import budget, discrete_gaussian, geometric, noise_family, suppression
-from calculators.config import ConfigError, SafeTabConfig
+from calculators.config import ConfigError, SafeTabConfig, to_fraction
 from calculators.levels import (
     POPULATION_GROUP_LEVELS,
     STAT_LEVEL_CELLS,
@@ -178,13 +178,14 @@ class SizeHistogram:
         return {"size_steps": [int(x) for x in steps], "counts": [int(x) for x in self.counts]}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LevelProfile:
     """The group sizes of one population group level.
 
     `adaptive`: the groups that go through the two stages; `total_only`: the groups of
     DETAILED_ONLY iterations (USA, STATE, PR-STATE only). `stability[r - 1]` is S at
     max_race_codes = r (SPEC §1, from the spec files the profile was made with).
+    Compared and hashed by identity, so that a level's figures are cached per profile.
     """
 
     level: PopulationGroupLevel
@@ -537,9 +538,9 @@ class _GridLaw(_Law):
 
 
 class _ClosedLaw(_Law):
-    """A law evaluated with its library functions (large discrete-Gaussian scales, the
-    geometric law). Second moments: exact sums for the geometric; for the discrete
-    Gaussian beyond `_GRID_SD` the continuous normal's (only standard deviations use them)."""
+    """The discrete Gaussian beyond `_GRID_SD`, evaluated with `calculators.discrete_gaussian`
+    (exact tail sums); its second moments are the continuous normal's (only standard
+    deviations use them)."""
 
     def __init__(self, scale: float, noise: str):
         self.scale, self.noise = scale, noise
@@ -556,16 +557,8 @@ class _ClosedLaw(_Law):
                         2 * pm(0.0, self.scale) - pm(np.maximum(-a - 1, 0), self.scale))
 
     def _sq_upper(self, a: np.ndarray) -> np.ndarray:
-        """E[X^2 1{X > a}] for a >= 0."""
-        if self.noise == noise_family.GEOMETRIC:
-            # sum_{i >= m} i^2 C alpha^i = C alpha^m (alpha (1 + alpha) / (1 - alpha)^3
-            #   + 2 m alpha / (1 - alpha)^2 + m^2 / (1 - alpha)), m = a + 1, C = (1 - alpha) / (1 + alpha)
-            m = a + 1
-            alpha = math.exp(-1 / self.scale)
-            om = -math.expm1(-1 / self.scale)
-            with np.errstate(under="ignore"):
-                lead = np.exp(-m / self.scale) / (1 + alpha)
-            return lead * (alpha * (1 + alpha) / om**2 + 2 * m * alpha / om + m * m)
+        """E[X^2 1{X > a}] for a >= 0, the continuous normal's with a continuity correction
+        (only standard deviations use it; sd > `_GRID_SD`)."""
         from scipy.special import ndtr
 
         sd = math.sqrt(self.variance)
@@ -580,9 +573,59 @@ class _ClosedLaw(_Law):
         return np.where(a >= 0, up, self.variance - down)
 
 
+class _GeometricLaw(_Law):
+    """The two-sided geometric, P(X = k) = (1 - a) / (1 + a) a^|k|, a = exp(-1/b), by its
+    closed forms (geometric series), vectorised; a^m is exp(-m / b), so no power of a
+    number near 1 loses precision. For m >= 1:
+
+    P(X >= m) = a^m / (1 + a);  sum_{i>=m} i P(i) = a^m (m (1 - a) + a) / ((1 + a)(1 - a));
+    sum_{i>=m} i^2 P(i) = a^m / (1 + a) (a (1 + a) / (1 - a)^2 + 2 m a / (1 - a) + m^2).
+    """
+
+    def __init__(self, scale: float):
+        self.b = scale
+        self.a = math.exp(-1 / scale)
+        self.om = -math.expm1(-1 / scale)  # 1 - a
+        self.variance = 2 * self.a / self.om**2
+
+    def _pow(self, m: np.ndarray) -> np.ndarray:
+        with np.errstate(under="ignore", over="ignore"):
+            return np.exp(-np.asarray(m, dtype=np.float64) / self.b)
+
+    def _tail0(self, m: np.ndarray) -> np.ndarray:  # P(X >= m), m >= 1
+        return self._pow(m) / (1 + self.a)
+
+    def _tail1(self, m: np.ndarray) -> np.ndarray:  # sum_{i >= m} i P(i), m >= 1
+        return self._pow(m) * (m * self.om + self.a) / ((1 + self.a) * self.om)
+
+    def _tail2(self, m: np.ndarray) -> np.ndarray:  # sum_{i >= m} i^2 P(i), m >= 1
+        a, om = self.a, self.om
+        return self._pow(m) / (1 + a) * (a * (1 + a) / om**2 + 2 * m * a / om + m * m)
+
+    def cdf(self, k: np.ndarray) -> np.ndarray:
+        k = np.asarray(k, dtype=np.float64)
+        neg = k < 0
+        v = self._tail0(np.where(neg, -k, k + 1))
+        return np.where(neg, v, 1.0 - v)
+
+    def abs1(self, a: np.ndarray) -> np.ndarray:
+        a = np.asarray(a, dtype=np.float64)
+        pos = a >= 0
+        v = self._tail1(np.where(pos, a + 1, -a))
+        return np.where(pos, v, 2 * float(self._tail1(np.array(1.0))) - v)
+
+    def sq(self, a: np.ndarray) -> np.ndarray:
+        a = np.asarray(a, dtype=np.float64)
+        pos = a >= 0
+        v = self._tail2(np.where(pos, a + 1, -a))
+        return np.where(pos, v, self.variance - v)
+
+
 @lru_cache(maxsize=256)
 def _law_table(scale: float, noise: str) -> _Law:
-    """The law at a scale, tabulated once (`_GridLaw`) when that is cheap."""
+    """The law at a scale, made once: the discrete Gaussian tabulated (`_GridLaw`) up to a
+    standard deviation of `_GRID_SD` (|k| <= 40 sd + 2), the library's sums beyond
+    (`_ClosedLaw`); the geometric by its closed forms (`_GeometricLaw`)."""
     if noise == noise_family.GAUSSIAN and math.sqrt(scale) <= _GRID_SD:
         K = int(math.ceil(_GRID_WIDTH * math.sqrt(scale))) + 2
         k = np.arange(K + 1, dtype=np.float64)
@@ -590,6 +633,8 @@ def _law_table(scale: float, noise: str) -> _Law:
         with np.errstate(under="ignore"):
             p = np.exp(-k * k / (2 * scale) - log_z)
         return _GridLaw(p)
+    if noise == noise_family.GEOMETRIC:
+        return _GeometricLaw(scale)
     return _ClosedLaw(scale, noise)
 
 
@@ -627,7 +672,9 @@ def _mean_abs_sum(scale: float, cells: int, noise: str) -> float:
     up to that knee and on panels doubling in width after it (relative error below
     1e-12, checked against direct sums in the tests).
     """
-    var = float(noise_family.law(noise).variance(scale)) * cells
+    # the knee is only where the panels change size: the variance parameter is near enough
+    var = cells * (2 * math.exp(-1 / scale) / math.expm1(-1 / scale) ** 2 if noise == noise_family.GEOMETRIC
+                   else scale)
     knee = min(math.pi, 4.0 / math.sqrt(var)) if var > 1e-12 else math.pi
     edges = list(np.linspace(0.0, knee, 5))
     while edges[-1] < math.pi:
@@ -656,10 +703,13 @@ def _suppression_threshold(stage2: Fraction, p: float, noise: str) -> int | None
 
 
 @lru_cache(maxsize=4096)
-def _scales_of(rho: Fraction, gamma: Fraction, S: int, p: float, noise: str, state_or_above: bool) -> _Scales:
-    s1 = budget.noise_scale_exact(rho, S, gamma, noise)
-    s2 = budget.noise_scale_exact(rho, S, 1 - gamma, noise)
-    s0 = budget.noise_scale_exact(rho, S, Fraction(1), noise)
+def _scales_of(rho: float | int, gamma: float | int, S: int, p: float, noise: str, state_or_above: bool) -> _Scales:
+    """Cached on the budget and gamma as written in the configuration (`to_fraction` makes
+    them exact, as `SafeTabConfig.rho_exact` does)."""
+    rho_x, gamma_x = to_fraction(rho), to_fraction(gamma)
+    s1 = budget.noise_scale_exact(rho_x, S, gamma_x, noise)
+    s2 = budget.noise_scale_exact(rho_x, S, 1 - gamma_x, noise)
+    s0 = budget.noise_scale_exact(rho_x, S, Fraction(1), noise)
     t = None
     if p > 0 and not state_or_above:
         t = _suppression_threshold(s2, p, noise)
@@ -669,8 +719,9 @@ def _scales_of(rho: Fraction, gamma: Fraction, S: int, p: float, noise: str, sta
 def _scales(config: SafeTabConfig, level: PopulationGroupLevel, S: int) -> _Scales:
     """The level's noise scales and suppression threshold, as `engine.tabulation.mechanism.level_plan`
     derives them (exact rational scales; T from the exact stage-2 CDF)."""
-    return _scales_of(config.rho_exact(level), config.gamma_exact, int(S), float(config.zero_suppression_chance),
-                      noise_family.family_of(config.privacy_defn), level.is_state_or_above)
+    return _scales_of(getattr(config, level.budget_key), config.privacy_budget_p_stage_1_fraction, int(S),
+                      float(config.zero_suppression_chance), noise_family.family_of(config.privacy_defn),
+                      level.is_state_or_above)
 
 
 #: Sums kept per level so that totals over levels (and the delta-method SD of the mean
@@ -694,9 +745,16 @@ def _published_error(law: _Law, n: np.ndarray, d: np.ndarray | None, clamp: bool
 
 
 def _level_figures(lp: LevelProfile, config: SafeTabConfig, sc: _Scales) -> dict[str, float]:
-    """Expected figures, variances and error sums of one level (module docstring)."""
-    clamp = not config.allow_negative_counts
-    th = np.array(config.thresholds(lp.level), dtype=np.int64)
+    """Expected figures, variances and error sums of one level (module docstring); cached
+    per level of a profile and the level's part of the plan, so that a control change
+    recomputes only the levels it changes."""
+    return dict(_level_figures_cached(lp, config.thresholds(lp.level), sc, not config.allow_negative_counts))
+
+
+@lru_cache(maxsize=2048)
+def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _Scales,
+                          clamp: bool) -> dict[str, float]:
+    th = np.array(thresholds, dtype=np.int64)
     out = {c: 0.0 for c in COUNT_COLUMNS}
     out.update({f"{c}_var": 0.0 for c in COUNT_COLUMNS})
     out.update({k: 0.0 for k in _SUMS})

@@ -26,7 +26,7 @@ def _pmf(scale: float, noise: str, K: int) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------ laws
 @pytest.mark.parametrize("scale,noise", [(0.3, "gaussian"), (2.343, "gaussian"), (31.4, "gaussian"),
-                                         (5625.0, "gaussian"), (2.5e8, "gaussian"), (0.7, "geometric"),
+                                         (5625.0, "gaussian"), (2.5e8, "gaussian"), (0.7, "geometric"), (600.0, "geometric"),
                                          (18.0, "geometric")])
 def test_law_tables_match_direct_sums(scale, noise):
     law = P._law_table(scale, noise)

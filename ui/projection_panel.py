@@ -1,0 +1,188 @@
+"""The "national outcome" panel the planner, adaptive-tables and suppression pages share,
+and the profile choice behind it (Streamlit; the figures and words are `ui.projection`).
+
+The chosen profile is one session value (``proj_choice``: national, the sample's, or an
+uploaded one), so every page shows the same nation; an uploaded profile lives in this
+session's memory only (``proj_uploaded``) and is never written to disk.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from calculators.config import SafeTabConfig
+from calculators.levels import PopulationGroupLevel
+from calculators.projection import Profile, ProfileError, Projection, project
+from ui import projection as pj
+from ui import widgets
+
+K_CHOICE = "proj_choice"
+K_UPLOADED = "proj_uploaded"
+
+
+def _options() -> dict[str, str]:
+    opts = dict(pj.available())
+    up = st.session_state.get(K_UPLOADED)
+    if up is not None:
+        opts[pj.UPLOADED] = f"Uploaded: {up.name}"
+    return opts
+
+
+def chosen() -> Profile | None:
+    """The profile of the session's choice (the national one by default); None if no
+    profile is there."""
+    ss = st.session_state
+    opts = _options()
+    choice = ss.get(K_CHOICE, pj.NATIONAL)
+    if choice not in opts:
+        choice = next(iter(opts), None)
+    if choice is None:
+        return None
+    if choice == pj.UPLOADED:
+        return ss[K_UPLOADED]
+    return pj.shipped(choice)
+
+
+def _on_choice(widget: str) -> None:
+    st.session_state[K_CHOICE] = st.session_state[widget]
+
+
+def _on_upload(widget: str) -> None:
+    ss = st.session_state
+    up = ss.get(widget)
+    ss.pop(f"{widget}_error", None)
+    if up is None:
+        return
+    try:
+        if up.size > pj.MAX_UPLOAD_BYTES:
+            raise ProfileError([f"the file is {up.size:,} bytes; a profile may have at most "
+                                f"{pj.MAX_UPLOAD_BYTES:,}"], up.name)
+        prof = pj.read_upload(up.getvalue(), up.name)
+    except ProfileError as exc:
+        ss[f"{widget}_error"] = exc
+        return
+    ss[K_UPLOADED] = prof
+    ss[K_CHOICE] = pj.UPLOADED
+
+
+def picker(key: str) -> Profile | None:
+    """The profile choice (a select box), the upload of one's own, and what the profile
+    is (named; synthetic or CONFIDENTIAL)."""
+    ss = st.session_state
+    opts = _options()
+    if not opts:
+        st.info("No group-size profile is available (sample_data/profiles/ is missing): load one below.")
+    widget = f"{key}_profile"
+    cols = st.columns([2.2, 2.8], vertical_alignment="bottom")
+    if opts:
+        current = ss.get(K_CHOICE, pj.NATIONAL)
+        ss[widget] = current if current in opts else next(iter(opts))
+        cols[0].selectbox("Group-size profile (the nation the figures are for)", list(opts), key=widget,
+                          format_func=opts.get, on_change=_on_choice, args=(widget,),
+                          help="A profile lists how many population groups of each true size a nation has; the "
+                               "outcome of a plan follows from it exactly.")
+    with cols[1].popover("Load a profile", icon=":material/upload_file:"):
+        st.file_uploader("A profile written by `python -m engine profile` (.json or .json.gz)",
+                         type=["json", "gz"], key=f"{widget}_upload", on_change=_on_upload,
+                         args=(f"{widget}_upload",))
+        st.caption("It stays in this session's memory only and is never saved.")
+    err = ss.get(f"{widget}_upload_error")
+    if err is not None:
+        widgets.problems("This profile cannot be used:", [pj.plain(x) for x in err.problems])
+    try:
+        prof = chosen()
+    except ProfileError as exc:
+        widgets.problems("The shipped profile cannot be used:", [pj.plain(x) for x in exc.problems])
+        return None
+    if prof is not None:
+        line = f"**Profile:** {pj.describe(prof)}."
+        if prof.confidential:
+            st.error(f"{line} CONFIDENTIAL: {prof.notice.removeprefix('CONFIDENTIAL: ')} The figures below are "
+                     "computed without noise from it, so they are confidential too.", icon=":material/lock:")
+        else:
+            st.caption(line + " " + prof.notice.removeprefix("SYNTHETIC: ").capitalize())
+    return prof
+
+
+def _projection(config: SafeTabConfig, profile: Profile) -> Projection:
+    return project(config, profile)
+
+
+def scale_words(config: SafeTabConfig, proj: Projection) -> list[str]:
+    """Why the national figures differ from the sample's (when the nation is not the sample)."""
+    sample = pj.shipped(pj.SAMPLE) if pj.SAMPLE in pj.available() else None
+    if sample is None or proj.profile is sample:
+        return []
+    return pj.scale_notes(proj, _projection(config, sample))
+
+
+def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None = None,
+            level: PopulationGroupLevel | None = None, intro: str | None = None) -> Projection | None:
+    """The panel: the profile choice, the plan's expected national outcome per level (with
+    the level `level` in figures first, if given), why it differs from the sample, the
+    projection's notes, how an agency makes its own profile, and the CSV."""
+    st.markdown(intro or "Expected over the noise, per population group level, for **the current plan** "
+                         f"({pj.plain(_plan_name())}).")
+    prof = picker(key)
+    if prof is None:
+        return None
+    proj = _projection(config, prof)
+    if not proj.rows:
+        st.info("The plan tabulates no level this profile holds.")
+        return proj
+    if level is not None:
+        s = pj.level_summary(proj, level)
+        if s is None:
+            st.info(f"The profile has no groups of {level.key}.")
+        else:
+            m = st.columns(5)
+            m[0].metric("Groups", f"{s['groups']:,.0f}")
+            m[1].metric("With a sex × age table", f"{s['tables']:,.0f}")
+            m[2].metric("… of them sex × age23", f"{s['age23']:,.0f}")
+            m[3].metric("Suppressed", f"{s['suppressed']:,.0f}", help=f"± {s['suppressed_sd']:,.0f} (one standard deviation)")
+            m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
+                        help="Expected |published − true| of a published total, in persons.")
+    table = pj.display_table(proj, columns)
+    full = proj.frame()
+    widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full,
+                  height=35 * (len(table) + 1) + 3,
+                  column_config={pj.LEVEL: st.column_config.TextColumn(width=130),
+                                 **{c: st.column_config.NumberColumn(format="localized") for c in table.columns
+                                    if c not in (pj.LEVEL, pj.LABELS["mean_abs_error"])},
+                                 pj.LABELS["mean_abs_error"]: st.column_config.NumberColumn(format="%.1f")},
+                  caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
+                          f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
+                          "deviation. A group with only a total may have it suppressed (sub-state levels). "
+                          + " ".join(proj.notes))
+    words = scale_words(config, proj)
+    if words:
+        st.info(words[0] + "\n" + "\n".join(f"- {w}" for w in words[1:]), icon=":material/straighten:")
+    with st.expander("Where the profile comes from, and how to use your own"):
+        st.markdown(pj.HOW_TO_OWN)
+    return proj
+
+
+def _plan_name() -> str:
+    from ui import state
+
+    return state.source_label()
+
+
+def compare(plans, names: list[str]) -> None:
+    """Scenarios: the plans side by side on their expected national outcome, one measure
+    at a time, cells that differ from the first plan highlighted."""
+    from ui import comparison
+
+    prof = picker("sc_nat")
+    if prof is None:
+        return
+    ss = st.session_state
+    ss.setdefault("sc_nat_measure", "tables")
+    measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
+                       format_func=lambda m: pj.MEASURES[m][0])
+    df = pj.compare_plans([(n, p.config) for n, p in zip(names, plans)], prof, measure)
+    st.caption(pj.MEASURES[measure][1] + f" Nation: {pj.describe(prof)}. Expected over the noise; a level a plan "
+               "does not tabulate is empty.")
+    widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
+                  styler=comparison.styled(df, names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
+                                                      for n in names}))
