@@ -37,9 +37,8 @@ standard deviation sqrt(sum p (1 - p)) (for t2_rows sqrt(sum Var(rows of a group
 mean_abs_error = E[sum of |error| over published totals] / E[number of published
 totals], and mean_abs_error_sd the standard deviation of one release's mean absolute
 error by the delta method (independent groups). Coterminous copying (SPEC §1) is
-ignored: it copies published counts between coterminous entities and changes neither
-the stat levels nor the errors of the entities' own tabulation; compare with
-``python -m engine run ... --no-coterminous``.
+ignored (`COTERMINOUS_NOTE`): the figures are those of ``python -m engine run ...
+--no-coterminous``.
 
 Which sizes the profile keeps, and why no plan-independent binning is used
 -------------------------------------------------------------------------
@@ -60,11 +59,11 @@ S P because each of the P persons is in at most S groups of a level), i.e. at mo
 How the sums are evaluated (exact and fast)
 -------------------------------------------
 Each figure is sum_n count(n) f(n) over the distinct sizes of a level, vectorised. The
-noise law is tabulated once per scale (`_law_table`): for the discrete Gaussian with
-standard deviation up to `_GRID_SD` (and the geometric law on as many points), the
-probabilities P(X = k) for |k| <= 40 sd + 2 and their tail sums of 1, k and k^2 (terms
-beyond are below 1e-326 and vanish in double precision); for larger scales the closed
-forms of `calculators.discrete_gaussian` and `calculators.geometric`. E|sum of c cells| is the
+noise law is made once per scale (`_law_table`): the discrete Gaussian with standard
+deviation up to `_GRID_SD` is tabulated, P(X = k) for |k| <= 40 sd + 2 and the tail sums
+of 1, k and k^2 (terms beyond are below 1e-347 and vanish in double precision); above
+it, the exact tail sums of `calculators.discrete_gaussian`; the geometric law by its
+closed forms (geometric series). E|sum of c cells| is the
 exact Fourier (Fejer) integral (1/pi) int_0^pi (1 - phi(t)^c) / (1 - cos t) dt of the
 law's characteristic function phi (`_mean_abs_sum`). No size is merged with another.
 """
@@ -120,8 +119,10 @@ COLUMNS = ("geo", "iteration_level", *COUNT_COLUMNS, *(f"{c}_sd" for c in COUNT_
            "mean_abs_error", "mean_abs_error_sd")
 #: What every projection says about coterminous geographies.
 COTERMINOUS_NOTE = ("Coterminous copying is ignored: entities of different levels that cover the same blocks "
-                    "publish their own tabulation here, as `python -m engine run --no-coterminous` does "
-                    "(SPEC §1; the copy changes which figure is printed, not the stat levels or errors).")
+                    "(a county with one tract, DC) publish their own tabulation here, as `python -m engine run "
+                    "--no-coterminous` does; with the copy (SPEC §1) such an entity publishes the outcome of the "
+                    "highest unsuppressed level of its set instead, which moves some of its groups between tables, "
+                    "suppressed and released.")
 #: T2 rows of a table at stat level j: its cells and the two sex marginals.
 _T2_ROWS = np.array([0.0] + [STAT_LEVEL_CELLS[j] + 2.0 for j in (1, 2, 3)])
 #: Below this standard deviation the discrete Gaussian is tabulated on a grid.

@@ -88,19 +88,20 @@ def picker(key: str) -> Profile | None:
         st.caption("It stays in this session's memory only and is never saved.")
     err = ss.get(f"{widget}_upload_error")
     if err is not None:
-        widgets.problems("This profile cannot be used:", [pj.plain(x) for x in err.problems])
+        widgets.problems(f"This profile ({pj.plain(err.source or 'the upload')}) cannot be used; the one shown "
+                         "before stays:", [pj.plain(x) for x in err.problems])
     try:
         prof = chosen()
     except ProfileError as exc:
         widgets.problems("The shipped profile cannot be used:", [pj.plain(x) for x in exc.problems])
         return None
     if prof is not None:
-        line = f"**Profile:** {pj.describe(prof)}."
         if prof.confidential:
-            st.error(f"{line} CONFIDENTIAL: {prof.notice.removeprefix('CONFIDENTIAL: ')} The figures below are "
-                     "computed without noise from it, so they are confidential too.", icon=":material/lock:")
+            st.error(f"**Profile:** {pj.plain(prof.name)}, {prof.persons:,} persons. {prof.notice} The figures below "
+                     "are computed without noise from it, so they are confidential too.", icon=":material/lock:")
         else:
-            st.caption(line + " " + prof.notice.removeprefix("SYNTHETIC: ").capitalize())
+            st.caption(f"**Profile:** {pj.describe(prof)}. "
+                       + prof.notice.removeprefix("SYNTHETIC: ").capitalize())
     return prof
 
 
