@@ -147,10 +147,7 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
     full = proj.frame()
     widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full,
                   height=35 * (len(table) + 1) + 3,
-                  column_config={pj.LEVEL: st.column_config.TextColumn(width=130),
-                                 **{c: st.column_config.NumberColumn(format="localized") for c in table.columns
-                                    if c not in (pj.LEVEL, pj.LABELS["mean_abs_error"])},
-                                 pj.LABELS["mean_abs_error"]: st.column_config.NumberColumn(format="%.1f")},
+                  column_config=_columns(table),
                   caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
                           "deviation. A group with only a total may have it suppressed (sub-state levels). "
@@ -161,6 +158,32 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
     with st.expander("Where the profile comes from, and how to use your own"):
         st.markdown(pj.HOW_TO_OWN)
     return proj
+
+
+#: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
+_HEADERS = {
+    "groups": ("Groups", "Population groups of the level (every region x iteration, empty or not)."),
+    "tables": ("With table", "Groups that get a sex × age table (age4, age9 or age23)."),
+    "age4": ("Sex×age4", "Groups that get sex × age4 (8 cells)."),
+    "age9": ("Sex×age9", "Groups that get sex × age9 (18 cells)."),
+    "age23": ("Sex×age23", "Groups that get sex × age23 (46 cells)."),
+    "total_only": ("Total only", "Groups that publish a total only (stat level 0, suppressed or not, and TotalOnly "
+                                 "groups)."),
+    "suppressed": ("Suppressed", "Groups whose total is suppressed (stat level 0 at sub-state levels)."),
+    "t1_rows": ("T1 rows", "Published totals."),
+    "t2_rows": ("T2 rows", "Published sex × age rows: the cells and two sex marginals of each table."),
+    "mean_abs_error": ("Mean |err|", "Expected |published − true| of a published total, in persons."),
+}
+
+
+def _columns(table) -> dict:
+    cfg = {pj.LEVEL: st.column_config.TextColumn(width=118)}
+    for key, (head, helptext) in _HEADERS.items():
+        label = pj.LABELS[key]
+        if label in table.columns:
+            cfg[label] = st.column_config.NumberColumn(
+                head, help=helptext, width=74, format="%.1f" if key == "mean_abs_error" else "localized")
+    return cfg
 
 
 def _plan_name() -> str:
