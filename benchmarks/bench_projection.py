@@ -16,7 +16,14 @@ and the projection of a whole plan (`calculators.projection.project`).
    2020 plan with gamma = 0.3 and r = 3, and a plan of tiny budgets (every level 1e-6,
    gamma = 1e-3: noise standard deviations above 10,000, where the closed-form laws are
    used instead of tables). Median and maximum wall time and the median CPU time.
-2. Profile against run (with --nation DIR, or --small): `python -m engine profile` and
+2. The panels' share of a control change in the app (always; --no-app skips it): the
+   planner (gamma), adaptive-tables (Theta_1) and suppression (p) pages are driven with
+   Streamlit's AppTest, each control change `--app-reps` times, with the national-outcome
+   panel and with it replaced by nothing (`ui.projection_panel.outcome` patched), and the
+   CPU time of each script run is compared (CPU time, not wall time: it is what the panel
+   adds, whatever else loads the machine). `benchmarks/bench_app.py` measures the whole
+   answer in a browser.
+3. Profile against run (with --nation DIR, or --small): `python -m engine profile` and
    `python -m engine run` (secure noise) on the same nation as separate processes, one
    after the other, wall time, CPU time (user + system) and peak resident memory of each,
    and the ratio. --small generates a 20,000-person nation in a temporary folder (a few
@@ -117,6 +124,48 @@ def bench_projection(profile_path: Path, reps: int) -> list[dict]:
     return rows
 
 
+def bench_app_panels(reps: int) -> list[dict]:
+    """CPU time of a script run after a control change, with and without the panel."""
+    from unittest import mock
+
+    from streamlit.testing.v1 import AppTest
+
+    from streamlit.runtime import pages_manager
+    from ui import projection_panel
+
+    original = pages_manager.PagesManager.__init__
+
+    def init(self, *a, **k):  # as tests/app/conftest.py: run through app.py's navigation
+        original(self, *a, **k)
+        pages_manager.PagesManager.uses_pages_directory = False
+
+    controls = [("budget", "w_gamma", [0.11, 0.12]), ("adaptive", "ad_t1", [900, 950]),
+                ("suppression", "w_p", [0.999, 0.9999])]
+    rows = []
+    with mock.patch.object(pages_manager.PagesManager, "__init__", init):
+        for page, key, values in controls:
+            cpu = {}
+            for label, patch in (("with panel", None), ("without", lambda *a, **k: None)):
+                ctx = mock.patch.object(projection_panel, "outcome", patch) if patch else mock.patch.object(
+                    projection_panel, "outcome", projection_panel.outcome)
+                with ctx:
+                    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+                    at.run()
+                    at.switch_page(f"pages/{page}.py").run()
+                    times = []
+                    for i in range(reps + 1):
+                        c = time.process_time()
+                        at.number_input(key=key).set_value(values[i % 2]).run()
+                        if i:  # the first change warms the caches of this page
+                            times.append((time.process_time() - c) * 1e3)
+                    assert not at.exception, [e.value for e in at.exception]
+                cpu[label] = statistics.median(times)
+            rows.append({"page": page, "control": key, **cpu})
+            print(f"  {page:12s} {key:6s} script run CPU median: {cpu['with panel']:6.0f} ms with the panel, "
+                  f"{cpu['without']:6.0f} ms without (the panel adds {cpu['with panel'] - cpu['without']:5.0f} ms)")
+    return rows
+
+
 def _clear_caches() -> None:
     from calculators import projection as P
 
@@ -155,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true", help="seconds: the sample profile and a 20,000-person nation")
     ap.add_argument("--nation", type=Path, default=None, help="a nation folder (params/, data/) for profile vs run")
     ap.add_argument("--reps", type=int, default=None, help="projections per plan (default 30; 5 with --small)")
+    ap.add_argument("--app-reps", type=int, default=None, help="control changes per page (default 8; 2 with --small)")
+    ap.add_argument("--no-app", action="store_true", help="skip the app measurement")
     args = ap.parse_args(argv)
     reps = args.reps or (5 if args.small else 30)
     print(f"load average before: {_load()} ({os.cpu_count()} CPUs)")
@@ -164,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(r["whole_median_ms"] for r in rows if not r["plan"].startswith("tiny"))
     print(f"projection of a whole plan from scratch, slowest median (plans of usual budgets): {worst:.1f} ms "
           f"(target < {TARGET_PROJECT_MS:.0f} ms: {'met' if worst < TARGET_PROJECT_MS else 'NOT met'})")
+    if not args.no_app:
+        print("the national-outcome panel in a control change (AppTest, CPU time of the script run):")
+        bench_app_panels(args.app_reps or (2 if args.small else 8))
     with tempfile.TemporaryDirectory(prefix="bench-projection-") as tmp:
         work = Path(tmp)
         nation = args.nation

@@ -496,6 +496,10 @@ class _Law:
 
     def cdf(self, k: np.ndarray) -> np.ndarray: ...
 
+    def cdf_pair(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(P(X <= k), P(X <= -k - 1) = P(X > k)), each from its small side."""
+        return self.cdf(k), self.cdf(-k - 1)
+
     def abs1(self, a: np.ndarray) -> np.ndarray: ...
 
     def sq(self, a: np.ndarray) -> np.ndarray: ...
@@ -518,11 +522,14 @@ class _GridLaw(_Law):
         return np.take(table, m, mode="clip")  # below 0 -> t[0], beyond K + 1 -> t[K + 1] = 0
 
     def cdf(self, k: np.ndarray) -> np.ndarray:
-        # P(X <= k) = t0[-k] for k <= -1 (symmetry), 1 - t0[k + 1] for k >= 0
+        return self.cdf_pair(k)[0]
+
+    def cdf_pair(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # P(X <= k) = t0[-k] for k <= -1 (symmetry), 1 - t0[k + 1] for k >= 0; P(X > k) the other one
         k = np.asarray(k, dtype=np.int64)
         neg = k < 0
         v = self._at(self.t0, np.where(neg, -k, k + 1))
-        return np.where(neg, v, 1.0 - v)
+        return np.where(neg, v, 1.0 - v), np.where(neg, 1.0 - v, v)
 
     def abs1(self, a: np.ndarray) -> np.ndarray:
         # a >= 0: sum_{i > a} i p; a < 0: E|X| - sum_{i <= a} |i| p = 2 t1[1] - t1[-a]
@@ -604,10 +611,13 @@ class _GeometricLaw(_Law):
         return self._pow(m) / (1 + a) * (a * (1 + a) / om**2 + 2 * m * a / om + m * m)
 
     def cdf(self, k: np.ndarray) -> np.ndarray:
+        return self.cdf_pair(k)[0]
+
+    def cdf_pair(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k = np.asarray(k, dtype=np.float64)
         neg = k < 0
         v = self._tail0(np.where(neg, -k, k + 1))
-        return np.where(neg, v, 1.0 - v)
+        return np.where(neg, v, 1.0 - v), np.where(neg, 1.0 - v, v)
 
     def abs1(self, a: np.ndarray) -> np.ndarray:
         a = np.asarray(a, dtype=np.float64)
@@ -752,60 +762,52 @@ def _level_figures(lp: LevelProfile, config: SafeTabConfig, sc: _Scales) -> dict
     return dict(_level_figures_cached(lp, config.thresholds(lp.level), sc, not config.allow_negative_counts))
 
 
+#: The per-group values `_level_figures_cached` sums, in the columns of one matrix.
+_PER_GROUP = ("total_only", "age4", "age9", "age23", "suppressed", "total_only_var", "age4_var", "age9_var",
+              "age23_var", "suppressed_var", "t2_rows", "t2_rows_var", *_SUMS)
+
+
 @lru_cache(maxsize=2048)
 def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _Scales,
                           clamp: bool) -> dict[str, float]:
-    th = np.array(thresholds, dtype=np.int64)
-    out = {c: 0.0 for c in COUNT_COLUMNS}
-    out.update({f"{c}_var": 0.0 for c in COUNT_COLUMNS})
-    out.update({k: 0.0 for k in _SUMS})
+    out = dict.fromkeys(COUNT_COLUMNS + tuple(f"{c}_var" for c in COUNT_COLUMNS) + _SUMS, 0.0)
     out["groups"] = float(lp.groups)
-
-    def add_sums(w: np.ndarray, A: np.ndarray, A2: np.ndarray, B: np.ndarray) -> None:
-        out["A"] += float(w @ A)
-        out["A2"] += float(w @ A2)
-        out["B"] += float(w @ B)
-        out["AA"] += float(w @ (A * A))
-        out["AB"] += float(w @ (A * B))
-        out["BB"] += float(w @ (B * B))
-
     h = lp.adaptive
-    if h.groups:
-        n, w = h.sizes, h.counts.astype(np.float64)
+    if len(h.sizes):
+        n = h.sizes
         l1, l2 = _law_table(sc.stage1, sc.noise), _law_table(sc.stage2, sc.noise)
-        # Stage 1: level = #{j : Theta_j <= n + X1}. up[j] = P(X1 >= Theta_j - n) (= F(n - Theta_j) by
-        # symmetry), down[j] = 1 - up[j] = F(Theta_j - n - 1); differences from the small side.
-        up = l1.cdf(n[None, :] - th[:, None])
-        down = l1.cdf(th[:, None] - n[None, :] - 1)
+        # Stage 1: level = #{j : Theta_j <= n + X1}. up[j] = P(X1 >= Theta_j - n) = F(n - Theta_j) (symmetry),
+        # down[j] = 1 - up[j] = F(Theta_j - n - 1), each from its small side; differences likewise.
+        up, down = l1.cdf_pair(n[None, :] - np.array(thresholds, dtype=np.int64)[:, None])
         p = np.empty((len(n), 4))
         p[:, 0] = down[0]
         p[:, 3] = up[2]
         for j in (1, 2):
-            p[:, j] = np.clip(np.where(up[j - 1] <= 0.5, up[j - 1] - up[j], down[j] - down[j - 1]), 0.0, 1.0)
+            p[:, j] = np.maximum(np.where(up[j - 1] <= 0.5, up[j - 1] - up[j], down[j] - down[j - 1]), 0.0)
         d = None if sc.threshold is None else sc.threshold - n
         rel0, abs0, sq0 = _published_error(l2, n, d, clamp)
         supp = p[:, 0] * (1.0 - rel0)
-        for col, x in (("total_only", p[:, 0]), ("age4", p[:, 1]), ("age9", p[:, 2]), ("age23", p[:, 3]),
-                       ("suppressed", supp)):
-            out[col] += float(w @ x)
-            out[f"{col}_var"] += float(w @ (x * (1 - x)))
-        out["t1_rows"] += float(w @ (1 - supp))
-        out["t1_rows_var"] += float(w @ (supp * (1 - supp)))
         rows = p @ _T2_ROWS
-        out["t2_rows"] += float(w @ rows)
-        out["t2_rows_var"] += float(w @ (p @ (_T2_ROWS**2) - rows * rows))
-        tables = [_mean_abs_sum(sc.stage2, STAT_LEVEL_CELLS[j], sc.noise) for j in (1, 2, 3)]
-        A = p[:, 0] * abs0 + p[:, 1:] @ np.array(tables)
-        A2 = p[:, 0] * sq0 + p[:, 1:] @ (np.array([STAT_LEVEL_CELLS[j] for j in (1, 2, 3)]) * l2.variance)
-        add_sums(w, A, A2, 1 - supp)
+        cells = np.array([STAT_LEVEL_CELLS[j] for j in (1, 2, 3)], dtype=np.float64)
+        tables = np.array([_mean_abs_sum(sc.stage2, int(c), sc.noise) for c in cells])
+        A = p[:, 0] * abs0 + p[:, 1:] @ tables
+        A2 = p[:, 0] * sq0 + p[:, 1:] @ (cells * l2.variance)
+        B = 1.0 - supp
+        x = np.column_stack([p, supp, p * (1 - p), supp * (1 - supp), rows, p @ (_T2_ROWS**2) - rows * rows,
+                             A, A2, B, A * A, A * B, B * B])
+        out.update(zip(_PER_GROUP, (h.counts.astype(np.float64) @ x).tolist()))
+        out["t1_rows"] = out["B"]
+        out["t1_rows_var"] = out["suppressed_var"]
     h = lp.total_only
-    if h.groups:
+    if len(h.sizes):
         n, w = h.sizes, h.counts.astype(np.float64)
-        l0 = _law_table(sc.total_only, sc.noise)
-        _, abs_, sq_ = _published_error(l0, n, None, clamp)
-        out["total_only"] += float(w.sum())
-        out["t1_rows"] += float(w.sum())
-        add_sums(w, abs_, sq_, np.ones(len(n)))
+        _, abs_, sq_ = _published_error(_law_table(sc.total_only, sc.noise), n, None, clamp)
+        g = float(w.sum())
+        out["total_only"] += g
+        out["t1_rows"] += g
+        A_, A2_, AA_ = (w @ np.column_stack([abs_, sq_, abs_ * abs_])).tolist()
+        for k, v in (("A", A_), ("A2", A2_), ("B", g), ("AA", AA_), ("AB", A_), ("BB", g)):
+            out[k] += v
     return out
 
 
