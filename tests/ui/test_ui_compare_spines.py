@@ -111,8 +111,11 @@ def test_spine_study_tables_and_histogram(sample):
     study = rs.spine_study(geo)
     fig, data = cs.osed_histogram(study.entities)
     per = data.groupby(["entities", "spine"])["count"].sum()
-    assert per[("places", "Census spine")] == per[("places", "optimised spine")] == 13
-    assert per[("AIANNH areas", "Census spine")] == 3 and len(fig.data) == 4
+    assert per[("places", "Census spine")] == per[("places", "AIAN spine")] == per[("places", "optimised spine")] == 13
+    assert per[("AIANNH areas", "Census spine")] == 3 and len(fig.data) == 6  # 3 spines x 2 kinds
+    s = cs.osed_summary(study.entities).set_index(["Entities", "Spine"])
+    assert s.loc[("AIANNH areas", "AIAN spine"), "Mean OSED"] == round(study.entities.loc[
+        study.entities["level"] == "AIANNH", "osed_aian"].mean(), 2)
     s = cs.osed_summary(study.entities).set_index(["Entities", "Spine"])
     assert s.loc[("Places", "Census spine"), "Mean OSED"] == round(study.entities.loc[
         study.entities["level"] != "AIANNH", "osed_census"].mean(), 2)
@@ -121,10 +124,11 @@ def test_spine_study_tables_and_histogram(sample):
     table = cs.entities_table(study.entities)
     assert table["OSED, Census spine"].is_monotonic_decreasing
     assert "—" in set(table["SafeTab-P from tracts (— = not composable)"])
-    assert cs.units_table(study).set_index("Level").loc["Block group"].tolist() == [32, 30]
+    assert cs.units_table(study).set_index("Level").loc["Block group"].tolist() == [32, 36, 30]
+    assert "OSED, AIAN spine" in table.columns
     assert list(cs.bypass_table(study).columns) == ["Level", "Pure DP (geometric)", "zCDP (Gaussian)"]
     v = cs.spine_verdict(study)
-    assert "16 places and AIANNH areas" in v and "3.2 units" in v
+    assert "16 places and AIANNH areas" in v and "3.2 units" in v and "AIAN spine alone" in v
 
 
 def test_unit_labels():
