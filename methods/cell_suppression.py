@@ -58,6 +58,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from methods._highs import QuietHighs as _QuietHighs
+
 #: Default limit of one LP solve, seconds (HiGHS time_limit).
 LP_TIME_LIMIT = 10.0
 #: Default limit of one connected part of a table (all its LPs), seconds.
@@ -169,14 +171,6 @@ def table_relations(shape: tuple[int, int]) -> sp.csr_matrix:
 
 
 # --------------------------------------------------------------------------- HiGHS
-class _QuietHighs(highspy.Highs):
-    """highspy.Highs with logging off before HiGHS prints its banner."""
-
-    def enableCallbacks(self):  # noqa: N802 - highspy's name
-        self.setOptionValue("output_flag", False)
-        super().enableCallbacks()
-
-
 _MS = highspy.HighsModelStatus
 
 
