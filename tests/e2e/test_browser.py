@@ -512,7 +512,7 @@ def test_compare_invariants(server, page):
     page.get_by_text("A custom table").click()
     _settle(page)
     page.locator("[data-testid='stSelectbox']").first.click()
-    page.get_by_role("option", name="Paper §5.1: 14 × 24 × 20 table, two-way margins held at each of the 20 "
+    page.get_by_role("option", name="Paper §5.2: 14 × 24 × 20 table, two-way margins held at each of the 20 "
                                     "locations").click()
     page.get_by_text("rank 740, largest difference from the closed form").wait_for(timeout=90_000)
     _settle(page, 1.0)
