@@ -136,3 +136,16 @@ def test_unit_labels():
     assert cs.unit_label("PR-PLACE 7200100") == "PR place 7200100"
     assert cs.unit_label("") == ""
     assert cs.table_name(-1).startswith("total only") and cs.table_name(3) == "sex x age23"
+
+
+def test_paper_numbers_match_the_papers_printed_values():
+    """Sec. 4: a tract of 100 blocks has a lowest largest fan-out of 10 (10 block groups
+    of 10, 11 units with the tract); Theorem 2: with equal shares a parent of at most 3
+    children is bypassed under pure DP, only single children under zCDP."""
+    t = cs.paper_numbers().set_index("The paper says")
+    printed = t[t["Match"] != "—"]
+    assert (printed["Match"] == "yes").all() and len(printed) == 5
+    assert (printed["Paper's value"].str.replace("(equality)", "", regex=False).str.strip().replace("", None).dropna()
+            .tolist() == ["10", "11", "3", "1"])
+    assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Paper's value"] == "lost in the text"
+    assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Computed here"].startswith("23 ")
