@@ -87,6 +87,7 @@ class LegacyOptions:
     sliding: bool = False
     cost: str = "value"
     capacity: str = "value"  # the seed's capacity model ("value"), or "unbounded"
+    refine: bool = False  # the seed's refinement run (a second pass over the first pass's complements)
     time_limit: float = cs.LP_TIME_LIMIT
     part_time_limit: float = cs.PART_TIME_LIMIT
     time_budget: float = 1800.0
@@ -228,7 +229,7 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
     rel = system.relations if options.hierarchy else system.relations[~system.hierarchy]
     res = cs.protect(system.x, system.primary, rel, options.protection, sliding=options.sliding,
                      cost=options.cost, method="lp", suppressed=system.withheld, singletons=singles,
-                     capacity=options.capacity,
+                     capacity=options.capacity, refine=options.refine,
                      time_limit=options.time_limit, part_time_limit=options.part_time_limit,
                      time_budget=options.time_budget, progress=prog("complementary suppression"),
                      audit_progress=prog("audit"))
