@@ -159,6 +159,21 @@ def sum_relations(n_cells: int, sums: Sequence[tuple[int, Sequence[int]]]) -> sp
     return sp.csr_matrix((vals, (rows, cols_a)), shape=(len(sums), n_cells))
 
 
+def with_margins(interior) -> np.ndarray:
+    """A 2-D table of interior cells with its totals appended: row sums in a last column,
+    column sums in a last row, the grand total in the corner (the layout `audit_table`
+    and `protect_table` read)."""
+    a = np.asarray(interior, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"the interior must be 2-D (got {a.ndim}-D)")
+    t = np.zeros((a.shape[0] + 1, a.shape[1] + 1))
+    t[:-1, :-1] = a
+    t[:-1, -1] = a.sum(axis=1)
+    t[-1, :-1] = a.sum(axis=0)
+    t[-1, -1] = a.sum()
+    return t
+
+
 def table_relations(shape: tuple[int, int]) -> sp.csr_matrix:
     """Relations of a 2-D table whose last row and last column are its totals (cells in
     row-major order): every row sums to its last cell, every column to its last cell."""

@@ -403,16 +403,6 @@ def legend_frame() -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ the paper's own numbers
-def _with_margins(interior) -> np.ndarray:
-    a = np.asarray(interior, dtype=float)
-    t = np.zeros((a.shape[0] + 1, a.shape[1] + 1))
-    t[:-1, :-1] = a
-    t[:-1, -1] = a.sum(axis=1)
-    t[-1, :-1] = a.sum(axis=0)
-    t[-1, -1] = a.sum()
-    return t
-
-
 def _cube(interior) -> tuple[np.ndarray, object]:
     """A 3-D table with every margin (index 2 of an axis is the sum over it) and its relations."""
     from methods import cell_suppression as cs
@@ -442,19 +432,19 @@ def paper_numbers() -> pd.DataFrame:
     from methods import cell_suppression as cs
 
     # Sec. 4: the audit's a-priori bounds are [0, grand total].
-    t = _with_margins([[5, 3], [2, 7]])
+    t = cs.with_margins([[5, 3], [2, 7]])
     sup = np.zeros(t.shape, bool)
     sup[0, 0] = sup[0, 2] = sup[2, 0] = sup[2, 2] = True
     a = cs.audit_table(t, sup)
     # Sec. 3: capacity = the cell's value, so zero cells never protect.
-    t2 = _with_margins([[6, 0, 8], [2, 9, 0]])
+    t2 = cs.with_margins([[6, 0, 8], [2, 9, 0]])
     p2 = np.zeros(t2.shape, bool)
     p2[1, 0] = True
     seed = cs.protect_table(t2, p2, 1, method="milp")
     free = cs.protect_table(t2, p2, 1, method="milp", capacity="unbounded")
     zeros = [int((r.complementary & (t2 == 0)).sum()) for r in (seed, free)]
     # Sec. 6: the refinement run keeps a subset that still protects.
-    t3 = _with_margins([[15, 14, 10, 16], [7, 15, 20, 3], [11, 16, 2, 16]])
+    t3 = cs.with_margins([[15, 14, 10, 16], [7, 15, 20, 3], [11, 16, 2, 16]])
     p3 = np.zeros(t3.shape, bool)
     p3[1, 3] = p3[2, 2] = True
     ref = cs.protect_table(t3, p3, 2, refine=True)

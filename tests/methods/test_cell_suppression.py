@@ -14,14 +14,7 @@ from hypothesis import strategies as st
 from methods import cell_suppression as cs
 
 
-def _with_margins(interior) -> np.ndarray:
-    a = np.asarray(interior, dtype=float)
-    t = np.zeros((a.shape[0] + 1, a.shape[1] + 1))
-    t[:-1, :-1] = a
-    t[:-1, -1] = a.sum(axis=1)
-    t[-1, :-1] = a.sum(axis=0)
-    t[-1, -1] = a.sum()
-    return t
+_with_margins = cs.with_margins
 
 
 # ------------------------------------------------------------------ primary rules
@@ -557,3 +550,10 @@ def test_general_inputs_are_checked():
         cs.protect([1, 2, 3], [True, False, False], rel, 1, cost="area")
     with pytest.raises(ValueError, match="method"):
         cs.protect([1, 2, 3], [True, False, False], rel, 1, method="simplex")
+
+
+def test_with_margins_appends_the_totals():
+    t = cs.with_margins([[1, 2, 3], [4, 5, 6]])
+    assert t.tolist() == [[1, 2, 3, 6], [4, 5, 6, 15], [5, 7, 9, 21]]
+    with pytest.raises(ValueError, match="2-D"):
+        cs.with_margins([1, 2])
