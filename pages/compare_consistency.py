@@ -189,7 +189,16 @@ st.caption(
     f"{int((hh.level == 3).sum())} tracts; {gs_trials} seeded releases per budget (numpy noise: a study). On the "
     "sample every state has one county, so their rows match.")
 gt7 = cc.group_table7(gstudy)
-widgets.table(gt7, "group_sizes_table7.csv", key="gs_t7", caption=(
+_GS_COLUMNS = {"ε": st.column_config.NumberColumn(width=45), "Mechanism": st.column_config.TextColumn(width=215)}
+_GS_COLUMNS |= {c: st.column_config.NumberColumn(c.replace("Error, ", "Err. "), width=82, help=c)
+                for c in gt7.columns if c.startswith("Error, ")}
+_GS_COLUMNS |= {"Consistency violations": st.column_config.NumberColumn("Violations", width=80,
+                                                                       help="Consistency violations per release"),
+                "Levels not adding up to n": st.column_config.NumberColumn("Levels ≠ n", width=80,
+                                                                          help="Levels not adding up to n"),
+                "Run time (s)": st.column_config.NumberColumn("Time (s)", width=70, help="Run time (s)")}
+widgets.table(gt7, "group_sizes_table7.csv", key="gs_t7", column_config=_GS_COLUMNS,
+              height=35 * (len(gt7) + 1) + 3, caption=(
     "The paper's Table 7: error = Σ over sizes of |released − true| for one area, averaged over the level's areas "
     "and the releases (the paper's exact normalisation is lost in the text we have); consistency violations = "
     "(parent area, size) pairs whose count differs from the sum of the areas inside; levels not adding up to n = "

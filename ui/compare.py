@@ -171,13 +171,11 @@ PAPER_COLUMNS = ("Where", "The paper says", "Paper's value", "Computed here", "M
 
 def paper_numbers(df: pd.DataFrame, caption: str, key: str) -> None:
     """The paper's printed numbers beside the same numbers computed live by the project's
-    functions (`PAPER_COLUMNS`; Match: "yes", "no", or why no comparison is possible)."""
+    functions (`PAPER_COLUMNS`; Match: "yes", "no", or why no comparison is possible), as a
+    static table whose text wraps (nothing cut off), with its CSV."""
     from ui import widgets
 
     st.subheader("The paper's own numbers")
-    widgets.table(df, f"{key}.csv", key=key, caption=caption, column_config={
-        "Where": st.column_config.TextColumn(width=90),
-        "The paper says": st.column_config.TextColumn(width="large"),
-        "Paper's value": st.column_config.TextColumn(width=110),
-        "Computed here": st.column_config.TextColumn(width=140),
-        "Match": st.column_config.TextColumn(width=90)})
+    st.table(df.set_index("Where"))
+    st.caption(caption)
+    widgets.download_csv(df, f"{key}.csv", key=f"{key}_csv", label="Download this table (CSV)")

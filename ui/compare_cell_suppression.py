@@ -474,10 +474,9 @@ def paper_numbers() -> pd.DataFrame:
          f"{got:.0f} of 2 persons up; noted: {'yes' if part.notes else 'no'}",
          "yes" if part.notes and not (part.suppressed & frozen).any() else "no"),
         ("§5, table", "LP-based suppression protects 3-D tables at the cell level", "Yes",
-         f"{'Yes' if cube.audit.protected.all() else 'No'} ({int(prim.sum())} primaries, "
-         f"{int(cube.complementary.sum())} complements, 3 x 3 x 3 with margins)",
+         f"{'Yes' if cube.audit.protected.all() else 'No'} (a 3 × 3 × 3 table, {int(prim.sum())} primaries)",
          "yes" if cube.audit.protected.all() else "no"),
         ("§6", "Backtracking across linked tables (60 → 100 units)", "60, 100",
-         "not implemented: linked tables are one system of relations", "—"),
+         "not needed: linked tables are one system", "—"),
     ]
     return pd.DataFrame(rows, columns=["Where", "The paper says", "Paper's value", "Computed here", "Match"])

@@ -93,10 +93,10 @@ def panel(config) -> None:
         st.markdown("The design paper's Section 6.1 states two error bounds with continuous-Gaussian reasoning. For "
                     "the discrete Gaussian SafeTab-P draws, the exact figures differ; the planner's exact MOE is "
                     "the smallest m with P(|X| ≤ m) ≥ 95%.")
-        widgets.table(statements(), "safetab_paper_statements.csv", key="paper_statements",
-                      column_config={"Where": st.column_config.TextColumn(width=110),
-                                     "The paper says": st.column_config.TextColumn(width="medium"),
-                                     "Exact figure": st.column_config.TextColumn(width="large")})
+        table = statements()
+        st.table(table.set_index("Where"))  # a static table: the statements wrap, nothing is cut off
+        widgets.download_csv(table, "safetab_paper_statements.csv", key="paper_statements_csv",
+                             label="Download this table (CSV)")
         levels = plan_coverage(config)
         if levels.empty:
             st.caption("This plan uses geometric noise (pure DP): the two statements are about the discrete Gaussian.")

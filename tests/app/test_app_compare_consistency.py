@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.paper_tables import static_table
 
 
 @needs_sample
@@ -47,7 +48,7 @@ def test_group_sizes_study_the_papers_problem():
     # Half the noise: the cumulative exact mechanism beats the group-size DP at the USA level.
     by = t7.set_index(["ε", "Mechanism"])
     assert by.loc[(0.1, "Cumulative, exact"), "Error, USA"] < by.loc[(0.1, "Group sizes, exact DP"), "Error, USA"]
-    paper = frame(at, "Where", "The paper says", "Paper's value", "Computed here", "Match").set_index("The paper says")
+    paper = static_table(at, "The paper says").set_index("The paper says")
     assert paper.loc["Sensitivity of the group-size vector", "Computed here"] == "2"
     assert paper.loc["Sensitivity of the cumulative vector", "Computed here"] == "1"
     assert paper.loc["The group-size vectors of GA, NY and the US", "Computed here"] == "(2, 0, 1), (1, 1, 1), (3, 1, 2)"

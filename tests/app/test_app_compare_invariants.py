@@ -6,6 +6,7 @@ import math
 
 from calculators import budget, discrete_gaussian
 from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.paper_tables import static_table
 
 
 @needs_sample
@@ -75,11 +76,11 @@ def test_the_papers_own_numbers_are_computed_on_the_page():
     at.radio(key="inv_mode").set_value("A custom table").run()
     assert not at.exception
     assert "The paper's own numbers" in [h.value for h in at.subheader]
-    paper = frame(at, "Where", "The paper says", "Paper's value", "Computed here", "Match").set_index("The paper says")
+    paper = static_table(at, "The paper says").set_index("The paper says")
     assert paper.loc["Invariant dimension, (24 + 14 − 1) × 20", "Computed here"].startswith("740")
     assert paper.loc["Invariant dimension, (24 + 14 − 1) × 20", "Match"] == "yes"
     med = paper.loc["Median 'standard deviation' of the errors (50 runs)"]
-    assert med["Computed here"].startswith("0.8898 as a variance") and med["Match"] == "yes"
+    assert med["Computed here"].startswith("0.8898 variance (exact)") and med["Match"] == "yes"
     assert paper.loc["… its 5% quantile", "Match"] == paper.loc["… its 95% quantile", "Match"] == "yes"
     sd = paper.loc["The same figures read as standard deviations"]
     assert sd["Computed here"].startswith("0.9433") and sd["Match"] == "no"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.paper_tables import static_table
 
 pytestmark = needs_sample
 
@@ -77,7 +78,7 @@ def test_spine_view_shows_osed_before_and_after():
     units = frame(at, "Level", "Census spine", "AIAN spine", "Optimised spine").set_index("Level")
     assert units.loc["State", "Census spine"] == 9 and units.loc["State", "AIAN spine"] == 12
     # The paper's own numbers, computed on the page.
-    paper = frame(at, "Where", "The paper says", "Paper's value", "Computed here", "Match").set_index("The paper says")
+    paper = static_table(at, "The paper says").set_index("The paper says")
     assert paper.loc["Tract of 100 blocks: lowest possible largest fan-out", "Computed here"] == "10"
     assert paper.loc["Equal shares, pure DP: bypass a parent with at most … children", "Computed here"] == "3"
     assert paper.loc["zCDP (Gaussian): bypass parents with only … child", "Match"] == "yes"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from tests.app.conftest import frame, open_app
+from tests.app.paper_tables import static_table
 
 
 def test_budget_page_shows_the_two_statements_and_the_plans_levels():
     at = open_app("budget")
-    t = frame(at, "Where", "The paper says", "Exact figure", "Holds").set_index("Where")
+    t = static_table(at, "Exact figure")
     assert t.loc["§6.1, Corollary 2", "Exact figure"] == "holds up to MOE 2,632; at 2,633 the exact MOE is 2,634"
     assert t.loc["§6.1", "Holds"] == "no"
     levels = frame(at, "Level", "⌊1.96σ⌋", "P(|X| ≤ ⌊1.96σ⌋)", "Exact 95% MOE").set_index("Level")
