@@ -1,10 +1,11 @@
 """Invariants and subspace DP (methods.invariants): closed forms against the general
 projector, the paper's section 5 figures, scales, and the sum-keeping rounding.
 
-The paper (Gao, Gong, Yu, "Subspace Differential Privacy", AAAI 2022) is not shipped;
-its section 5 figures are derived here from the definitions and the key numbers the
-issue quotes (rank 740 for the 14 x 24 x 20 table with per-location two-way margins;
-error (n - n_c) c^2 Delta^2 against n c^2 Delta^2), as each test says.
+The paper (Gao, Gong, Yu, "Subspace Differential Privacy", AAAI 2022;
+shared/papers/subspace-differential-privacy.txt): its section 5 figures (rank 740 for the
+14 x 24 x 20 table with per-location two-way margins; error (n - n_c) c^2 Delta^2 against
+n c^2 Delta^2), Lemma 3.4's multiplier and Definition 2.1's bounded neighbours are checked
+from the definitions, by hand and by brute force, as each test says.
 """
 
 from __future__ import annotations
