@@ -86,19 +86,20 @@ c[3].number_input("Protection (persons)", min_value=0, max_value=1_000, step=1, 
                   help="How far above, and below (down to 0), each small count must stay possible for an "
                        "attacker who knows every published count.")
 c[4].selectbox("Age bins", [23, 9, 4], key="cs_ages", help="Age bins of the legacy sex by age table.")
-c2 = st.columns([2.2, 1, 1, 1.3, 1])
+c2 = st.columns([2.2, 1, 1, 2])
 c2[0].toggle("Protect across the geography hierarchy", key="cs_parent",
              help="Off: each level is protected alone, as if nobody could add up the child regions' cells "
                   "against the parent's. The audit still does, and shows what that gives away.")
 c2[1].number_input("Narrow interval (persons)", min_value=0, max_value=100, step=1, key="cs_narrow",
                    help="A withheld count whose possible range is at most this wide counts as nearly disclosed.")
 c2[2].number_input("Noise seed (SafeTab-P)", min_value=0, max_value=2**31 - 1, step=1, key="cs_seed")
-c2[3].selectbox("How far a count may move to protect another", list(CAPACITY), format_func=CAPACITY.get,
+c3 = st.columns([2.2, 2, 2])
+c3[0].selectbox("How far a count may move", list(CAPACITY), format_func=CAPACITY.get,
                 key="cs_capacity", help="Massell's capacity model: in the linear program that picks complementary "
                                         "cells, each count moves by at most its own value, so a zero count never "
                                         "protects another. Unbounded lets counts rise without limit (the audit's "
                                         "view of what an attacker cannot rule out).")
-c2[4].toggle("Refinement run", key="cs_refine", help="Massell's second pass: only the first pass's complements are "
+c3[1].toggle("Refinement run", key="cs_refine", help="Massell's second pass: only the first pass's complements are "
                                                      "candidates, small counts the dearest; it keeps the ones it "
                                                      "needs.")
 ss["cs_saved"] = {k: ss[k] for k in KEYS if k in ss}
