@@ -489,10 +489,12 @@ def _echo(value: Any) -> str:
 # ====================================================================== noise laws
 class _Law:
     """The functions of one noise law at one scale that the projection needs, for integer
-    arrays: cdf(k) = P(X <= k), tail1(a) = E[X 1{X > a}] (a >= 0 only via `abs1`),
-    abs1(a) = E[|X| 1{X > a}], sq(a) = E[X^2 1{X > a}], and `variance`."""
+    arrays: cdf(k) = P(X <= k), abs1(a) = E[|X| 1{X > a}], sq(a) = E[X^2 1{X > a}], and
+    `variance`. `reach`: beyond it every probability and partial moment is 0 in double
+    precision (P(|X| > reach) < 1e-323), so the functions are constant there."""
 
     variance: float
+    reach: int
 
     def cdf(self, k: np.ndarray) -> np.ndarray: ...
 
@@ -513,6 +515,7 @@ class _GridLaw(_Law):
     def __init__(self, p: np.ndarray):
         k = np.arange(len(p), dtype=np.float64)
         self.K = len(p) - 1
+        self.reach = self.K
         self.t0 = np.append(np.cumsum(p[::-1])[::-1], 0.0)
         self.t1 = np.append(np.cumsum((k * p)[::-1])[::-1], 0.0)
         self.t2 = np.append(np.cumsum((k * k * p)[::-1])[::-1], 0.0)
@@ -554,6 +557,7 @@ class _ClosedLaw(_Law):
         self.scale, self.noise = scale, noise
         self.mod = noise_family.law(noise)
         self.variance = float(self.mod.variance(scale))
+        self.reach = int(math.ceil(_GRID_WIDTH * math.sqrt(scale))) + 2
 
     def cdf(self, k: np.ndarray) -> np.ndarray:
         return np.asarray(self.mod.cdf(np.asarray(k, dtype=np.float64), self.scale), dtype=np.float64)
@@ -592,6 +596,7 @@ class _GeometricLaw(_Law):
 
     def __init__(self, scale: float):
         self.b = scale
+        self.reach = int(math.ceil(750 * scale)) + 2  # exp(-750) is 0 in double precision
         self.a = math.exp(-1 / scale)
         self.om = -math.expm1(-1 / scale)  # 1 - a
         self.variance = 2 * self.a / self.om**2
@@ -762,6 +767,37 @@ def _level_figures(lp: LevelProfile, config: SafeTabConfig, sc: _Scales) -> dict
     return dict(_level_figures_cached(lp, config.thresholds(lp.level), sc, not config.allow_negative_counts))
 
 
+def _compress(sizes: np.ndarray, counts: np.ndarray, windows: list[tuple[int, int]]
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The sizes that need their own evaluation, and one size for each stretch of the
+    others, with the summed counts: exact, not a binning.
+
+    Every per-group value of a level depends on n only through F(c - n) for a few
+    constants c (the thresholds, T, 0) and laws whose functions are constant beyond their
+    `reach` (0 and 1 exactly in double precision). So outside the windows [c - reach,
+    c + reach] the values are the same for all sizes between two consecutive windows; those
+    sizes are replaced by one of them carrying their total count. Sizes inside a window
+    are kept as they are."""
+    if not len(sizes) or not windows:
+        return sizes, counts
+    lo = np.sort(np.array([a for a, _ in windows], dtype=np.int64))
+    hi = np.sort(np.array([b for _, b in windows], dtype=np.int64))
+    started = np.searchsorted(lo, sizes, side="right")  # windows with lo <= n
+    ended = np.searchsorted(hi, sizes, side="left")     # windows with hi < n
+    active = started > ended
+    if active.all():
+        return sizes, counts
+    out = np.flatnonzero(~active)
+    key = started[out]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    rep_sizes = sizes[out[first]]
+    rep_counts = np.add.reduceat(counts[out], first)
+    n = np.concatenate([sizes[active], rep_sizes])
+    c = np.concatenate([counts[active], rep_counts])
+    order = np.argsort(n, kind="stable")
+    return n[order], c[order]
+
+
 #: The per-group values `_level_figures_cached` sums, in the columns of one matrix.
 _PER_GROUP = ("total_only", "age4", "age9", "age23", "suppressed", "total_only_var", "age4_var", "age9_var",
               "age23_var", "suppressed_var", "t2_rows", "t2_rows_var", *_SUMS)
@@ -774,8 +810,13 @@ def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc
     out["groups"] = float(lp.groups)
     h = lp.adaptive
     if len(h.sizes):
-        n = h.sizes
         l1, l2 = _law_table(sc.stage1, sc.noise), _law_table(sc.stage2, sc.noise)
+        windows = [(t - l1.reach - 1, t + l1.reach + 1) for t in thresholds]
+        if sc.threshold is not None:
+            windows.append((sc.threshold - l2.reach - 1, sc.threshold + l2.reach + 1))
+        if clamp:  # max(X, -n): n within the reach of 0 (or of T < 0)
+            windows.append((-1, l2.reach + abs(sc.threshold or 0) + 2))
+        n, w = _compress(h.sizes, h.counts, windows)
         # Stage 1: level = #{j : Theta_j <= n + X1}. up[j] = P(X1 >= Theta_j - n) = F(n - Theta_j) (symmetry),
         # down[j] = 1 - up[j] = F(Theta_j - n - 1), each from its small side; differences likewise.
         up, down = l1.cdf_pair(n[None, :] - np.array(thresholds, dtype=np.int64)[:, None])
@@ -793,15 +834,18 @@ def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc
         A = p[:, 0] * abs0 + p[:, 1:] @ tables
         A2 = p[:, 0] * sq0 + p[:, 1:] @ (cells * l2.variance)
         B = 1.0 - supp
-        x = np.column_stack([p, supp, p * (1 - p), supp * (1 - supp), rows, p @ (_T2_ROWS**2) - rows * rows,
-                             A, A2, B, A * A, A * B, B * B])
-        out.update(zip(_PER_GROUP, (h.counts.astype(np.float64) @ x).tolist()))
+        pt = p.T
+        x = np.vstack([pt, supp, pt * (1 - pt), supp * (1 - supp), rows, (_T2_ROWS**2) @ pt - rows * rows,
+                       A, A2, B, A * A, A * B, B * B])
+        out.update(zip(_PER_GROUP, (x @ w.astype(np.float64)).tolist()))
         out["t1_rows"] = out["B"]
         out["t1_rows_var"] = out["suppressed_var"]
     h = lp.total_only
     if len(h.sizes):
-        n, w = h.sizes, h.counts.astype(np.float64)
-        _, abs_, sq_ = _published_error(_law_table(sc.total_only, sc.noise), n, None, clamp)
+        l0 = _law_table(sc.total_only, sc.noise)
+        n, w = _compress(h.sizes, h.counts, [(-1, l0.reach + 2)] if clamp else [(-1, -1)])
+        w = w.astype(np.float64)
+        _, abs_, sq_ = _published_error(l0, n, None, clamp)
         g = float(w.sum())
         out["total_only"] += g
         out["t1_rows"] += g
