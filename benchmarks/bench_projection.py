@@ -26,8 +26,10 @@ and the projection of a whole plan (`calculators.projection.project`).
 3. Profile against run (with --nation DIR, or --small): `python -m engine profile` and
    `python -m engine run` (secure noise) on the same nation as separate processes, one
    after the other, wall time, CPU time (user + system) and peak resident memory of each,
-   and the ratio. --small generates a 20,000-person nation in a temporary folder (a few
-   seconds, as the test suite runs it).
+   and the ratio. --small generates a 5,000-person nation in a temporary folder.
+
+--small (seconds, as the test suite runs it): the shipped sample's profile, 5 projections
+per plan, one page's control change once, the 5,000-person nation.
 
     python benchmarks/bench_projection.py                          # projection on the national profile
     python benchmarks/bench_projection.py --nation /work/data/nation330   # + profile vs run (run it under flock)
@@ -124,7 +126,7 @@ def bench_projection(profile_path: Path, reps: int) -> list[dict]:
     return rows
 
 
-def bench_app_panels(reps: int) -> list[dict]:
+def bench_app_panels(reps: int, pages: int = 3) -> list[dict]:
     """CPU time of a script run after a control change, with and without the panel."""
     from unittest import mock
 
@@ -140,7 +142,7 @@ def bench_app_panels(reps: int) -> list[dict]:
         pages_manager.PagesManager.uses_pages_directory = False
 
     controls = [("budget", "w_gamma", [0.11, 0.12]), ("adaptive", "ad_t1", [900, 950]),
-                ("suppression", "w_p", [0.999, 0.9999])]
+                ("suppression", "w_p", [0.999, 0.9999])][-pages:]
     rows = []
     with mock.patch.object(pages_manager.PagesManager, "__init__", init):
         for page, key, values in controls:
@@ -217,13 +219,13 @@ def main(argv: list[str] | None = None) -> int:
           f"(target < {TARGET_PROJECT_MS:.0f} ms: {'met' if worst < TARGET_PROJECT_MS else 'NOT met'})")
     if not args.no_app:
         print("the national-outcome panel in a control change (AppTest, CPU time of the script run):")
-        bench_app_panels(args.app_reps or (2 if args.small else 8))
+        bench_app_panels(args.app_reps or (1 if args.small else 8), pages=1 if args.small else 3)
     with tempfile.TemporaryDirectory(prefix="bench-projection-") as tmp:
         work = Path(tmp)
         nation = args.nation
         if args.small and nation is None:
             nation = work / "nation"
-            subprocess.run([sys.executable, "-m", "engine", "sample", "--persons", "20000", "--quiet", str(nation)],
+            subprocess.run([sys.executable, "-m", "engine", "sample", "--persons", "5000", "--quiet", str(nation)],
                            cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         if nation is not None:
             print(f"profile against run on {nation}:")
