@@ -127,6 +127,8 @@ COTERMINOUS_NOTE = ("Coterminous copying is ignored: entities of different level
 _T2_ROWS = np.array([0.0] + [STAT_LEVEL_CELLS[j] + 2.0 for j in (1, 2, 3)])
 #: Below this standard deviation the discrete Gaussian is tabulated on a grid.
 _GRID_SD = 10_000.0
+#: Histograms of at most this many sizes are evaluated size by size (`_compress`).
+_SMALL = 256
 #: Grid half-width in standard deviations: exp(-40^2 / 2) = 1e-347 is 0 in double precision.
 _GRID_WIDTH = 40.0
 
@@ -778,8 +780,8 @@ def _compress(sizes: np.ndarray, counts: np.ndarray, windows: list[tuple[int, in
     c + reach] the values are the same for all sizes between two consecutive windows; those
     sizes are replaced by one of them carrying their total count. Sizes inside a window
     are kept as they are."""
-    if not len(sizes) or not windows:
-        return sizes, counts
+    if len(sizes) <= _SMALL or not windows:
+        return sizes, counts  # a few sizes: evaluating them all is cheaper than sorting them out
     lo = np.sort(np.array([a for a, _ in windows], dtype=np.int64))
     hi = np.sort(np.array([b for _, b in windows], dtype=np.int64))
     started = np.searchsorted(lo, sizes, side="right")  # windows with lo <= n

@@ -292,3 +292,32 @@ def test_every_level_of_a_profile_is_projected_when_the_plan_tabulates_it():
     prof = _profile({lvl: [0, 5, 50] for lvl in POPULATION_GROUP_LEVELS})
     proj = P.project(config, prof)
     assert [(r["geo"], r["iteration_level"]) for r in proj.rows] == [tuple(lvl) for lvl in config.tabulated_levels()]
+
+
+def test_sizes_beyond_every_reach_share_one_evaluation_exactly(monkeypatch):
+    """`_compress` is not a binning: on the national profile every figure is the same
+    (to rounding) as with every size evaluated alone, for plans of every kind."""
+    from pathlib import Path
+
+    raw = (Path(__file__).resolve().parents[2] / "sample_data" / "profiles" / "nation330.profile.json.gz").read_bytes()
+    nat = P.Profile.parse(raw)
+    base = presets.production_2020()
+    plans = [base, base.updated(privacy_defn="puredp"),
+             base.updated(allow_negative_counts=False, zero_suppression_chance=0.3),
+             base.updated(privacy_budget_p_stage_1_fraction=0.5, max_race_codes=2)]
+    compressed = []
+    for cfg in plans:
+        P._level_figures_cached.cache_clear()
+        compressed.append(P.project(cfg, nat).frame())
+    monkeypatch.setattr(P, "_compress", lambda sizes, counts, windows: (sizes, counts))
+    for cfg, a in zip(plans, compressed):
+        P._level_figures_cached.cache_clear()
+        b = P.project(cfg, nat).frame()
+        num = [c for c in P.COLUMNS[2:]]
+        np.testing.assert_allclose(a[num].to_numpy(float), b[num].to_numpy(float), rtol=1e-11, atol=1e-9)
+    P._level_figures_cached.cache_clear()
+
+
+def test_compress_keeps_the_windows_and_one_size_per_stretch():
+    n, c = P._compress(np.arange(0, 100000, 7), np.ones(14286, np.int64), [(990, 1010)])
+    assert n.tolist() == [0, 994, 1001, 1008, 1015] and c.sum() == 14286 and c[0] == 142
