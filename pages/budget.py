@@ -4,7 +4,7 @@ group level, r, gamma, presets, MOE against the budget (plans side by side: the 
 import streamlit as st
 
 from calculators.config import ConfigError
-from ui import analysis, charts, planner, state, widgets
+from ui import analysis, charts, planner, projection_panel, state, widgets
 
 state.page_setup()
 ss = st.session_state
@@ -289,6 +289,9 @@ def _plan() -> None:
     st.caption(f"US run {u['budget']} = {s['rho_us']:.4g} (sum of its levels), Puerto Rico run {s['rho_pr']:.4g}."
                + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
 
+    st.subheader("National outcome of this plan")
+    projection_panel.outcome(cfg, "pl_nat")
+
     # ----------------------------------------------------------------- charts and comparison (only the open tab runs)
     tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",
                    on_change="rerun")
@@ -335,3 +338,8 @@ _plan()
 st.divider()
 st.page_link("pages/scenarios.py", label="Compare this plan with saved scenarios and presets, any number side by side",
              icon=":material/compare_arrows:")
+
+# ----------------------------------------------------------------- the design paper's error bounds, exactly
+from ui import paper_statements  # noqa: E402 - one local panel at the end of the page
+
+paper_statements.panel(state.config())
