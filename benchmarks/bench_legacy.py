@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.small:
         args.levels, args.reps = ["(COUNTY, 1)"], 1
-    figures = {}
+    figures, underprotected = {}, 0
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {_load()} (before)")
     t = time.perf_counter()
     prepared = prepare(args.params, args.data)
@@ -68,13 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         figures[key] = {"lps": runs[-1].lps, **{name: statistics.median(vals) for name, vals in phases.items()}}
         for lk, v in s.items():
             a = v["audit"]
+            underprotected += a["primaries_underprotected"]
             print(f"  {lk}: {v['groups_published']:,} of {v['groups']:,} groups published; "
                   f"withheld in published tables: {v['withheld_primary']:,} primary, "
                   f"{v['withheld_complementary']:,} complementary; audit: {a['withheld_counts']:,} withheld counts, "
                   f"{a['recovered_exactly']:,} recovered exactly ({a['recovered_exactly_nonzero']:,} above 0), "
                   f"{a['primaries_underprotected']:,} primaries under-protected")
     print(f"\nload average {_load()} (after)")
-    result(levels=figures)
+    result(levels=figures, checks={"audit: no primary suppression under-protected": underprotected == 0})
     return 0
 
 

@@ -129,7 +129,9 @@ def _main(args, folder: Path) -> int:
         for n in sizes:
             root = ensure_sample(n, spec, folder, args.format)
             runs.append(report(n, bench(root, out, args.repeat, args.keep_output)))
-    result(runs=runs)
+    # SPEC: every population group of the public universe is output, in t1/ or listed as suppressed
+    result(runs=runs, checks={"every population group in t1/ or suppressed/":
+                              all(r["rows"]["t1"] + r["rows"]["suppressed"] == r["groups"] for r in runs)})
     return 0
 
 

@@ -74,6 +74,7 @@ def study(root: Path, out: Path, trials: int, layout: str) -> dict:
                  layout], capture=True)
     if m.returncode != 0:
         raise SystemExit(f"accuracy --trials {trials} --layout {layout} failed:\n{m.stderr}")
+    digests = _digests(out)
     shutil.rmtree(out, ignore_errors=True)
     times = json.loads(next(ln for ln in m.stdout.splitlines() if ln.startswith("TIMES "))[6:])
     marks = times["marks"]
@@ -83,7 +84,30 @@ def study(root: Path, out: Path, trials: int, layout: str) -> dict:
     per = {"wall": statistics.median(walls[later]), "cpu": statistics.median(cpus[later])}
     fixed = {"wall": m.wall - trials * per["wall"], "cpu": m.cpu - trials * per["cpu"]}
     return {"trials": trials, "wall": m.wall, "cpu": m.cpu, "peak_gb": m.peak_gb, "trial_walls": walls,
-            "trial_cpus": cpus, "per_trial": per, "fixed": fixed, "load": [m.load_before, m.load_after]}
+            "trial_cpus": cpus, "per_trial": per, "fixed": fixed, "load": [m.load_before, m.load_after],
+            "reports": digests}
+
+
+def _digests(out: Path) -> dict[str, str]:
+    """SHA-256 of every CSV report of a study (the JSON ones carry the time they were made)."""
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*.csv"))}
+
+
+def _same_reports(rows: dict) -> dict[str, bool]:
+    """Seeded studies draw the same noise whatever the layout, so "both" writes exactly the
+    studio layout's and the production layouts' reports."""
+    checks = {}
+    if "both" not in rows:
+        return checks
+    both = rows["both"]["reports"]
+    for layout in ("studio", "production"):
+        if layout in rows:
+            own = rows[layout]["reports"]
+            checks[f"layout both writes the {layout} layout's reports, byte for byte"] = \
+                bool(own) and all(both.get(name) == digest for name, digest in own.items())
+    return checks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['peak_gb']:.2f} GB); per trial {per['wall']:.2f} s wall / {per['cpu']:.2f} s CPU, fixed "
                   f"{fixed['wall']:.1f} s / {fixed['cpu']:.1f} s ({r['load'][0]} before, "
                   f"{r['load'][1].split(' on ')[0]} after)", flush=True)
-    out = {"layouts": rows}
+    out = {"layouts": rows, "checks": _same_reports(rows)}
     if "studio" in rows:
         for layout in ("production", "both"):
             if layout in rows:

@@ -191,7 +191,7 @@ def _index_in(values: pa.Array, value_set: pa.Array) -> tuple[np.ndarray, np.nda
     return pc.fill_null(idx, 0).to_numpy(zero_copy_only=False).astype(np.int64), found
 
 
-def _block_index(cols: list[_Column], block_keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _block_index(cols: list[_Column], geography: Geography) -> tuple[np.ndarray, np.ndarray]:
     """(GRF-C block index of every row, missing) from the four block columns.
 
     Rows are numbered by their combination of the columns' value indices (a hash per
@@ -211,7 +211,7 @@ def _block_index(cols: list[_Column], block_keys: pa.Array) -> tuple[np.ndarray,
     # where the running maximum of the numbers grows.
     first = np.flatnonzero(np.r_[True, inv[1:] > np.maximum.accumulate(inv)[:-1]]) if len(inv) else inv
     flat = pc.binary_join_element_wise(*[c.values.take(pa.array(c.idx[first])) for c in cols], "")
-    idx, found = _index_in(flat, block_keys)
+    idx, found = geography.block_index(flat)
     return idx[inv], ~found[inv]
 
 
@@ -255,7 +255,7 @@ def _encode_good_batch(batch: Batch, inputs: Inputs) -> EncodedPersons | None:
     p = _person_tables(t, inputs)
     cols = p["cols"]
     block_cols = [cols[c] for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK")]
-    block, missing = _block_index(block_cols, inputs.geography.block_keys)
+    block, missing = _block_index(block_cols, inputs.geography)
     block = np.where(missing, -1, block)
     race = np.empty((n, 8), np.int32)
     truncated = np.empty(n, np.bool_)
@@ -318,7 +318,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     check("CENRACE", cenrace.rows(~_ascii_digits(cenrace.values, 2, 2)), "two digits (e.g. 01)", cenrace)
 
     block_cols = [_Column(t[c]) for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK")]
-    block_np, block_missing = _block_index(block_cols, inputs.geography.block_keys)
+    block_np, block_missing = _block_index(block_cols, inputs.geography)
     check("TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK", block_missing, "a block listed in GRF-C", _Joined(block_cols))
 
     codes = inputs.codes_array
