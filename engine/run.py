@@ -17,7 +17,7 @@ import numpy as np
 from calculators.config import SafeTabConfig
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from engine.tabulation.aggregate import (
-    Aggregator, CountTable, KeyRecords, LevelCounts, LocalAggregator, all_totals, level_counts,
+    Aggregator, CellCache, CountTable, KeyRecords, LevelCounts, LocalAggregator, all_totals, level_counts,
 )
 from engine.tabulation.flatmap import IterationCatalog, geo_class
 from engine.tabulation.mechanism import LevelPlan, Noise, level_plan, tabulate_level
@@ -47,6 +47,10 @@ class Prepared:
     _memberships: dict = field(default_factory=dict, repr=False)
     _records: KeyRecords | None = field(default=None, repr=False)
     _totals: dict = field(default_factory=dict, repr=False)
+    #: Keep every level's table cells once counted (`CellCache`), for the trials of a
+    #: study (a single run counts them once and needs no cache).
+    keep_cells: bool = False
+    _cells: dict = field(default_factory=dict, repr=False)
 
     @property
     def levels(self) -> list[PopulationGroupLevel]:
@@ -58,6 +62,8 @@ class Prepared:
         counts = level_counts(self.table, self.inputs, self.catalog, level, self.stability[level],
                               self._memberships, records=self._records)
         counts.known_totals = self._totals.get(level)
+        if self.keep_cells:
+            counts.cell_cache = self._cells.setdefault(level, CellCache())
         return counts
 
     def compute_totals(self) -> None:

@@ -296,6 +296,8 @@ class LevelCounts:
     records: KeyRecords | None = None
     #: The totals, if computed beforehand with other levels' (`all_totals`).
     known_totals: np.ndarray | None = field(default=None, repr=False)
+    #: Cells computed before for this level, kept across the trials of a study.
+    cell_cache: CellCache | None = field(default=None, repr=False)
 
     @property
     def n_groups(self) -> int:
@@ -317,8 +319,17 @@ class LevelCounts:
         return all_totals(self.table, [self])[0]
 
     def cells_of(self, groups: np.ndarray) -> np.ndarray:
-        """(len(groups), 46) true counts of the given sorted, distinct group indices."""
+        """(len(groups), 46) true counts of the given sorted, distinct group indices.
+
+        With a `cell_cache` (the trials of a study), groups counted before are read from
+        it and only the others are counted (and added to it): the groups that get a
+        table are mostly the same in every trial."""
         groups = np.asarray(groups, dtype=np.int64)
+        if self.cell_cache is None:
+            return self._count_cells(groups)
+        return self.cell_cache.cells_of(groups, self._count_cells)
+
+    def _count_cells(self, groups: np.ndarray) -> np.ndarray:
         out = np.zeros((len(groups), N_CELLS), dtype=np.int64)
         if len(groups) == 0 or self._empty():
             return out
@@ -336,6 +347,34 @@ class LevelCounts:
                                                    outs[i]), len(ranges))
         for extra in outs[1:]:
             out += extra
+        return out
+
+
+class CellCache:
+    """True cells of the groups of one level counted so far (sorted group indices and their
+    (n, 46) cells); exact counts, so serving them again changes nothing."""
+
+    def __init__(self) -> None:
+        self.groups = np.zeros(0, np.int64)
+        self.cells = np.zeros((0, N_CELLS), np.int64)
+
+    def cells_of(self, groups: np.ndarray, count: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """The cells of sorted, distinct `groups`: known ones from here, the others from
+        `count(missing groups)` (then kept)."""
+        pos = np.searchsorted(self.groups, groups)
+        hit = np.zeros(len(groups), np.bool_)
+        inside = pos < len(self.groups)
+        hit[inside] = self.groups[pos[inside]] == groups[inside]
+        missing = groups[~hit]
+        new = count(missing)
+        out = np.empty((len(groups), N_CELLS), np.int64)
+        out[hit] = self.cells[pos[hit]]
+        out[~hit] = new
+        if len(missing):
+            merged = np.concatenate([self.groups, missing])
+            order = np.argsort(merged, kind="stable")
+            self.groups = merged[order]
+            self.cells = np.concatenate([self.cells, new])[order]
         return out
 
 

@@ -123,3 +123,27 @@ def test_count_sorted_equals_unique():
     u, c = _kernels.count_sorted(k)
     ru, rc = np.unique(k, return_counts=True)
     assert np.array_equal(u, ru) and np.array_equal(c, rc)
+
+
+def test_cell_cache_serves_exactly_the_cells_counted_again():
+    """A study's trials keep the cells counted (`CellCache`): every answer equals a fresh
+    count, whichever groups were asked before, and only unseen groups are counted."""
+    from engine.tabulation.aggregate import CellCache, N_CELLS
+
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 50, size=(1000, N_CELLS))
+    asked = []
+
+    def count(groups):
+        asked.append(groups.copy())
+        return truth[groups]
+
+    cache = CellCache()
+    for _ in range(6):
+        groups = np.unique(rng.integers(0, 1000, rng.integers(0, 400)))
+        before = set(cache.groups.tolist())
+        got = cache.cells_of(groups, count)
+        assert np.array_equal(got, truth[groups])
+        assert set(asked[-1].tolist()) == set(groups.tolist()) - before
+        assert np.all(np.diff(cache.groups) > 0)
+    assert np.array_equal(cache.cells, truth[cache.groups])
