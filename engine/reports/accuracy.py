@@ -86,21 +86,25 @@ class AccuracyCollector:
             self.hists[key].add(err[bins == b])
             self.predicted[(level.geo, level.iteration_level, kind)] = moe
 
-    def add_published(self, plan, counts, pub) -> None:
-        """Errors of one post-processed chunk (`engine.tabulation.postprocess.Published`)."""
-        lvl = plan.level
-        moe_cell = _predicted_moe(plan, plan.stage2, 1)
-        bins_all = size_bin(pub.true_total)
-        rel = pub.released
+    def _add_totals(self, plan, released, stat, t1, true_total) -> np.ndarray:
+        """Errors of the released totals, per table type; returns the size bins of all."""
+        bins_all = size_bin(true_total)
         for k, kind in TABLE_TYPES.items():
-            sel = rel & (pub.stat_level == k)
+            sel = released & (stat == k)
             if not sel.any():
                 continue
             if k == TOTAL_ONLY:
                 moe = _predicted_moe(plan, plan.total_only, 1)
             else:
                 moe = _predicted_moe(plan, plan.stage2, STAT_LEVEL_CELLS[k])
-            self._add(lvl, kind, bins_all[sel], pub.t1[sel] - pub.true_total[sel], moe)
+            self._add(plan.level, kind, bins_all[sel], t1[sel] - true_total[sel], moe)
+        return bins_all
+
+    def add_published(self, plan, counts, pub) -> None:
+        """Errors of one post-processed chunk (`engine.tabulation.postprocess.Published`)."""
+        lvl = plan.level
+        moe_cell = _predicted_moe(plan, plan.stage2, 1)
+        bins_all = self._add_totals(plan, pub.released, pub.stat_level, pub.t1, pub.true_total)
         for k, (groups, cells, marg) in pub.tables.items():
             true_cells = pub.true_tables[k]
             b = bins_all[groups - pub.g0]
@@ -116,17 +120,7 @@ class AccuracyCollector:
         lvl = PopulationGroupLevel(rows.geo, rows.iteration_level)
         plan = self.plans[lvl]
         moe_cell = _predicted_moe(plan, plan.stage2, 1)
-        bins_all = size_bin(rows.true_total)
-        rel = rows.released
-        for k, kind in TABLE_TYPES.items():
-            sel = rel & (rows.stat == k)
-            if not sel.any():
-                continue
-            if k == TOTAL_ONLY:
-                moe = _predicted_moe(plan, plan.total_only, 1)
-            else:
-                moe = _predicted_moe(plan, plan.stage2, STAT_LEVEL_CELLS[k])
-            self._add(lvl, kind, bins_all[sel], rows.t1[sel] - rows.true_total[sel], moe)
+        self._add_totals(plan, rows.released, rows.stat, rows.t1, rows.true_total)
         for k, (_r, _c, cells, marg, true_cells) in rows.tables.items():
             b = size_bin(true_cells.sum(axis=1))
             width = cells.shape[1]
