@@ -400,22 +400,37 @@ class ProductionCollector:
             return
         bins = np.searchsorted(_POWERS, size, side="left")
         composite = pair_id * len(_POWERS) + bins
+        n_comp = len(pairs) * len(_POWERS)
+        width = int(err.max()) + 1 if len(err) else 1
+        if n_comp * width <= max(1 << 22, 2 * len(err)):
+            # one histogram per composite in one pass (no sort of the groups, no mask per key)
+            rows = np.repeat(composite, per_pair) if per_pair > 1 else composite
+            hists = np.bincount(rows * width + err, minlength=n_comp * width).reshape(n_comp, width)
+            groups = np.bincount(composite, minlength=n_comp)
+            for comp in np.flatnonzero(groups).tolist():
+                h = hists[comp]
+                self._merge((geo, *map(str, pairs[comp // len(_POWERS)]), comp % len(_POWERS), workload),
+                            h[: np.flatnonzero(h)[-1] + 1], int(groups[comp]))
+            return
         uniq, inv = np.unique(composite, return_inverse=True)
         err_rows = np.repeat(inv, per_pair) if per_pair > 1 else inv
         for u, comp in enumerate(uniq.tolist()):
             level, detailed = pairs[comp // len(_POWERS)]
             key = (geo, str(level), str(detailed), comp % len(_POWERS), workload)
             e = err if len(uniq) == 1 else err[err_rows == u]
-            h = np.bincount(e)
-            old = self.hists.get(key)
-            if old is None:
-                self.hists[key] = h
-            else:
-                if len(h) > len(old):
-                    old = np.pad(old, (0, len(h) - len(old)))
-                old[: len(h)] += h
-                self.hists[key] = old
-            self.pairs[key] += len(e) // per_pair
+            self._merge(key, np.bincount(e), len(e) // per_pair)
+
+    def _merge(self, key: tuple, h: np.ndarray, pairs: int) -> None:
+        """Add a histogram of |error| and its (group, trial) pairs to a key's."""
+        old = self.hists.get(key)
+        if old is None:
+            self.hists[key] = h.copy()
+        else:
+            if len(h) > len(old):
+                old = np.pad(old, (0, len(h) - len(old)))
+            old[: len(h)] += h
+            self.hists[key] = old
+        self.pairs[key] += pairs
 
     def add(self, rows) -> None:
         """What one set of groups of this trial publishes (`GroupRows`)."""

@@ -208,3 +208,38 @@ def test_a_release_of_other_inputs_is_refused(dataset, tmp_path):
     with pytest.raises(InputError, match="is RELEASE_DIR a release of other inputs") as err:
         prod.augmented_tables(p, tmp_path / "rel")
     assert f"rel/t1/{part.name}, line {lines + 1}" in str(err.value) and "'99999|COUNTY|3001'" in str(err.value)
+
+
+def test_multi_run_histograms_equal_a_count_key_by_key():
+    """`ProductionCollector._count` (one pass of bincount, or per key when the errors are
+    wide) keeps, per (geo, level, detailed, size bin, workload), the exact histogram of
+    |error| and the number of (group, trial) pairs."""
+    from collections import defaultdict
+
+    import numpy as np
+
+    from engine.reports.production import _POWERS, ProductionCollector
+
+    rng = np.random.default_rng(11)
+    pairs = [("1", "False"), ("2", "True"), ("2", "False")]
+    for per_pair, scale in ((1, 30), (4, 30), (1, 200_000), (3, 200_000)):  # the last two: per key
+        col = ProductionCollector.__new__(ProductionCollector)
+        col.hists, col.pairs = {}, defaultdict(int)
+        expected_h, expected_n = {}, defaultdict(int)
+        for _trial in range(3):
+            n = int(rng.integers(1, 400))
+            pair_id = rng.integers(0, len(pairs), n)
+            size = rng.integers(0, 10**6, n)
+            err = rng.integers(0, scale, n * per_pair)
+            col._count("COUNTY", pair_id, pairs, size, "Total", err, per_pair)
+            bins = np.searchsorted(_POWERS, size, side="left")
+            for g in range(n):
+                key = ("COUNTY", *pairs[pair_id[g]], int(bins[g]), "Total")
+                h = expected_h.setdefault(key, defaultdict(int))
+                for e in err[g * per_pair:(g + 1) * per_pair].tolist():
+                    h[e] += 1
+                expected_n[key] += 1
+        assert set(col.hists) == set(expected_h)
+        for key, h in col.hists.items():
+            assert {int(e): int(c) for e, c in enumerate(h) if c} == dict(expected_h[key]), key
+            assert h[-1] > 0 and col.pairs[key] == expected_n[key]
