@@ -166,7 +166,8 @@ LAYOUTS = ("studio", "production", "both")
 
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
                     release_dir: Path | None = None, overwrite: bool = False, progress=None,
-                    prepared=None, layout: str = "studio", keep_trials: bool = False) -> pd.DataFrame:
+                    prepared=None, layout: str = "studio", keep_trials: bool = False,
+                    coterminous: bool = True) -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
     layout "studio" writes OUT_DIR/accuracy.csv and accuracy.json and returns that table;
@@ -182,7 +183,8 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     against the confidential truth, and nothing confidential (no operator file, no
     exact count) is written into OUT_DIR. `release_dir` is checked first
     (`production.read_release`): InputError naming file and line if it is not a release
-    of these inputs.
+    of these inputs. `coterminous=False` measures the counts before the coterminous post-processing (as
+    `run --no-coterminous` would write them).
     """
     from engine import noise as _noise
     from engine.release.outputs import not_for_release_text
@@ -220,12 +222,12 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
                     run(prepared.inputs.params_dir, prepared.inputs.data_dir,
                         folder.stage / "single_runs" / f"trial_{t}", seed=trial_seed, progress=cb, prepared=prepared,
                         study=f"trial {t + 1} of {trials} of an accuracy study (its errors are measured against "
-                              "the confidential truth)", sinks=sinks)
+                              "the confidential truth)", sinks=sinks, coterminous=coterminous)
                 else:
                     source = (_noise.RandomSource.seeded(trial_seed) if trial_seed is not None
                               else _noise.RandomSource.secure())
                     publish_trial(prepared, make_noise(prepared.inputs.config.privacy_defn, source), sinks,
-                                  progress=cb)
+                                  progress=cb, coterminous=coterminous)
                 for c in sinks:
                     c.end_trial()
             if prod is not None:
