@@ -64,7 +64,7 @@ with left:
 # ------------------------------------------------------------------ export
 with right:
     st.subheader("Export")
-    st.markdown(f"Current plan: **{state.source_label()}**")
+    st.markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
     st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
                        key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
     st.download_button("Download the plan file (name, config.json and MOE targets)",

@@ -152,7 +152,7 @@ if params_dir is not None and (params_dir / "config.json").is_file():
                          kind="warning")
 own_label = {"sample": state.SAMPLE, "generated": "generated data's config.json",
              "upload": "uploaded config.json"}[source]
-plans = {"app": f"The app's plan: {state.source_label()}"}
+plans = {"app": f"The app's plan: {widgets.plain(state.source_label())}"}
 if own is not None:
     plans = {"data": f"The data's own plan: {own_label}", **plans}
 if ss.get("run_plan") not in plans or not ss.get("run_plan_chosen"):
@@ -182,7 +182,7 @@ if own is not None and own.to_dict() != app_cfg.to_dict():
                       "suppressed.")
     else:
         pc[0].info(f"This data has its own config.json, which differs from the app's plan "
-                   f"(**{state.source_label()}**). The thresholds of a plan made for 330 million persons leave most "
+                   f"(**{widgets.plain(state.source_label())}**). The thresholds of a plan made for 330 million persons leave most "
                    "groups of a small nation with a total only.", icon=":material/info:")
     pc[1].button("Make the data's plan the app's plan", key="use_data_cfg", on_click=_adopt_data_plan,
                  args=(own, own_label),

@@ -259,10 +259,14 @@ def flash(kind: str, text: str) -> None:
 
 
 def show_flashes() -> None:
+    """The flashed messages, as plain text: they echo names and values a user gave
+    (`widgets.plain`; issue 21 item 3)."""
+    from ui.widgets import plain  # ui.widgets imports this module
+
     msgs = st.session_state.get(K_FLASH) or []
     st.session_state[K_FLASH] = []
     for kind, text in msgs:
-        {"error": st.error, "warning": st.warning, "success": st.success}.get(kind, st.info)(text)
+        {"error": st.error, "warning": st.warning, "success": st.success}.get(kind, st.info)(plain(text))
 
 
 # ------------------------------------------------------------------ the URL

@@ -3,6 +3,7 @@ sidebar summary, plain-words problem lists."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,11 +65,35 @@ def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
     download_csv(data, filename, key=f"{key}_csv", label="Download the chart's data (CSV)")
 
 
-def problems(title: str, items: Iterable[str], kind: str = "error") -> None:
+#: Every ASCII punctuation character: CommonMark lets a backslash escape each of them.
+_MARKUP = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def plain(text: Any) -> str:
+    """User text (plan and scenario names, notes, file names, values echoed in messages)
+    for anything Streamlit renders as Markdown (st.markdown, st.caption, st.error...,
+    widget labels), shown exactly as typed: every ASCII punctuation character is
+    backslash-escaped, so nothing in it becomes a link, an image, emphasis, a heading,
+    HTML, math, an icon or a colour directive; line breaks are kept."""
+    lines = str(text).split("\n")
+    return "  \n".join(_MARKUP.sub(r"\\\1", line) for line in lines)
+
+
+#: Problems listed in a message box before the others are only counted.
+SHOWN_PROBLEMS = 10
+
+
+def problems(title: str, items: Iterable[str], kind: str = "error", total: int | None = None) -> None:
+    """A message box: `title`, then the first SHOWN_PROBLEMS items and the number of the
+    others (`total`, if more were found than given), all as plain text (`plain`)."""
     items = list(items)
     if not items:
         return
-    text = title + "\n" + "\n".join(f"- {p}" for p in items)
+    total = max(total or 0, len(items))
+    shown = [f"- {p}" for p in items[:SHOWN_PROBLEMS]]
+    if total > len(shown):
+        shown.append(f"... and {total - len(shown):,} more")
+    text = plain(title + "\n" + "\n".join(shown))
     (st.error if kind == "error" else st.warning)(text)
 
 
@@ -89,7 +114,7 @@ def sidebar_summary() -> None:
     cfg = state.config()
     s = planner.plan_summary(cfg, state.delta())
     st.session_state[state.K_SIDEBAR] = state.sidebar_signature()
-    head = f"**Current plan:** {state.source_label()}\n\n"
+    head = f"**Current plan:** {plain(state.source_label())}\n\n"
     levels = f"{s['levels_tabulated']} of {s['levels_total']} levels on"
     with st.sidebar:
         if cfg.privacy_defn == "puredp":

@@ -148,8 +148,10 @@ def test_default_location_is_the_platform_user_data_folder(monkeypatch):
 
 
 def test_targets_are_cleaned():
-    assert scenarios.clean_targets({"(COUNTY, 2)": 8, "(USA, 2)": "3", "(NOPE, 2)": 5, "(STATE, 1)": 0,
-                                    "(TRACT, 2)": 2.5, "(PLACE, 2)": True, "(AIANNH, 2)": None}) == \
+    # the rule of urlcodec.target_problem: whole JSON numbers of persons, 1 to MAX_TARGET
+    assert scenarios.clean_targets({"(COUNTY, 2)": 8, "(USA, 2)": 3.0, "(NOPE, 2)": 5, "(STATE, 1)": 0,
+                                    "(TRACT, 2)": 2.5, "(PLACE, 2)": True, "(AIANNH, 2)": None,
+                                    "(USA, 1)": "3", "(STATE, 2)": float("inf"), "(TRACT, 1)": 10**400}) == \
         {"(COUNTY, 2)": 8, "(USA, 2)": 3}
 
 
