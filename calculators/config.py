@@ -380,8 +380,9 @@ class SafeTabConfig(BaseModel):
         return cls.from_json(decode_utf8(raw, str(path)), str(path))
 
 
-#: A config.json larger than this is refused before it is read (one is about 2 kB).
-MAX_FILE_BYTES = 1_000_000
+#: A config.json larger than this is refused before it is read (one is about 2 kB; a
+#: larger one is read and its problems named key by key).
+MAX_FILE_BYTES = 16_000_000
 
 
 def special_file(mode: int) -> str | None:

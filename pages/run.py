@@ -113,22 +113,21 @@ else:
     if ups:
         sig = tuple((u.name, u.size) for u in ups)
         if ss.get("upload_sig") != sig:
-            up_dir = work / f"upload-{len(sig)}-{abs(hash(sig)) % 10**8}"
-            try:
-                staged = files.stage_uploads([(u.name, u.getvalue()) for u in ups], up_dir)
+            try:  # one set of uploads per session: the one it replaces is removed
+                staged = files.stage_session_upload([(u.name, u.getvalue()) for u in ups], work)
             except OSError as exc:
                 staged = None
-                st.error(f"Could not store the uploaded files: {exc}")
+                st.error(widgets.plain(f"Could not store the uploaded files: {exc}"))
             ss["upload_sig"], ss["upload_staged"] = sig, staged
         staged = ss.get("upload_staged")
         if staged is not None:
             if staged.ignored:
-                st.warning("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored))
+                st.warning(widgets.plain("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored)))
             if staged.problems:
                 widgets.problems("The upload is not complete:", staged.problems)
             else:
                 params_dir, data_dir = staged.params_dir, staged.data_dir
-                st.success("Files in place: " + ", ".join(staged.placed))
+                st.success(widgets.plain("Files in place: " + ", ".join(staged.placed)))
             if staged.config_text is not None:
                 if st.button("Use the uploaded config.json as the app's plan", key="up_cfg"):
                     try:
@@ -139,7 +138,8 @@ else:
                         widgets.problems("The uploaded config.json is not valid:", exc.problems)
     else:
         ss.pop("upload_sig", None)
-        ss.pop("upload_staged", None)
+        if ss.pop("upload_staged", None) is not None:
+            files.clear_uploads(work)
 
 # ------------------------------------------------------------------ plan and noise
 app_cfg = state.config()
