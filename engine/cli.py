@@ -57,6 +57,9 @@ class _Progress:
             return
         from tqdm import tqdm
 
+        # No monitor thread: tqdm's would be left running at exit, only signalled, never
+        # joined (our bars are updated often enough not to need its help).
+        tqdm.monitor_interval = 0
         kind = stage.split(",")[0]
         if kind != self.stage:
             self.close()

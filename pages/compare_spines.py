@@ -128,7 +128,8 @@ if view == VIEWS[0]:
         groups = cs.group_options(tables, prepared.inputs.specs, it_level)
         label = st.selectbox("Group (largest first)", groups["label"].tolist(), key="sp_group")
         code = str(groups.loc[groups["label"] == label, "code"].iloc[0])
-        st.caption(f"Seeded study (seed {seed}) under the current plan ({widgets.plain(state.source_label())}): stat levels, "
+        st.caption(f"Seeded study (seed {seed}) under the current plan ({widgets.plain(state.source_label())}): "
+                   "stat levels, "
                    "suppression and published counts come from one reproducible draw; it is **not a release**.")
 
     if area is None or not area.any():

@@ -182,7 +182,8 @@ if own is not None and own.to_dict() != app_cfg.to_dict():
                       "suppressed.")
     else:
         pc[0].info(f"This data has its own config.json, which differs from the app's plan "
-                   f"(**{widgets.plain(state.source_label())}**). The thresholds of a plan made for 330 million persons leave most "
+                   f"(**{widgets.plain(state.source_label())}**). The thresholds of a plan made for 330 million "
+                   "persons leave most "
                    "groups of a small nation with a total only.", icon=":material/info:")
     pc[1].button("Make the data's plan the app's plan", key="use_data_cfg", on_click=_adopt_data_plan,
                  args=(own, own_label),

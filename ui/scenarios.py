@@ -436,7 +436,8 @@ def _scenario(name: str, cfg_text: Any, tgt_text: Any, note: Any, created: Any, 
     config: SafeTabConfig | None = None
     targets: dict[str, int] = {}
     if not isinstance(cfg_text, str):
-        problems.append(f"the stored configuration is not text ({'NULL' if cfg_text is None else type(cfg_text).__name__})")
+        kind = "NULL" if cfg_text is None else type(cfg_text).__name__
+        problems.append(f"the stored configuration is not text ({kind})")
     else:
         try:
             config = urlcodec.config_from_text(cfg_text, source)

@@ -268,7 +268,8 @@ class _Checker:
             if p.name == NOT_FOR_RELEASE:
                 continue
             if p.suffix != ".csv" or _special(p):
-                self.add(f"{kind}/{p.name}", None, None, None, "only .csv part files (regular files: no links, FIFOs or devices)")
+                self.add(f"{kind}/{p.name}", None, None, None,
+                         "only .csv part files (regular files: no links, FIFOs or devices)")
                 continue
             files.append(p)
         if not files:

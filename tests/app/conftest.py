@@ -50,7 +50,7 @@ def open_app(page: str | None = None, query: dict | None = None, timeout: float 
 def shown(markdown: str) -> str:
     """Markdown source as a reader sees its characters: the backslash escapes that
     `ui.widgets.plain` puts before punctuation in user text removed."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
 
 
 def texts(at: AppTest) -> str:

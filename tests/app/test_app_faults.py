@@ -120,7 +120,7 @@ def test_names_that_look_like_markdown_are_escaped_wherever_they_are_shown(store
     token = urlcodec.encode(production_2020().updated(max_race_codes=5), name=HOSTILE)
     at = open_app(query={"config": token})
     sidebar = "\n".join(m.value for m in at.sidebar.markdown)
-    assert "\\!\\[x\\]\\(http\\:\\/\\/host\\.invalid\\/p\\.png\\)" in sidebar  # every mark escaped
+    assert "\\!\\[x\\]\\(http\u2060\\:\\/\\/host\\.invalid\\/p\\.png\\)" in sidebar  # every mark escaped
     assert f"**Current plan:** {HOSTILE}" in shown(sidebar)  # and shown exactly as written
     assert "](http" not in sidebar.replace("\\]\\(", "")
     at.switch_page("pages/scenarios.py").run()

@@ -684,3 +684,74 @@ def test_an_area_list_is_bounded_in_lines_and_in_problems_listed():
     with pytest.raises(InputError) as err:
         rs.parse_area("bogus\n" * 50_000, geo, file="area.txt")
     assert err.value.total == 50_000 and len(err.value.problems) == 20 and len(err.value.report()) < 3000
+
+
+# ---- item 12: nothing of pyarrow (or tqdm) is left running when a command returns
+def test_pyarrow_gets_no_python_callback_on_its_threads_unless_a_row_is_malformed(ds, monkeypatch):
+    """The abort at exit came from a Python object held by pyarrow's worker threads (the
+    malformed-row handler), released by a worker while the interpreter was exiting. Well
+    formed files are read with no Python callback; a malformed row makes the reader read
+    the file again on the calling thread, with the handler, and every row is reported."""
+    from engine.errors import ProblemLog
+    from engine.inputs import readers
+
+    made = []
+    real = readers.pacsv.open_csv
+
+    def open_csv(path, read_options=None, parse_options=None, **kw):
+        made.append((parse_options.invalid_row_handler is not None, read_options.use_threads))
+        return real(path, read_options=read_options, parse_options=parse_options, **kw)
+
+    monkeypatch.setattr(readers.pacsv, "open_csv", open_csv)
+    df = readers.DataFile(ds.data / "person-records.txt", "txt")
+    log = ProblemLog()
+    rows = sum(b.table.num_rows for b in readers.iter_batches(df, readers.PERSON_COLUMNS, log))
+    assert rows == 60 and not log and made == [(False, True)]  # threads, no callback
+    lines = (ds.data / "person-records.txt").read_text().splitlines(keepends=True)
+    lines[5] = lines[5].rstrip("\n") + "|extra\n"
+    lines[40] = "1|2\n"
+    (ds.data / "person-records.txt").write_text("".join(lines))
+    made.clear()
+    batches = list(readers.iter_batches(df, readers.PERSON_COLUMNS, log))
+    assert made == [(False, True), (True, False)]  # then the calling thread only, with the handler
+    assert sum(b.table.num_rows for b in batches) == 58
+    assert [(p.line, p.expected) for p in log.problems] == [
+        (6, "17 fields separated by '|' (found 18)"), (41, "17 fields separated by '|' (found 2)")]
+
+
+def test_prefetch_ends_its_thread_however_the_consumer_stops():
+    import threading
+
+    from engine.inputs.readers import prefetch
+
+    closed = []
+
+    def source():
+        try:
+            yield from range(1000)
+        finally:
+            closed.append(threading.current_thread().name)
+
+    it = prefetch(source(), depth=2)
+    assert next(it) == 0
+    it.close()  # the consumer stops early (an error, Ctrl-C...)
+    assert closed == ["safetab-prefetch"]  # the source was closed by the worker, which was joined
+    assert not [t for t in threading.enumerate() if t.name == "safetab-prefetch"]
+
+    def failing():
+        yield 1
+        raise ValueError("broken input")
+
+    with pytest.raises(ValueError, match="broken input"):
+        list(prefetch(failing()))
+    assert not [t for t in threading.enumerate() if t.name == "safetab-prefetch"]
+
+
+def test_validate_leaves_no_thread_running(ds, capsys):
+    import threading
+
+    before = set(threading.enumerate())
+    (ds.data / "person-records.txt").write_text((ds.data / "person-records.txt").read_text() + "1|2\n")
+    code, text = _cli(["validate", ds.params, ds.data], capsys)  # with progress bars (no --quiet)
+    assert code == 1 and "found 2" in text
+    assert [t.name for t in set(threading.enumerate()) - before if t.is_alive()] == []
