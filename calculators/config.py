@@ -198,8 +198,9 @@ class SafeTabConfig(BaseModel):
     def _check_thresholds(cls, v: dict[str, list[int]]) -> dict[str, list[int]]:
         problems = []
         known = [lvl.key for lvl in POPULATION_GROUP_LEVELS]
-        if len(v) > len(known):
-            raise ValueError(f"has {len(v):,} keys; there are {len(known)} population group levels")
+        if len(v) > MAX_KEYS:  # bounded work and messages; a few misspelled keys are each named
+            raise ValueError(f"has {len(v):,} keys; there are {len(known)} population group levels "
+                             f"(at most {MAX_KEYS} keys are read)")
         for key, values in v.items():
             try:
                 PopulationGroupLevel.parse(key)
