@@ -218,9 +218,9 @@ def _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer:
     fx[exact] = y[exact]
     var = np.where(var <= EXACT_VARIANCE, 1.0, var)  # held nodes cost nothing; any variance does
     weighed = np.where(np.isnan(fx) & np.isfinite(var), var, np.nan)
-    if np.isfinite(weighed).any():
-        with np.errstate(invalid="ignore"):
-            ratio = np.nanmax(weighed, axis=0) / np.nanmin(weighed, axis=0)
+    weighed = weighed[:, np.isfinite(weighed).any(axis=0)]  # the trees with a weighed node
+    if weighed.size:
+        ratio = np.nanmax(weighed, axis=0) / np.nanmin(weighed, axis=0)
         if np.nanmax(ratio) > MAX_VARIANCE_RATIO:
             raise ValueError(
                 f"the noise variances of these counts differ by a factor of {np.nanmax(ratio):.2g} (more than "

@@ -3,7 +3,6 @@ sidebar summary, plain-words problem lists."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import planner, state
+from ui.plaintext import plain  # the pages call it as widgets.plain
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -63,27 +63,6 @@ def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
     """A plotly chart with a CSV download of the data it draws."""
     plotly(fig, key)
     download_csv(data, filename, key=f"{key}_csv", label="Download the chart's data (CSV)")
-
-
-#: Every ASCII punctuation character: CommonMark lets a backslash escape each of them.
-_MARKUP = re.compile(r"([!-/:-@\[-`{-~])")
-#: Where GitHub-flavoured Markdown turns bare text into a link (http://..., www...., a@b.c),
-#: which it does after escapes are read: an invisible WORD JOINER breaks the pattern.
-_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|xmpp|www)(?=[:.])|(?=@)")
-WORD_JOINER = "\u2060"
-
-
-def plain(text: Any) -> str:
-    """User text (plan and scenario names, notes, file names, values echoed in messages)
-    for anything Streamlit renders as Markdown (st.markdown, st.caption, st.error...,
-    widget labels), shown exactly as typed: every ASCII punctuation character is
-    backslash-escaped, so nothing in it becomes a link, an image, emphasis, a heading,
-    HTML, math, an icon or a colour directive, and an invisible word joiner (U+2060)
-    keeps a bare address ("http://...", "www....", "a@b.c") from becoming a link; line
-    breaks are kept."""
-    lines = str(text).split("\n")
-    return "  \n".join(_MARKUP.sub(r"\\\1", _AUTOLINK.sub(lambda m: (m.group(1) or "") + WORD_JOINER, line))
-                       for line in lines)
 
 
 #: Problems listed in a message box before the others are only counted.

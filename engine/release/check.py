@@ -170,7 +170,7 @@ class _Checker:
         regular files are opened: a symbolic link (even to an identical copy elsewhere),
         a FIFO, a device or a socket is a problem of its own (a FIFO would block the
         check forever), and so is a folder that holds no listed file."""
-        what = _special(self.out_dir / MARKER)
+        what = _special(self.out_dir / MARKER) if os.path.lexists(self.out_dir / MARKER) else None
         if what:
             self.add(MARKER, None, None, None, f"a regular file (this is {what}; it was not opened)")
             return
