@@ -19,6 +19,10 @@ compare.header(PAGE)
 
 VIEWS = ("Custom area", "Spine optimisation")
 MAX_UPLOAD = 1_000_000
+PAPER_CAPTION = ("Computed now with methods.spines (lowest_max_fanout, should_bypass, bypass_variances, "
+                 "group_size_cap). The paper's formula for the largest optimised block group is lost in the text we "
+                 "have; the production code's rule, int(√n + fanout_cutoff + 1) blocks, is what the project follows. "
+                 "Match: equal to the printed value.")
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
@@ -201,15 +205,20 @@ if view == VIEWS[0]:
         fig, data = cs.variance_chart(res, direct)
         widgets.chart(fig, data, "variance_by_unit.csv", key="sp_var_chart")
         files["variance_by_unit.csv"] = data
+    paper = cs.paper_numbers()
+    compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_area")
+    files["paper_numbers.csv"] = paper
     compare.verdict(cs.area_verdict(res, direct))
     compare.downloads(files, "custom_area.zip", key="sp_dl_area")
 
 else:
     st.markdown(
         "A TopDown-style release measures a **geographic spine**: block > block group > tract > county > state. "
-        "Places and AIANNH areas are *off* the spine and must be added and subtracted from spine units; the "
-        "seed's optimisation regroups the block groups of each tract by the places and AIANNH areas they lie in "
-        "and groups tracts into tract groups, county by county, so that those entities need few units."
+        "Places and AIANNH areas are *off* the spine and must be added and subtracted from spine units. The 2020 "
+        "production spine first splits every state, county, tract and block group into its part inside the AIAN "
+        "areas and its part outside them (the **AIAN spine**: AIAN and non-AIAN branches under each state); the "
+        "seed's optimisation then regroups the block groups of each tract by the places and AIANNH areas they lie "
+        "in and groups tracts into tract groups, county part by county part, so that those entities need few units."
     )
     c1, c2, c3 = st.columns(3)
     source = c1.radio("Geography", ("The shipped sample", "A synthetic nation (geography only)"), key="sp_source")
@@ -220,8 +229,9 @@ else:
                                       help="About 4,000 persons a tract, 100,000 a county, 10,000 a place."))
         gseed = int(c1.number_input("Seed of the generator", 0, 2**31 - 1, 0, key="sp_gseed"))
     fanout = int(c2.number_input("Fan-out cutoff", 0, 100, spines.FANOUT_CUTOFF, key="sp_fanout",
-                                 help="Block groups and tract groups hold at most ⌊√n + cutoff⌋ units "
-                                      "(production: 12)."))
+                                 help="As production: a block group holds at most int(√n + cutoff + 1) of its "
+                                      "tract's n blocks, a tract group at most int(√T + cutoff) of the county's T "
+                                      "tracts (production: 12)."))
     threshold = int(c3.number_input("Entity threshold", 0, 100, spines.ENTITY_THRESHOLD, key="sp_threshold",
                                     help="Tract groups are optimised for the entities farther than this "
                                          "(production: 9)."))
@@ -241,13 +251,14 @@ else:
     st.caption(f"Optimised {study.counties:,} counties in {study.seconds:.2f} s "
                f"({study.evaluations:,} tract-group merges tested"
                + (f"; {study.stopped_early} counties hit the search cap" if study.stopped_early else "") + ").")
-    left, right = compare.side_by_side("TopDown spine, optimised", "SafeTab-P")
+    left, right = compare.side_by_side("TopDown spines: Census, AIAN, optimised", "SafeTab-P")
     ent = study.entities
     with left:
         fig, hist = cs.osed_histogram(ent)
         widgets.chart(fig, hist, "osed_distribution.csv", key="sp_hist")
         widgets.table(cs.osed_summary(ent), "osed_summary.csv", key="sp_osed_sum")
-        st.markdown("**Units of the spine** (the optimisation only redefines block groups and adds tract groups):")
+        st.markdown("**Units of the spine** (the AIAN spine splits units by the AIAN areas; the optimisation then "
+                    "redefines block groups and adds tract groups):")
         widgets.table(cs.units_table(study), "spine_units.csv", key="sp_units")
         st.markdown("**Bypassing** (the seed's Theorem 2 and Algorithm 3, equal budget shares at every level): "
                     "units of the optimised spine whose budget the rule moves down to their children, because "
@@ -263,8 +274,10 @@ else:
     st.markdown("**Every place and AIANNH area** (farthest first):")
     table = cs.entities_table(ent)
     widgets.table(table, "osed_by_entity.csv", key="sp_entities", height=380)
+    paper = cs.paper_numbers()
+    compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_spine")
     compare.verdict(cs.spine_verdict(study))
-    compare.downloads({"osed_by_entity.csv": table, "osed_distribution.csv": hist,
+    compare.downloads({"paper_numbers.csv": paper, "osed_by_entity.csv": table, "osed_distribution.csv": hist,
                        "osed_summary.csv": cs.osed_summary(ent), "spine_units.csv": cs.units_table(study),
                        "bypassed_units.csv": cs.bypass_table(study),
                        "safetab_published.csv": cs.safetab_summary(ent)}, "spine_optimisation.zip", key="sp_dl_spine")
