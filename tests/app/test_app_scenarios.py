@@ -73,7 +73,7 @@ def test_compare_three_plans_with_their_numbers(store):
     at.multiselect(key="sc_compare").set_value(["2020 production plan", "r = 3", "County 0.3"]).run()
     assert not at.exception
     moe = [f for f in (d.value for d in at.dataframe) if {"r = 3", "County 0.3"} <= set(f.columns)
-           and "Quantity" not in f.columns]
+           and "Geography" in f.columns]
     exact = next(f for f in moe if f.loc[(f["Geography"] == "COUNTY") & (f["Iterations"] == "Detailed"),
                                           "County 0.3"].item() == budget.moe_for_rho(0.3, 9, 0.1, exact=True))
     row = exact[(exact["Geography"] == "COUNTY") & (exact["Iterations"] == "Detailed")].iloc[0]
