@@ -97,7 +97,7 @@ elif source == "generated":
                                           f"{summary.counties:,} counties, {summary.tracts:,} tracts, "
                                           f"{summary.places:,} places, {summary.aiannh_areas} AIANNH areas"}
         except (ValueError, OSError) as exc:
-            st.error(f"Could not generate the data: {exc}")
+            st.error(widgets.plain(f"Could not generate the data: {exc}"))
         bar.clear()
     gen = ss.get("generated")
     if gen and Path(gen["dir"]).is_dir():
@@ -218,13 +218,13 @@ if go:
         from engine.errors import InputError
 
         if isinstance(exc, InputError):
-            st.error("The inputs are not valid, so nothing was run.\n\n" + exc.report().replace("\n", "\n\n"))
+            st.error("The inputs are not valid, so nothing was run.\n\n" + widgets.plain(exc.report()))  # values echoed as typed
         elif isinstance(exc, ConfigError):
             widgets.problems("The configuration is not valid, so nothing was run:", exc.problems)
         elif isinstance(exc, (ValueError, OSError)):
-            st.error(f"The run stopped: {exc}")
+            st.error(widgets.plain(f"The run stopped: {exc}"))
         else:
-            st.error(f"The run stopped unexpectedly ({type(exc).__name__}: {exc}).")
+            st.error(widgets.plain(f"The run stopped unexpectedly ({type(exc).__name__}: {exc})."))
     bar.clear()
 
 out = ss.get("run")
@@ -240,7 +240,7 @@ if out.seeded:
                icon=":material/warning:")
 else:
     st.success("Noise from the cryptographically secure random source.", icon=":material/lock:")
-st.markdown(f"Plan run: **{out.plan or meta.get('plan', '')}** "
+st.markdown(f"Plan run: **{widgets.plain(out.plan or meta.get('plan', ''))}** "
             f"(r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
             f"{planner.units(out.config)['budget']} of the release "
             f"{planner.plan_summary(out.config, state.delta())['rho_release']:.4g}).")
@@ -266,7 +266,7 @@ if trunc:
                f"beyond QRACE{trunc['max_race_codes']} that is not among their first r codes; as in production, "
                f"only QRACE1..QRACE{trunc['max_race_codes']} are read. Exact count from the confidential input, "
                "never for publication.")
-st.caption(f"Plan: {out.plan or meta.get('plan', '')}. Data: {meta.get('data', '')}. "
+st.caption(f"Plan: {widgets.plain(out.plan or meta.get('plan', ''))}. Data: {widgets.plain(meta.get('data', ''))}. "
            f"Output folder: `{out.release_dir}`.")
 
 levels = files.stat_level_counts(man)
@@ -286,7 +286,8 @@ if len(levels):
             + ". A smaller S means a class of geographies has no race or no ethnicity iteration at that level; "
             "those levels get " + ("less" if max(diff_s.values()) < planned_s else "different")
             + " noise than the planner pages show.", icon=":material/info:")
-    with st.expander(f"Tables published per level (stat levels, suppression), plan {out.plan}", expanded=False):
+    with st.expander(f"Tables published per level (stat levels, suppression), plan {widgets.plain(out.plan)}",
+                     expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
 rel_dir = out.release_dir
@@ -301,7 +302,8 @@ d[2].download_button("manifest.json", (rel_dir / "manifest.json").read_bytes(),
                      on_click="ignore", icon=":material/download:",
                      help="What the run did; the exact person counts are not in it (see the operator file).")
 d[3].download_button("Plan (config.json)", out.config.to_json(), f"config_{out.plan_slug}.json", "application/json",
-                     help=f"The plan that ran: {out.plan}.", key="dl_config", on_click="ignore", icon=":material/download:")
+                     help=f"The plan that ran: {widgets.plain(out.plan)}.", key="dl_config", on_click="ignore",
+                     icon=":material/download:")
 d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, runner.production_reports(
                          ss.get("accuracy_dir"))), run_report.EVERYTHING_DOWNLOAD, "application/zip", key="dl_all",
                      on_click="ignore", icon=":material/download:",
@@ -384,7 +386,7 @@ if acc_go:
         ss["accuracy"] = runner.accuracy(out, acc_dir, int(trials), report=bar)
         ss["accuracy_dir"] = str(acc_dir)
     except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
-        st.error(f"The accuracy report stopped: {exc}")
+        st.error(widgets.plain(f"The accuracy report stopped: {exc}"))
     bar.clear()
 acc = ss.get("accuracy")
 if acc is not None:

@@ -13,7 +13,7 @@ import zlib
 import pytest
 
 from calculators.presets import production_2020
-from tests.app.conftest import config, needs_sample, open_app, shown, texts
+from tests.app.conftest import SAMPLE, config, needs_sample, open_app, shown, texts
 from ui import scenarios, urlcodec
 
 #: Every page of the SafeTab-P section (the Compare methods pages run studies; their index is enough here).
@@ -136,6 +136,26 @@ def test_names_that_look_like_markdown_are_escaped_wherever_they_are_shown(store
         assert not at.exception
         raw = "\n".join(m.value for m in at.markdown) + "\n".join(s.value for s in at.subheader)
         assert "](http" not in raw and "![x]" not in raw, page
+
+
+@needs_sample
+def test_a_value_echoed_from_an_uploaded_file_is_shown_as_text_on_the_run_page():
+    """A value in an uploaded data file is echoed in the run's message exactly as written,
+    never as a Markdown image or link."""
+    at = open_app("run", timeout=60)
+    at.radio(key="run_source").set_value("upload").run()
+    files = [(p.name, p.read_bytes(), "text/plain") for p in (SAMPLE / "params").iterdir()]
+    files.append(("GRF-C.txt", (SAMPLE / "data" / "GRF-C.txt").read_bytes(), "text/plain"))
+    header = (SAMPLE / "data" / "person-records.txt").read_text().splitlines()[0]
+    evil = "![x](http://host.invalid/p.png)"
+    files.append(("person-records.txt", (header + f"\n{evil}|3|0|01|001|000100|0001|01|X|Null|Null|Null|Null|"
+                                         "Null|Null|Null|Null\n").encode(), "text/plain"))
+    at.file_uploader(key="run_upload").set_value(files).run()
+    at.button(key="run_button").click().run()
+    assert not at.exception
+    raw = "\n".join(e.value for e in at.error)
+    assert "not valid" in raw and evil in shown(raw)  # the value, as written
+    assert "](http" not in raw and "![x]" not in raw  # and never as Markdown
 
 
 # ---- item 5: unbounded work and messages
