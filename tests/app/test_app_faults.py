@@ -158,6 +158,24 @@ def test_a_value_echoed_from_an_uploaded_file_is_shown_as_text_on_the_run_page()
     assert "](http" not in raw and "![x]" not in raw  # and never as Markdown
 
 
+# ---- item 4: one set of uploads per session on the Run page
+def test_run_page_uploads_replace_each_other_on_disk():
+    at = open_app("run")
+    at.radio(key="run_source").set_value("upload").run()
+    work = at.session_state["workdir"].path
+
+    def uploads():
+        return sorted(p for p in work.iterdir() if p.name.startswith("upload-"))
+
+    for i in range(3):  # three different sets, one after the other
+        at.file_uploader(key="run_upload").set_value(
+            [("GRF-C.txt", b"TABBLKST|TABBLKCOU\n" + b"x" * (1000 + i), "text/plain")]).run()
+        assert not at.exception
+        assert len(uploads()) == 1 and (uploads()[0] / "data" / "GRF-C.txt").stat().st_size == 1019 + i
+    at.file_uploader(key="run_upload").set_value([]).run()  # the upload is cleared
+    assert uploads() == []
+
+
 # ---- item 5: unbounded work and messages
 def test_a_huge_link_is_refused_quickly_with_a_short_message():
     data = production_2020().to_dict() | {f"unknown_key_{i}": i for i in range(20_000)}
