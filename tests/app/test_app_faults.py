@@ -102,9 +102,12 @@ def test_a_store_with_an_infinite_target_keeps_the_scenarios_and_memo_pages_work
     with sqlite3.connect(store.path) as con:
         con.execute("INSERT INTO scenarios VALUES ('infinite', ?, '{\"(COUNTY, 2)\": Infinity}', '', 't', 't')",
                     (production_2020().to_json(),))
+        for name in (None, b"\x00blob"):  # a NULL and a BLOB name, as another program could write them
+            con.execute("INSERT INTO scenarios VALUES (?, ?, '{}', '', 't', 't')", (name, production_2020().to_json()))
     for page in ("scenarios", "memo"):
         at = open_app(page)
         assert not at.exception
+        assert "row 3: it has no name (NULL)" in texts(at) and "row 4: its name is not text (a bytes)" in texts(at)
     at = open_app("scenarios")
     assert "they can be renamed or deleted but not loaded: infinite" in texts(at)
     at.selectbox(key="sc_pick").set_value("good plan").run()
