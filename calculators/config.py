@@ -102,6 +102,8 @@ class ConfigError(ValueError):
 
     def __init__(self, problems: list[str], source: str | None = None):
         problems = list(problems)
+        #: How many problems were found (`problems` lists the first SHOWN_PROBLEMS of them).
+        self.total = len(problems)
         if len(problems) > SHOWN_PROBLEMS:  # a bounded message, whatever the input
             problems = problems[:SHOWN_PROBLEMS] + [f"... and {len(problems) - SHOWN_PROBLEMS:,} more problems"]
         self.problems = problems

@@ -55,7 +55,7 @@ with left:
             try:
                 new = urlcodec.config_from_text(text, "pasted text")
             except ConfigError as exc:
-                widgets.problems(f"Not applied; {len(exc.problems)} problem(s):", exc.problems)
+                widgets.problems(f"Not applied; {exc.total:,} problem(s):", exc.problems)
             else:
                 state.set_config(new, "pasted config.json")
                 state.flash("success", "The pasted configuration is now the plan on every page.")

@@ -3,6 +3,7 @@ sidebar summary, plain-words problem lists."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -67,14 +68,21 @@ def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
 
 #: Problems listed in a message box before the others are only counted.
 SHOWN_PROBLEMS = 10
+#: The last line of a list of problems cut short (`calculators.config.ConfigError`, `urlcodec.cap_problems`).
+_MORE = re.compile(r"\.\.\. and ([\d,]+) more problems")
 
 
 def problems(title: str, items: Iterable[str], kind: str = "error", total: int | None = None) -> None:
     """A message box: `title`, then the first SHOWN_PROBLEMS items and the number of the
-    others (`total`, if more were found than given), all as plain text (`plain`)."""
+    others (`total`, if more were found than given, or the count a ConfigError's last
+    line gives: "... and N more problems"), all as plain text (`plain`)."""
     items = list(items)
     if not items:
         return
+    more = _MORE.fullmatch(str(items[-1]))
+    if more:  # already cut short upstream: count what it left out
+        items = items[:-1]
+        total = max(total or 0, len(items) + int(more[1].replace(",", "")))
     total = max(total or 0, len(items))
     shown = [f"- {p}" for p in items[:SHOWN_PROBLEMS]]
     if total > len(shown):

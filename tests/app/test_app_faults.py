@@ -200,6 +200,18 @@ def test_a_huge_link_is_refused_quickly_with_a_short_message():
         in shown(errors[0])
 
 
+def test_a_pasted_config_with_many_problems_lists_a_few_and_their_number():
+    data = production_2020().to_dict() | {f"unknown_key_{i}": i for i in range(60)}  # fewer than MAX_KEYS
+    at = open_app("configuration")
+    at.text_area[0].set_value(json.dumps(data)).run()
+    at.button(key="cfg_apply").click().run()
+    assert not at.exception
+    errors = [shown(e.value) for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("Not applied; 60 problem(s):"), errors
+    assert errors[0].count("unknown_key_") == 10 and "... and 50 more" in errors[0] and len(errors[0]) < 3000
+    assert config(at).to_dict() == production_2020().to_dict()
+
+
 @needs_sample
 def test_a_pasted_area_of_200000_bad_lines_gives_a_short_message():
     at = open_app("compare_spines", timeout=120)
