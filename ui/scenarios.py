@@ -195,10 +195,14 @@ class ScenarioStore:
                     _check_version(con)
                     yield con
                     return
-                try:  # persistent; readers then never wait for a writer
+                # WAL is persistent; readers then never wait for a writer. The switch is tried
+                # without waiting, so that the whole write waits at most WRITE_TIMEOUT.
+                con.execute("PRAGMA busy_timeout = 0")
+                try:
                     con.execute("PRAGMA journal_mode = WAL")
                 except sqlite3.OperationalError:
                     pass  # another program holds the old-style lock: this write waits below
+                con.execute(f"PRAGMA busy_timeout = {int(WRITE_TIMEOUT * 1000)}")
                 con.execute("BEGIN IMMEDIATE")  # the write lock first, so a transaction never has to upgrade
                 try:
                     self._schema(con)
