@@ -399,6 +399,19 @@ def special_file(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 
+def expected_file(path: str | Path, alternative: str = "") -> str:
+    """What an input that cannot be used should be: "the file PATH (or ALT) to exist", or,
+    where PATH exists but is not a regular file (a FIFO, a device, a folder), what it is
+    instead (it is not opened: a FIFO would block the read forever)."""
+    try:
+        what = special_file(os.stat(path).st_mode)
+    except OSError:
+        what = None
+    if what:
+        return f"the file {path} to be a regular file (this is {what}; it was not opened)"
+    return f"the file {path}{alternative} to exist"
+
+
 def read_regular_file(path: str | Path, limit: int) -> bytes:
     """The bytes of a regular file of at most `limit` bytes (symbolic links followed).
     ValueError in plain words for anything else, found before a byte is read: a FIFO,

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from calculators.config import expected_file
 from engine.errors import ProblemLog
 
 PERSON_COLUMNS = [
@@ -60,7 +61,7 @@ def find_data_file(data_dir: Path, stem: str, log: ProblemLog) -> DataFile | Non
     txt, parquet = data_dir / f"{stem}.txt", data_dir / f"{stem}.parquet"
     found = [DataFile(p, k) for p, k in ((txt, "txt"), (parquet, "parquet")) if p.is_file()]
     if not found:
-        log.add(f"{stem}.txt", None, None, None, f"the file {txt} (or {parquet.name}) to exist")
+        log.add(f"{stem}.txt", None, None, None, expected_file(txt, f" (or {parquet.name})"))
         return None
     if len(found) == 2:
         log.add(f"{stem}.txt", None, None, None,

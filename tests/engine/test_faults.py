@@ -582,6 +582,18 @@ def test_a_fifo_config_json_is_refused_not_waited_on(ds, tmp_path, command):
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists() and not _leftovers(tmp_path)
 
 
+@pytest.mark.parametrize("where, name", [("data", "person-records.txt"), ("data", "GRF-C.txt"),
+                                         ("params", "race-characteristic-iterations.txt")])
+def test_a_fifo_data_or_spec_file_is_named_not_waited_on(ds, tmp_path, where, name):
+    path = getattr(ds, where) / name
+    path.unlink()
+    os.mkfifo(path)
+    proc = _run_cli(["validate", ds.params, ds.data, "--quiet"], timeout=60)  # a read would block until then
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"- {name}: the file {path} to be a regular file (this is a FIFO (named pipe); it was not opened)" \
+        in proc.stderr
+
+
 def test_a_device_as_config_json_is_refused(ds, capsys):
     cfg = ds.params / "config.json"
     cfg.unlink()
