@@ -119,7 +119,8 @@ if mode == LEVEL:
                 "this invariant on the sample data; pick another invariant or iteration level.")
         st.stop()
     s = study.summary()
-    st.caption(f"Seeded study (seed {seed}), NOT a release: SafeTab-P with the current plan ({state.source_label()}) "
+    st.caption(f"Seeded study (seed {seed}), NOT a release: SafeTab-P with the current plan "
+               f"({widgets.plain(state.source_label())}) "
                f"on the shipped sample data. Stat levels are those SafeTab-P drew; each count keeps its own noise "
                f"variance (one {u['law']} value for a total, the sum of 8, 18 or 46 cells for a table).")
 

@@ -89,7 +89,7 @@ if view == VIEWS[0]:
     with left_c:
         st.markdown("**The area**")
         how = st.selectbox("Build the area from", cs.BUILDERS, index=1, key="sp_builder")
-        area, problems = None, []
+        area, problems, n_problems = None, [], 0
         if how == cs.BUILDERS[0]:
             tracts = cs.tract_options(geo)
             chosen = st.multiselect("Tracts", tracts, default=tracts[:2], key="sp_tracts")
@@ -122,8 +122,8 @@ if view == VIEWS[0]:
                 try:
                     area = rs.parse_area(text, geo, file=name)
                 except InputError as exc:
-                    problems = [str(p) for p in exc.problems]
-        widgets.problems("The area cannot be read:", problems)
+                    problems, n_problems = [str(p) for p in exc.problems], exc.total
+        widgets.problems("The area cannot be read:", problems, total=n_problems)
     with right_c:
         st.markdown("**The population group**")
         levels = cs.iteration_levels(tables)
@@ -132,7 +132,8 @@ if view == VIEWS[0]:
         groups = cs.group_options(tables, prepared.inputs.specs, it_level)
         label = st.selectbox("Group (largest first)", groups["label"].tolist(), key="sp_group")
         code = str(groups.loc[groups["label"] == label, "code"].iloc[0])
-        st.caption(f"Seeded study (seed {seed}) under the current plan ({state.source_label()}): stat levels, "
+        st.caption(f"Seeded study (seed {seed}) under the current plan ({widgets.plain(state.source_label())}): "
+                   "stat levels, "
                    "suppression and published counts come from one reproducible draw; it is **not a release**.")
 
     if area is None or not area.any():

@@ -97,7 +97,7 @@ elif source == "generated":
                                           f"{summary.counties:,} counties, {summary.tracts:,} tracts, "
                                           f"{summary.places:,} places, {summary.aiannh_areas} AIANNH areas"}
         except (ValueError, OSError) as exc:
-            st.error(f"Could not generate the data: {exc}")
+            st.error(widgets.plain(f"Could not generate the data: {exc}"))
         bar.clear()
     gen = ss.get("generated")
     if gen and Path(gen["dir"]).is_dir():
@@ -113,22 +113,21 @@ else:
     if ups:
         sig = tuple((u.name, u.size) for u in ups)
         if ss.get("upload_sig") != sig:
-            up_dir = work / f"upload-{len(sig)}-{abs(hash(sig)) % 10**8}"
-            try:
-                staged = files.stage_uploads([(u.name, u.getvalue()) for u in ups], up_dir)
+            try:  # one set of uploads per session: the one it replaces is removed
+                staged = files.stage_session_upload([(u.name, u.getvalue()) for u in ups], work)
             except OSError as exc:
                 staged = None
-                st.error(f"Could not store the uploaded files: {exc}")
+                st.error(widgets.plain(f"Could not store the uploaded files: {exc}"))
             ss["upload_sig"], ss["upload_staged"] = sig, staged
         staged = ss.get("upload_staged")
         if staged is not None:
             if staged.ignored:
-                st.warning("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored))
+                st.warning(widgets.plain("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored)))
             if staged.problems:
                 widgets.problems("The upload is not complete:", staged.problems)
             else:
                 params_dir, data_dir = staged.params_dir, staged.data_dir
-                st.success("Files in place: " + ", ".join(staged.placed))
+                st.success(widgets.plain("Files in place: " + ", ".join(staged.placed)))
             if staged.config_text is not None:
                 if st.button("Use the uploaded config.json as the app's plan", key="up_cfg"):
                     try:
@@ -139,7 +138,8 @@ else:
                         widgets.problems("The uploaded config.json is not valid:", exc.problems)
     else:
         ss.pop("upload_sig", None)
-        ss.pop("upload_staged", None)
+        if ss.pop("upload_staged", None) is not None:
+            files.clear_uploads(work)
 
 # ------------------------------------------------------------------ plan and noise
 app_cfg = state.config()
@@ -152,7 +152,7 @@ if params_dir is not None and (params_dir / "config.json").is_file():
                          kind="warning")
 own_label = {"sample": state.SAMPLE, "generated": "generated data's config.json",
              "upload": "uploaded config.json"}[source]
-plans = {"app": f"The app's plan: {state.source_label()}"}
+plans = {"app": f"The app's plan: {widgets.plain(state.source_label())}"}
 if own is not None:
     plans = {"data": f"The data's own plan: {own_label}", **plans}
 if ss.get("run_plan") not in plans or not ss.get("run_plan_chosen"):
@@ -182,7 +182,8 @@ if own is not None and own.to_dict() != app_cfg.to_dict():
                       "suppressed.")
     else:
         pc[0].info(f"This data has its own config.json, which differs from the app's plan "
-                   f"(**{state.source_label()}**). The thresholds of a plan made for 330 million persons leave most "
+                   f"(**{widgets.plain(state.source_label())}**). The thresholds of a plan made for 330 million "
+                   "persons leave most "
                    "groups of a small nation with a total only.", icon=":material/info:")
     pc[1].button("Make the data's plan the app's plan", key="use_data_cfg", on_click=_adopt_data_plan,
                  args=(own, own_label),
@@ -217,13 +218,13 @@ if go:
         from engine.errors import InputError
 
         if isinstance(exc, InputError):
-            st.error("The inputs are not valid, so nothing was run.\n\n" + exc.report().replace("\n", "\n\n"))
+            st.error("The inputs are not valid, so nothing was run.\n\n" + widgets.plain(exc.report()))  # values echoed as typed
         elif isinstance(exc, ConfigError):
             widgets.problems("The configuration is not valid, so nothing was run:", exc.problems)
         elif isinstance(exc, (ValueError, OSError)):
-            st.error(f"The run stopped: {exc}")
+            st.error(widgets.plain(f"The run stopped: {exc}"))
         else:
-            st.error(f"The run stopped unexpectedly ({type(exc).__name__}: {exc}).")
+            st.error(widgets.plain(f"The run stopped unexpectedly ({type(exc).__name__}: {exc})."))
     bar.clear()
 
 out = ss.get("run")
@@ -239,7 +240,7 @@ if out.seeded:
                icon=":material/warning:")
 else:
     st.success("Noise from the cryptographically secure random source.", icon=":material/lock:")
-st.markdown(f"Plan run: **{out.plan or meta.get('plan', '')}** "
+st.markdown(f"Plan run: **{widgets.plain(out.plan or meta.get('plan', ''))}** "
             f"(r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
             f"{planner.units(out.config)['budget']} of the release "
             f"{planner.plan_summary(out.config, state.delta())['rho_release']:.4g}).")
@@ -265,7 +266,7 @@ if trunc:
                f"beyond QRACE{trunc['max_race_codes']} that is not among their first r codes; as in production, "
                f"only QRACE1..QRACE{trunc['max_race_codes']} are read. Exact count from the confidential input, "
                "never for publication.")
-st.caption(f"Plan: {out.plan or meta.get('plan', '')}. Data: {meta.get('data', '')}. "
+st.caption(f"Plan: {widgets.plain(out.plan or meta.get('plan', ''))}. Data: {widgets.plain(meta.get('data', ''))}. "
            f"Output folder: `{out.release_dir}`.")
 
 levels = files.stat_level_counts(man)
@@ -285,7 +286,8 @@ if len(levels):
             + ". A smaller S means a class of geographies has no race or no ethnicity iteration at that level; "
             "those levels get " + ("less" if max(diff_s.values()) < planned_s else "different")
             + " noise than the planner pages show.", icon=":material/info:")
-    with st.expander(f"Tables published per level (stat levels, suppression), plan {out.plan}", expanded=False):
+    with st.expander(f"Tables published per level (stat levels, suppression), plan {widgets.plain(out.plan)}",
+                     expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
 rel_dir = out.release_dir
@@ -300,7 +302,8 @@ d[2].download_button("manifest.json", (rel_dir / "manifest.json").read_bytes(),
                      on_click="ignore", icon=":material/download:",
                      help="What the run did; the exact person counts are not in it (see the operator file).")
 d[3].download_button("Plan (config.json)", out.config.to_json(), f"config_{out.plan_slug}.json", "application/json",
-                     help=f"The plan that ran: {out.plan}.", key="dl_config", on_click="ignore", icon=":material/download:")
+                     help=f"The plan that ran: {widgets.plain(out.plan)}.", key="dl_config", on_click="ignore",
+                     icon=":material/download:")
 d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, runner.production_reports(
                          ss.get("accuracy_dir"))), run_report.EVERYTHING_DOWNLOAD, "application/zip", key="dl_all",
                      on_click="ignore", icon=":material/download:",
@@ -383,7 +386,7 @@ if acc_go:
         ss["accuracy"] = runner.accuracy(out, acc_dir, int(trials), report=bar)
         ss["accuracy_dir"] = str(acc_dir)
     except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
-        st.error(f"The accuracy report stopped: {exc}")
+        st.error(widgets.plain(f"The accuracy report stopped: {exc}"))
     bar.clear()
 acc = ss.get("accuracy")
 if acc is not None:
