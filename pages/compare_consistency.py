@@ -7,7 +7,7 @@ import streamlit as st
 from calculators.levels import ITERATION_LEVEL_NAMES
 from engine.reports.consistency import table7
 from engine.tabulation.consistency import DESCRIPTIONS, LABELS
-from ui import compare, state, widgets
+from ui import compare, state, typed, widgets
 from ui import compare_consistency as cc
 
 state.page_setup()
@@ -21,8 +21,8 @@ if not state.has_sample():
 cfg = state.config()
 ss = st.session_state
 c = st.columns([1, 1.2, 1, 1.4, 2])
-seed = int(c[0].number_input("Seed of the study", min_value=0, max_value=2**31 - 1, value=1, step=1, key="cons_seed",
-                             help="The noise is drawn from a seeded stream: the same seed gives the same releases."))
+seed = int(widgets.number_box("Seed of the study", "cons_seed", typed.SEED, 1, container=c[0],
+                              help="The noise is drawn from a seeded stream: the same seed gives the same releases."))
 trials = int(c[1].slider("Releases to average", 1, 5, 1, key="cons_trials",
                          help="Each release draws SafeTab-P's noise once; every method post-processes the same "
                               "noisy counts. More releases average the noise out (about 10 s each on the sample)."))

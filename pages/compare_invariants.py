@@ -5,7 +5,7 @@ import streamlit as st
 
 from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
 from engine.errors import InputError
-from ui import analysis, compare, planner, runner, state, widgets
+from ui import analysis, compare, planner, runner, state, typed, widgets
 from ui import compare_invariants as ci
 
 state.page_setup()
@@ -21,6 +21,7 @@ cfg = state.config()
 cfg_json = cfg.to_json()
 u = planner.units(cfg)
 
+REPS_RULE = typed.Rule(whole=True, lo=100, hi=20_000)
 LEVEL, CUSTOM = "A SafeTab-P level of the current plan (sample data)", "A custom table"
 mode = st.radio("Table", [LEVEL, CUSTOM], horizontal=True, key="inv_mode",
                 help="A SafeTab-P level runs the current plan on the shipped sample data; a custom table takes any "
@@ -77,11 +78,10 @@ if mode == LEVEL:
                                     "is held the same way (PR-STATE, PR-COUNTY).")
     it_level = c[1].radio("Iteration level", [2, 1], format_func=lambda k: ITERATION_LEVEL_NAMES[k],
                           horizontal=True, key="inv_it")
-    seed = int(c[2].number_input("Seed of the study", min_value=0, max_value=2**31 - 1, value=2020, step=1,
-                                 key="inv_seed", help="A seeded study, not a release: the same seed draws the "
-                                                      "same SafeTab-P noise."))
-    reps = int(c[3].number_input("Simulation runs", min_value=100, max_value=20_000, value=2_000, step=100,
-                                 key="inv_reps"))
+    seed = int(widgets.number_box("Seed of the study", "inv_seed", typed.SEED, 2020, container=c[2],
+                                  help="A seeded study, not a release: the same seed draws the same SafeTab-P noise."))
+    reps = int(widgets.number_box("Simulation runs", "inv_reps", REPS_RULE, 2_000, container=c[3],
+                                  help="A whole number from 100 to 20,000."))
     try:
         with st.spinner("Running SafeTab-P on the sample data (seeded study, not a release)…"):
             prepared = _prepared(cfg_json, str(state.sample_dir()))
@@ -245,9 +245,9 @@ else:
     lvl_key = c2[0].selectbox("Noise of one cell: a stage-2 cell of", levels, key="inv_noise_level",
                               format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
     sig = analysis.sigmas(cfg, PopulationGroupLevel.parse(lvl_key))
-    reps = int(c2[1].number_input("Simulation runs", min_value=100, max_value=20_000, value=2_000, step=100,
-                                  key="inv_reps_custom"))
-    seed = int(c2[2].number_input("Seed", min_value=0, max_value=2**31 - 1, value=2020, step=1, key="inv_seed_c"))
+    reps = int(widgets.number_box("Simulation runs", "inv_reps_custom", REPS_RULE, 2_000, container=c2[1],
+                                  help="A whole number from 100 to 20,000."))
+    seed = int(widgets.number_box("Seed", "inv_seed_c", typed.SEED, 2020, container=c2[2]))
     c2[3].markdown(f"{u['scale']} = **{sig['stage2']:.4g}** ({u['law']}, the plan's stage-2 cell at "
                    f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))})")
     preset = next((p for p in ci.PRESETS if p.label == st.session_state.get("inv_preset")), None)

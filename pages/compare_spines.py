@@ -10,7 +10,7 @@ from calculators.config import SafeTabConfig
 from engine.errors import InputError
 from engine.reports import spines as rs
 from methods import spines
-from ui import compare, runner, state, widgets
+from ui import compare, runner, state, typed, widgets
 from ui import compare_spines as cs
 
 state.page_setup()
@@ -66,8 +66,8 @@ if view == VIEWS[0]:
         "that takes is its off-spine distance (OSED) over SafeTab-P's geography. Each unit brings its own "
         "independent noise, so the variances add up; a unit whose group was suppressed cannot be used."
     )
-    seed = int(st.number_input("Seed of the study", 0, 2**31 - 1, 1, key="sp_seed",
-                               help="The study draws one release with seeded noise: reproducible, NOT a release."))
+    seed = int(widgets.number_box("Seed of the study", "sp_seed", typed.SEED, 1,
+                                  help="The study draws one release with seeded noise: reproducible, NOT a release."))
     try:
         with st.status("Preparing the sample under the current plan and drawing a seeded release…",
                        expanded=False) as status:
@@ -214,16 +214,19 @@ else:
     source = c1.radio("Geography", ("The shipped sample", "A synthetic nation (geography only)"), key="sp_source")
     persons, gseed = 0, 0
     if source != "The shipped sample":
-        persons = int(c1.number_input("Persons of the synthetic nation", 1_000, 50_000_000, 5_000_000, 1_000_000,
-                                      key="sp_persons",
-                                      help="About 4,000 persons a tract, 100,000 a county, 10,000 a place."))
-        gseed = int(c1.number_input("Seed of the generator", 0, 2**31 - 1, 0, key="sp_gseed"))
-    fanout = int(c2.number_input("Fan-out cutoff", 0, 100, spines.FANOUT_CUTOFF, key="sp_fanout",
-                                 help="Block groups and tract groups hold at most ⌊√n + cutoff⌋ units "
-                                      "(production: 12)."))
-    threshold = int(c3.number_input("Entity threshold", 0, 100, spines.ENTITY_THRESHOLD, key="sp_threshold",
-                                    help="Tract groups are optimised for the entities farther than this "
-                                         "(production: 9)."))
+        persons = int(widgets.number_box("Persons of the synthetic nation", "sp_persons",
+                                         typed.Rule(whole=True, lo=1_000, hi=50_000_000), 5_000_000, container=c1,
+                                         help="About 4,000 persons a tract, 100,000 a county, 10,000 a place. A "
+                                              "whole number from 1,000 to 50,000,000."))
+        gseed = int(widgets.number_box("Seed of the generator", "sp_gseed", typed.SEED, 0, container=c1))
+    fanout = int(widgets.number_box("Fan-out cutoff", "sp_fanout", typed.Rule(whole=True, lo=0, hi=100),
+                                    spines.FANOUT_CUTOFF, container=c2,
+                                    help="Block groups and tract groups hold at most ⌊√n + cutoff⌋ units "
+                                         "(production: 12). A whole number from 0 to 100."))
+    threshold = int(widgets.number_box("Entity threshold", "sp_threshold", typed.Rule(whole=True, lo=0, hi=100),
+                                       spines.ENTITY_THRESHOLD, container=c3,
+                                       help="Tract groups are optimised for the entities farther than this "
+                                            "(production: 9). A whole number from 0 to 100."))
     bar = st.progress(0.0, text="Optimising the spine, county by county…")
 
     def progress(stage: str, done: float, total: float) -> None:

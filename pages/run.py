@@ -17,6 +17,7 @@ from ui import (
     run_report,
     runner,
     state,
+    typed,
     urlcodec,
     widgets,
     workdir,
@@ -75,11 +76,11 @@ if source == "sample":
                    "instead, or upload files.")
 elif source == "generated":
     g = st.columns([1, 1, 1, 2])
-    ss.setdefault("gen_persons", 50_000)
-    ss.setdefault("gen_seed", 0)
-    persons = g[0].number_input("Persons", min_value=1_000, max_value=5_000_000, step=10_000,
-                                key="gen_persons", help="1,000 to 5,000,000 here (the command line goes further).")
-    gseed = g[1].number_input("Generator seed", min_value=0, step=1, key="gen_seed")
+    persons = widgets.number_box("Persons", "gen_persons", typed.Rule(whole=True, lo=1_000, hi=5_000_000), 50_000,
+                                 container=g[0],
+                                 help="A whole number from 1,000 to 5,000,000 here (the command line goes further).")
+    gseed = widgets.number_box("Generator seed", "gen_seed", typed.SEED, 0, container=g[1],
+                               help="A whole number from 0 to 2,147,483,647.")
     with g[2]:
         st.write("")
         gen_go = st.button("Generate", key="gen_button", icon=":material/factory:")
@@ -200,8 +201,8 @@ noise = n1.radio("Noise", ["secure", "seeded"], key="run_noise", horizontal=True
                                         "seeded": "Seeded (reproducible, NOT FOR RELEASE)"}[k])
 seed = None
 if noise == "seeded":
-    ss.setdefault("run_seed", 1)
-    seed = int(n2.number_input("Seed", min_value=0, step=1, key="run_seed"))
+    seed = int(widgets.number_box("Seed", "run_seed", typed.SEED, 1, container=n2,
+                                  help="A whole number from 0 to 2,147,483,647."))
 with n3:
     st.write("")
     go = st.button("Run SafeTab-P", type="primary", key="run_button", icon=":material/play_arrow:",
@@ -370,9 +371,9 @@ else:
 st.markdown("**Accuracy report**: observed errors over repeated releases against the predicted MOE "
             "(computed from the confidential true counts; for checking, not for publication)")
 a = st.columns([1, 1.5, 3])
-ss.setdefault("acc_trials", 3)
-trials = a[0].number_input("Trials", min_value=1, max_value=50, step=1, key="acc_trials",
-                           help="Independent releases drawn on the same inputs (each takes about as long as a run).")
+trials = widgets.number_box("Trials", "acc_trials", typed.Rule(whole=True, lo=1, hi=50), 3, container=a[0],
+                            help="Independent releases drawn on the same inputs (each takes about as long as a run): "
+                                 "a whole number from 1 to 50.")
 with a[1]:
     st.write("")
     acc_go = st.button("Compute the accuracy report", key="acc_button", icon=":material/query_stats:")

@@ -3,16 +3,34 @@ sidebar summary, plain-words problem lists."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import planner, state
+from ui import planner, state, typed
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+#: The app's own style sheet (app.py puts it on every page):
+#: * narrower side margins than Streamlit's 5rem, so tables of 10 columns fit beside
+#:   the sidebar at 1280 px (what a laptop shows); at 1920 px the margins are still wide;
+#: * containers keyed with `sticky_key` stay pinned under the page's header while the
+#:   content after them scrolls (messages about a tall table stay in view).
+APP_CSS = """<style>
+[data-testid='stMainBlockContainer'] {padding-left: 2.5rem; padding-right: 2.5rem;}
+[class*='st-key-sticky-'] {position: sticky; top: 3.75rem; z-index: 5; background: var(--st-background-color, #fff);}
+[class*='st-key-sticky-']:empty, [class*='st-key-sticky-']:not(:has(*)) {display: none;}
+</style>"""
+
+
+def sticky_key(name: str) -> str:
+    """The key of a container that stays in view under the header while the page
+    scrolls past the content after it (`APP_CSS`)."""
+    return f"sticky-{name}"
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
@@ -62,6 +80,98 @@ def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
     """A plotly chart with a CSV download of the data it draws."""
     plotly(fig, key)
     download_csv(data, filename, key=f"{key}_csv", label="Download the chart's data (CSV)")
+
+
+def number_box(label: str, key: str, rule: typed.Rule, value: float | int, *,
+               on_change: Callable[[Any], str | None] | None = None, help: str | None = None,
+               container: Any = None, placeholder: str | None = None) -> float | int:
+    """A box for a number that is used exactly as typed, or refused with a message
+    right under it (empty, not a number, not a whole number, out of `rule`'s range);
+    never clamped or rounded (`ui.typed`). Returns the value in use.
+
+    * Bound to the plan (`on_change` given): `value` is the plan's value; a valid typed
+      value that differs is handed to `on_change`, which applies it (returns None) or
+      refuses it (returns the reason, shown under the box). The box shows the value in
+      use, exactly, whenever it changes elsewhere (undo, another page), and keeps the
+      user's own spelling of the same value ("0.10").
+    * A page's own control (no `on_change`): `value` is its first value; the last valid
+      value typed is kept in the session and returned while a refused text is shown.
+    """
+    ss = st.session_state
+    box = container if container is not None else st
+    err_key, ok_key = f"{key}::refused", f"{key}::value"
+    if on_change is None:
+        if key not in ss:
+            ss[key] = typed.show(value)
+        _typed_local(key, rule)
+        current = ss.get(ok_key, value)
+        box.text_input(label, key=key, help=help, placeholder=placeholder, on_change=_typed_local,
+                       args=(key, rule))
+    else:
+        err = ss.get(err_key)
+        if err is not None and err[0] != ss.get(key):
+            ss.pop(err_key, None)
+            err = None
+        if err is None and not typed.same(ss.get(key), value, rule):
+            ss[key] = typed.show(value)
+        current = value
+        box.text_input(label, key=key, help=help, placeholder=placeholder, on_change=_typed_changed,
+                       args=(key, rule, value, on_change))
+    err = ss.get(err_key)
+    if err is not None:
+        box.error(f"{err[1]} Still in use: {typed.show(current)}.", icon=":material/error:")
+    return current
+
+
+def typed_value(key: str, default: float | int) -> float | int:
+    """The value in use of a page's own `number_box`: the last valid value typed, else
+    `default`, which becomes its first value (before the box is drawn)."""
+    ss = st.session_state
+    if key not in ss:
+        ss[key] = typed.show(default)
+        ss[f"{key}::value"] = default
+    return ss.get(f"{key}::value", default)
+
+
+def _typed_local(key: str, rule: typed.Rule) -> None:
+    """Parse a page's own `number_box` (on_change, so that the value is current before
+    the page's script reads it): keep a valid value, or the reason for refusing."""
+    ss = st.session_state
+    text = ss.get(key)
+    try:
+        ss[f"{key}::value"] = typed.parse(text, rule)
+        ss.pop(f"{key}::refused", None)
+    except typed.Refused as exc:
+        ss[f"{key}::refused"] = (text, str(exc))
+
+
+def plan_update(**changes: Any) -> str | None:
+    """Change keys of the shared plan (for a bound `number_box`): None when applied,
+    else why not (the configuration's own check), shown under the box."""
+    from calculators.config import ConfigError
+
+    try:
+        cfg = state.config().updated(**changes)
+    except ConfigError as exc:
+        return "Not applied: " + "; ".join(exc.problems) + "."
+    state.set_config(cfg)
+    return None
+
+
+def _typed_changed(key: str, rule: typed.Rule, value: float | int, apply: Callable[[Any], str | None]) -> None:
+    """on_change of a bound `number_box`: parse the text; apply a valid new value."""
+    ss = st.session_state
+    text = ss.get(key)
+    try:
+        v = typed.parse(text, rule)
+    except typed.Refused as exc:
+        ss[f"{key}::refused"] = (text, str(exc))
+        return
+    problem = apply(v) if v != value else None
+    if problem:
+        ss[f"{key}::refused"] = (text, problem)
+    else:
+        ss.pop(f"{key}::refused", None)
 
 
 def problems(title: str, items: Iterable[str], kind: str = "error") -> None:

@@ -36,7 +36,7 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
 @needs_sample
 def test_a_higher_threshold_publishes_fewer_groups():
     at = open_app(PAGE, timeout=600)
-    at.number_input(key="cs_minpop").set_value(1000).run(timeout=600)
+    at.text_input(key="cs_minpop").input("1000").run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
     assert metric(at, "Groups with a table") == f"{_groups_at_least(1000):,}"
     summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")

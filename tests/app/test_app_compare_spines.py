@@ -69,7 +69,7 @@ def test_spine_view_shows_osed_before_and_after():
     assert len(ent) == 16
     assert "Optimised 9 counties" in texts(at)
     assert "SafeTab-P needs no spine" in at.success[0].value
-    at.number_input(key="sp_fanout").set_value(0).run(timeout=120)
+    at.text_input(key="sp_fanout").input("0").run(timeout=120)
     assert not at.exception
     units = frame(at, "Level", "Census spine", "Optimised spine").set_index("Level")
     assert units.loc["Block group", "Optimised spine"] >= 30
@@ -79,7 +79,7 @@ def test_spine_view_on_a_larger_synthetic_geography():
     at = _open()
     at.segmented_control(key="sp_view").set_value("Spine optimisation").run(timeout=120)
     at.radio(key="sp_source").set_value("A synthetic nation (geography only)").run(timeout=120)
-    at.number_input(key="sp_persons").set_value(2_000_000).run(timeout=120)
+    at.text_input(key="sp_persons").input("2000000").run(timeout=120)
     assert not at.exception
     ent = frame(at, "Entity", "OSED, Census spine")
     assert len(ent) > 100  # about one place per 10,000 persons

@@ -20,7 +20,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert at.radio(key="run_source").value == "sample"
     assert at.button(key="run_button").disabled is False
     at.radio(key="run_noise").set_value("seeded").run()
-    at.number_input(key="run_seed").set_value(7).run()
+    at.text_input(key="run_seed").input("7").run()
     at.button(key="run_button").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("NOT FOR RELEASE" in w.value and "seed 7" in w.value for w in at.warning)
@@ -56,7 +56,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert shown["ITERATION_NAME"].str.contains("alone", case=False).all()
     assert at.session_state["run"] is out
     # accuracy report beside the predicted MOE
-    at.number_input(key="acc_trials").set_value(1).run()
+    at.text_input(key="acc_trials").input("1").run()
     at.button(key="acc_button").click().run()
     acc = frame(at, "Observed 95th percentile of |error|", "Predicted 95% MOE (exact)")
     assert len(acc) > 0 and (acc["Trials"] == 1).all()
@@ -150,7 +150,7 @@ def test_generated_data_of_a_chosen_size_runs():
     at = open_app("run", timeout=120)
     at.radio(key="run_source").set_value("generated").run()
     assert at.button(key="run_button").disabled is True
-    at.number_input(key="gen_persons").set_value(2_000).run()
+    at.text_input(key="gen_persons").input("2000").run()
     at.button(key="gen_button").click().run()
     assert any("2,000 persons" in s.value for s in at.success)
     at.radio(key="run_noise").set_value("seeded").run()

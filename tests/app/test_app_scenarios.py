@@ -90,7 +90,7 @@ def test_undo_and_redo_in_the_sidebar():
     at = open_app("budget")
     assert at.button(key="sb_undo").disabled and at.button(key="sb_redo").disabled
     at.slider(key="w_r").set_value(3).run()
-    at.number_input(key="w_gamma").set_value(0.2).run()
+    at.text_input(key="w_gamma").input("0.2").run()
     assert (config(at).max_race_codes, config(at).gamma) == (3, 0.2)
     at.button(key="sb_undo").click().run()
     assert (config(at).max_race_codes, config(at).gamma) == (3, 0.1)
