@@ -29,7 +29,8 @@ for k, v in ss.get("cs_saved", {}).items():  # controls keep their values across
 if not state.has_sample():
     st.warning(f"The sample data is not there ({state.sample_dir()}), so there is nothing to compare on.")
     st.stop()
-cfg = state.config()
+basis = compare.sample_plan("cs_plan")
+cfg = basis.config
 
 
 @st.cache_resource(show_spinner=False, max_entries=12)
@@ -48,12 +49,12 @@ if "value" not in prep:
             prep["value"] = prepare(state.sample_dir() / "params", state.sample_dir() / "data",
                                     config=runner.on_files(cfg))  # the files, as the Run page reads them
         except (InputError, ConfigError) as exc:
-            st.error(f"The sample data cannot be used with the current plan:\n\n{exc}")
+            st.error(f"The sample data cannot be used with {basis.plan}:\n\n{exc}")
             st.stop()
 prepared = prep["value"]
 levels = cmp.levels_offered(prepared)
 if not levels:
-    st.warning("The current plan tabulates no level that has regions in the sample data.")
+    st.warning(f"{basis.plan[0].upper()}{basis.plan[1:]} tabulates no level that has regions in the sample data.")
     st.stop()
 
 # ------------------------------------------------------------------ controls
@@ -157,7 +158,7 @@ summary = cmp.summary(study, narrow)
 widgets.table(summary, "cell_suppression_summary.csv", key="cs_summary", height=35 * (len(summary) + 1) + 3,
               column_config={"Measure": st.column_config.TextColumn(width="large")},
               caption=f"{cmp.level_label(level)}, the same population groups under both methods. "
-                      "SafeTab-P's figures come from one seeded release of the current plan.")
+                      f"SafeTab-P's figures come from one seeded release. {basis.sentence}")
 
 size = cmp.detail_by_size(study)
 widgets.chart(cmp.size_chart(size), size, "cell_suppression_by_size.csv", key="cs_size_chart")
@@ -206,7 +207,9 @@ widgets.table(audit, "cell_suppression_audit.csv", key="cs_audit", height=360, c
     "Recovered exactly": st.column_config.CheckboxColumn("Exact", width=52, help="Recovered exactly"),
     "Protection met": st.column_config.CheckboxColumn("Protected", width=72, help="Protection met")})
 
-compare.verdict(cmp.verdict(study, narrow))
+compare.verdict(cmp.verdict(study, narrow), basis, nothing=compare.nothing_published(
+    basis, level, "no sex by age table for any group of this level" if spc["groups_published"]
+    else "nothing for this level (every total suppressed)") if not spc["groups_with_table"] else None)
 files = {"cell_suppression_summary.csv": summary, "cell_suppression_by_size.csv": size,
          "cell_suppression_audit.csv": audit, "colour_legend.csv": cmp.legend_frame()}
 if grid_legacy is not None:

@@ -18,7 +18,8 @@ if not state.has_sample():
     st.error(f"The sample data are not there ({state.sample_dir()}): this comparison runs on them.")
     st.stop()
 
-cfg = state.config()
+basis = compare.sample_plan("cons_plan")
+cfg = basis.config
 ss = st.session_state
 c = st.columns([1, 1.2, 1, 1.4, 2])
 seed = int(widgets.number_box("Seed of the study", "cons_seed", typed.SEED, 1, container=c[0],
@@ -27,9 +28,9 @@ trials = int(c[1].slider("Releases to average", 1, 5, 1, key="cons_trials",
                          help="Each release draws SafeTab-P's noise once; every method post-processes the same "
                               "noisy counts. More releases average the noise out (about 10 s each on the sample)."))
 c[4].caption(
-    "The shipped sample (50,000 synthetic persons) with the app's **current plan**, seeded: a study, "
-    "**NOT FOR RELEASE**. Errors are over the published totals of the nested levels (USA, states, counties, "
-    "tracts and Puerto Rico's); suppressed groups are the same for every method and are not counted.")
+    f"{basis.sentence} Seeded: a study, **NOT FOR RELEASE**. Errors are over the published totals of the nested "
+    "levels (USA, states, counties, tracts and Puerto Rico's); suppressed groups are the same for every method and "
+    "are not counted.")
 
 key = (cfg.to_json(), seed, trials)
 cache = ss.setdefault("cons_cache", {})
@@ -119,7 +120,10 @@ widgets.table(cc.by_size_table(comp, value), f"consistency_by_size_{value}.csv",
                       f"size. Sizes with fewer than {cc.MIN_COUNTS} published totals are left out of the chart "
                       "(too few to say); the table has them all.")
 
-compare.verdict(cc.verdict_text(comp))
+_none = comp.by_level[(comp.by_level.method == "none") & ~comp.by_level.geo_level.isin(["USA", "STATE", "PR-STATE"])]
+compare.verdict(cc.verdict_text(comp), basis, nothing=compare.nothing_published(
+    basis, None, "no county or tract total (every one is suppressed), so the methods have only the nation and the "
+                 "states to make consistent") if not int(_none.counts.sum()) else None)
 full = table7(comp).rename(columns={"geo_level": "geography_level"})
 compare.downloads({
     "consistency_table7_error.csv": full,

@@ -17,14 +17,16 @@ st.warning(
     "`python -m engine run --invariant STATE` for studies, and every such release is marked in its manifest.",
     icon=":material/warning:")
 
-cfg = state.config()
+basis = compare.sample_plan("inv_plan") if state.has_sample() else compare.resolve_plan(
+    compare.CURRENT, None, None, state.config(), state.source_label(), "no data (a custom table)")
+cfg = basis.config
 cfg_json = cfg.to_json()
 u = planner.units(cfg)
 
 REPS_RULE = typed.Rule(whole=True, lo=100, hi=20_000)
-LEVEL, CUSTOM = "A SafeTab-P level of the current plan (sample data)", "A custom table"
+LEVEL, CUSTOM = "A SafeTab-P level of the plan (sample data)", "A custom table"
 mode = st.radio("Table", [LEVEL, CUSTOM], horizontal=True, key="inv_mode",
-                help="A SafeTab-P level runs the current plan on the shipped sample data; a custom table takes any "
+                help="A SafeTab-P level runs the plan chosen above on the shipped sample data; a custom table takes any "
                      "shape and any margins, with the noise of one SafeTab-P cell.")
 
 
@@ -87,16 +89,17 @@ if mode == LEVEL:
             prepared = _prepared(cfg_json, str(state.sample_dir()))
             tables = _tables(cfg_json, str(state.sample_dir()), seed)
     except InputError as exc:
-        widgets.problems("The sample data cannot be run with the current plan:", exc.problems[:10])
+        widgets.problems(f"The sample data cannot be run with {basis.plan}:", exc.problems[:10])
         st.stop()
     study = ci.level_study(prepared, tables, chain_key, it_level)
     if study.empty:
-        st.info(f"The current plan tabulates no {ITERATION_LEVEL_NAMES[it_level]} counts at the lower level of "
+        st.info(f"{basis.plan[:1].upper()}{basis.plan[1:]} tabulates no {ITERATION_LEVEL_NAMES[it_level]} counts "
+                "(or publishes none) at the lower level of "
                 "this invariant on the sample data; pick another invariant or iteration level.")
         st.stop()
     s = study.summary()
-    st.caption(f"Seeded study (seed {seed}), NOT a release: SafeTab-P with the current plan ({state.source_label()}) "
-               f"on the shipped sample data. Stat levels are those SafeTab-P drew; each count keeps its own noise "
+    st.caption(f"Seeded study (seed {seed}), NOT a release. {basis.sentence} Stat levels are those SafeTab-P "
+               f"drew; each count keeps its own noise "
                f"variance (one {u['law']} value for a total, the sum of 8, 18 or 46 cells for a table).")
 
     left, right = compare.side_by_side("With the totals held exact", "SafeTab-P")
@@ -199,7 +202,9 @@ if mode == LEVEL:
                           | {c: st.column_config.NumberColumn(label, format="%.2f", width=125, help=c)
                              for c, label in zip(cols, short)})
 
-    compare.verdict(ci.level_verdict(study))
+    compare.verdict(ci.level_verdict(study), basis, nothing=compare.nothing_published(
+        basis, None, "no region count below the held totals (every one is suppressed)")
+        if not s["child_groups"] else None)
     compare.downloads({
         "invariants_groups.csv": study.groups,
         "invariants_by_table.csv": by_table,
@@ -237,7 +242,7 @@ else:
                                     "exactly.")
     levels = [lvl.key for lvl in cfg.tabulated_levels()]
     if not levels:
-        st.info("The current plan tabulates no level, so it gives no cell noise to study.")
+        st.info(f"{basis.plan[:1].upper()}{basis.plan[1:]} tabulates no level, so it gives no cell noise to study.")
         st.stop()
     c2 = st.columns([2, 1, 1, 1.5])
     if st.session_state.get("inv_noise_level") not in levels:
@@ -308,7 +313,9 @@ else:
     widgets.chart(ci.histogram_chart(hist, study.moe_plain_exact, study.moe_with_normal), hist,
                   "invariants_cell_errors.csv", key="inv_hist")
 
-    compare.verdict(ci.custom_verdict(study))
+    compare.verdict(ci.custom_verdict(study), compare.Basis(
+        cfg, basis.name, f"a custom table of {study.cells:,} cells with the noise of one stage-2 cell of "
+        f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))}", basis.choice))
     compare.downloads({
         "invariants_custom_figures.csv": figures,
         "invariants_custom_simulation.csv": sim_table,

@@ -54,10 +54,11 @@ if not state.has_sample():
     st.error("The sample data folder is missing, so there is nothing to compose areas from.")
     st.stop()
 folder = str(state.sample_dir())
-cfg = state.config()
 view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="sp_view") or VIEWS[0]
 
 if view == VIEWS[0]:
+    basis = compare.sample_plan("sp_plan")
+    cfg = basis.config
     st.markdown(
         "SafeTab-P publishes **states, counties and tracts** (nested) and **places and AIANNH areas** (which "
         "cross them) — never block groups or blocks. A custom area can therefore be made **exactly** only if it "
@@ -69,16 +70,16 @@ if view == VIEWS[0]:
     seed = int(widgets.number_box("Seed of the study", "sp_seed", typed.SEED, 1,
                                   help="The study draws one release with seeded noise: reproducible, NOT a release."))
     try:
-        with st.status("Preparing the sample under the current plan and drawing a seeded release…",
+        with st.status(f"Preparing the sample under {basis.plan} and drawing a seeded release…",
                        expanded=False) as status:
             prepared, tables, units, cspine, coterminous = _release(cfg.to_json(), seed, folder)
             status.update(label="Sample prepared and released (seeded study, not a release).", state="complete")
     except (InputError, ValueError) as exc:
-        widgets.problems("The sample cannot be run under the current plan:", str(exc).splitlines())
+        widgets.problems(f"The sample cannot be run under {basis.plan}:", str(exc).splitlines())
         st.stop()
     geo = prepared.inputs.geography
     if not tables:
-        st.error("The current plan tabulates no population group level on the sample.")
+        st.error(f"{basis.plan[:1].upper()}{basis.plan[1:]} tabulates no population group level on the sample.")
         st.stop()
 
     left_c, right_c = st.columns(2, gap="large")
@@ -128,8 +129,8 @@ if view == VIEWS[0]:
         groups = cs.group_options(tables, prepared.inputs.specs, it_level)
         label = st.selectbox("Group (largest first)", groups["label"].tolist(), key="sp_group")
         code = str(groups.loc[groups["label"] == label, "code"].iloc[0])
-        st.caption(f"Seeded study (seed {seed}) under the current plan ({state.source_label()}): stat levels, "
-                   "suppression and published counts come from one reproducible draw; it is **not a release**.")
+        st.caption(f"Seeded study (seed {seed}): stat levels, suppression and published counts come from one "
+                   f"reproducible draw; it is **not a release**. {basis.sentence}")
 
     if area is None or not area.any():
         if not problems:
@@ -200,7 +201,9 @@ if view == VIEWS[0]:
         fig, data = cs.variance_chart(res, direct)
         widgets.chart(fig, data, "variance_by_unit.csv", key="sp_var_chart")
         files["variance_by_unit.csv"] = data
-    compare.verdict(cs.area_verdict(res, direct))
+    compare.verdict(cs.area_verdict(res, direct), basis, nothing=compare.nothing_published(
+        basis, None, "no total of this group in any unit the area could be made of (all suppressed)")
+        if direct is None and not res.composable and res.needed_but_suppressed else None)
     compare.downloads(files, "custom_area.zip", key="sp_dl_area")
 
 else:
@@ -265,7 +268,9 @@ else:
     st.markdown("**Every place and AIANNH area** (farthest first):")
     table = cs.entities_table(ent)
     widgets.table(table, "osed_by_entity.csv", key="sp_entities", height=380)
-    compare.verdict(cs.spine_verdict(study))
+    compare.verdict(cs.spine_verdict(study), compare.Basis(
+        state.config(), "none needed (the spine and the OSED depend on the geography only)", "the geography of the shipped sample" if source == "The shipped sample" else
+        f"the geography of a synthetic nation of {persons:,} persons (generator seed {gseed})", ""))
     compare.downloads({"osed_by_entity.csv": table, "osed_distribution.csv": hist,
                        "osed_summary.csv": cs.osed_summary(ent), "spine_units.csv": cs.units_table(study),
                        "bypassed_units.csv": cs.bypass_table(study),

@@ -12,6 +12,7 @@ from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
 from ui import (
     analysis,
     charts,
+    compare,
     files,
     planner,
     run_report,
@@ -152,45 +153,36 @@ if params_dir is not None and (params_dir / "config.json").is_file():
         widgets.problems("The data's config.json is not valid, so only the app's plan can run:", exc.problems,
                          kind="warning")
 own_label = {"sample": state.SAMPLE, "generated": "generated data's config.json",
-             "upload": "uploaded config.json"}[source]
-plans = {"app": f"The app's plan: {state.source_label()}"}
-if own is not None:
-    plans = {"data": f"The data's own plan: {own_label}", **plans}
-if ss.get("run_plan") not in plans or not ss.get("run_plan_chosen"):
-    # until the user picks, a run on data that has its own config.json uses that plan, unless
-    # the user has made a plan of their own: the 2020 plan's thresholds were set for 330 million
-    # persons and leave almost every group of a small nation with a suppressed total only
-    ss["run_plan"] = "data" if own is not None and state.is_default_plan() else "app"
-
-
-def _plan_chosen() -> None:
-    ss["run_plan_chosen"] = True
+             "upload": "uploaded config.json"}[source] if own is not None else None
+if source == "sample":
+    n_persons = compare.sample_persons(state.sample_dir())
+    data_words = (f"the shipped synthetic sample ({n_persons:,} persons, {state.sample_dir().name}/)"
+                  if n_persons is not None else "the shipped synthetic sample")
+elif source == "generated" and ss.get("generated"):
+    data_words = (f"generated synthetic data ({ss['generated']['persons']:,} persons, "
+                  f"generator seed {ss['generated']['seed']})")
+else:
+    data_words = "the uploaded files"
 
 
 def _adopt_data_plan(plan: SafeTabConfig, label: str) -> None:
     state.set_config(plan, label)
-    ss["run_plan"], ss["run_plan_chosen"] = "app", True
+    ss[compare.K_CHOICE] = compare.CURRENT
 
 
 pc = st.columns([3, 1.3])
-plan_key = pc[0].radio("Plan to run", list(plans), format_func=plans.get, key="run_plan", on_change=_plan_chosen,
-                       help="Which config.json the run uses. The data's own plan has thresholds made for its size; "
-                            "the app's plan is the one the planner pages show.")
+basis = compare.choose_plan(own, own_label, data_words, key="run_plan", container=pc[0])
 if own is not None and own.to_dict() != app_cfg.to_dict():
-    if plan_key == "data":
-        pc[0].caption("The app's plan is one click away above. The 2020 production plan's thresholds were made for "
-                      "330 million persons: on a small nation they leave most groups with a total only, often "
-                      "suppressed.")
-    else:
-        pc[0].info(f"This data has its own config.json, which differs from the app's plan "
-                   f"(**{state.source_label()}**). The thresholds of a plan made for 330 million persons leave most "
-                   "groups of a small nation with a total only.", icon=":material/info:")
+    if basis.choice == compare.DATA:
+        pc[0].caption(f"The current plan ({state.source_label()}) differs from the data's own config.json and is one "
+                      "click away above. The 2020 production plan's thresholds were made for 330 million persons: "
+                      "on a small nation they leave most groups with a total only, often suppressed.")
     pc[1].button("Make the data's plan the app's plan", key="use_data_cfg", on_click=_adopt_data_plan,
                  args=(own, own_label),
                  help="Load the data's config.json as the plan of every page (planner, adaptive tables, ...) "
                       "and run it.")
-cfg = own if plan_key == "data" and own is not None else app_cfg
-plan_name = own_label if plan_key == "data" and own is not None else state.source_label()
+cfg = basis.config
+plan_name = basis.name
 
 if runner.reads_as_csv(cfg):
     st.caption(f'The plan says reader "{cfg.reader}" (production\'s Census Edited File reader). This page reads the '
@@ -213,7 +205,8 @@ if go:
     try:
         ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar,
                                           plan=plan_name)
-        ss["run_meta"] = {"plan": plan_name, "data": SOURCES[source]}
+        ss["run_meta"] = {"plan": basis.plan, "data": data_words}
+        ss["run_basis"] = basis
     except Exception as exc:  # noqa: BLE001 - shown below, in plain words, never as a traceback
         from engine.errors import InputError
 
@@ -240,8 +233,11 @@ if out.seeded:
                icon=":material/warning:")
 else:
     st.success("Noise from the cryptographically secure random source.", icon=":material/lock:")
-st.markdown(f"Plan run: **{out.plan or meta.get('plan', '')}** "
-            f"(r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
+run_basis = ss.get("run_basis")
+st.markdown(f"Plan run: **{out.plan or meta.get('plan', '')}**"
+            + (f" ({run_basis.role})" if run_basis is not None and run_basis.role else "")
+            + (f" on {meta['data']}" if meta.get("data") else "") +
+            f" (r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
             f"{planner.units(out.config)['budget']} of the release "
             f"{planner.plan_summary(out.config, state.delta())['rho_release']:.4g}).")
 if out.config.to_dict() != cfg.to_dict():
@@ -269,6 +265,10 @@ if trunc:
 st.caption(f"Plan: {out.plan or meta.get('plan', '')}. Data: {meta.get('data', '')}. "
            f"Output folder: `{out.release_dir}`.")
 
+if run_basis is not None and (len(released) == 0 or len(out.t2) == 0):
+    st.warning(compare.nothing_published(
+        run_basis, None, "no total and no sex by age table" if len(released) == 0
+        else "totals only, no sex by age table for any group"), icon=":material/visibility_off:")
 levels = files.stat_level_counts(man)
 if len(levels):
     stat0 = levels["Total only (stat 0)"].sum()

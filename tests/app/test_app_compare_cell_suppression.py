@@ -31,6 +31,18 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
     assert at.success and "Legacy suppression publishes exact tables" in at.success[0].value
     labels = [b.label for b in at.get("download_button")]
     assert "cell_suppression_audit.csv" in labels and any("cell_suppression.zip" in lab for lab in labels)
+    # the data's own plan by default, named with the data beside the verdict; SafeTab-P publishes tables
+    assert at.radio(key="cs_plan").value == "data"
+    assert any(c.value == "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: sample-data "
+                          "plan (the data's own config.json)." for c in at.caption)
+    safetab_tables = [m.value for m in at.metric if m.label == "Groups with a table"][1]
+    assert int(safetab_tables.replace(",", "")) > 0 and not at.warning
+    # the 2020 production plan, one click away: its thresholds publish no table here, said in words
+    at.radio(key="cs_plan").set_value("production").run(timeout=600)
+    assert [m.value for m in at.metric if m.label == "Groups with a table"][1] == "0"
+    warning = "\n".join(w.value for w in at.warning)
+    assert "Under 2020 production plan, SafeTab-P publishes no sex by age table for any group of this level" in warning
+    assert "set for a nation of 330 million persons" in warning and "Choose the data's own plan" in warning
 
 
 @needs_sample

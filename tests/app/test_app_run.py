@@ -83,12 +83,15 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
 @needs_sample
 def test_the_production_plan_is_one_click_away_and_named():
     at = open_app("run", timeout=120)
-    at.radio(key="run_plan").set_value("app").run()
+    at.radio(key="run_plan").set_value("production").run()
     at.radio(key="run_noise").set_value("seeded").run()
     at.button(key="run_button").click().run()
     out = at.session_state["run"]
     assert out.config.to_dict() == config(at).to_dict() and out.plan == "2020 production plan"
-    assert "Plan run: **2020 production plan**" in texts(at)
+    assert "Plan run: **2020 production plan** on the shipped synthetic sample (50,000 persons" in texts(at)
+    # the 2020 thresholds publish no sex by age table on 50,000 persons: said in words, not a bare 0
+    assert any("Under 2020 production plan, SafeTab-P publishes totals only, no sex by age table" in w.value
+               and "data's own plan" in w.value for w in at.warning) == (len(out.t2) == 0)
     assert any(b.label == "Plan (config.json)" and "2020 production plan" in b.help
                for b in at.download_button)
 
@@ -100,16 +103,21 @@ def test_the_data_config_can_become_the_plan():
     at.button(key="use_data_cfg").click().run()
     assert config(at).to_dict() == SafeTabConfig.read(SAMPLE / "params" / "config.json").to_dict()
     assert "sample-data plan" in "\n".join(m.value for m in at.sidebar.markdown)
-    assert at.radio(key="run_plan").value == "app"
+    assert at.radio(key="run_plan").value == "current"
 
 
 @needs_sample
-def test_an_edited_app_plan_is_the_default_plan_to_run():
+def test_the_data_plan_is_the_default_and_the_choice_is_shared_with_the_compare_pages():
     at = open_app("budget")
     at.slider(key="w_r").set_value(3).run()
     at.switch_page("pages/run.py").run()
-    assert at.radio(key="run_plan").value == "app"
-    assert any("has its own config.json" in i.value for i in at.info)
+    assert at.radio(key="run_plan").value == "data"  # the data's own plan by default, as on every page
+    assert any("(2020 production plan, edited) differs from the data's own config.json and is one click away"
+               in c.value for c in at.caption)
+    at.radio(key="run_plan").set_value("current").run()
+    at.switch_page("pages/compare_invariants.py").run(timeout=120)
+    assert at.radio(key="inv_plan").value == "current"  # the same choice on the Compare pages
+    assert "Plan: 2020 production plan, edited (the current plan)" in texts(at)
 
 
 def test_incomplete_upload_is_a_message():
@@ -157,7 +165,7 @@ def test_generated_data_of_a_chosen_size_runs():
     at.button(key="run_button").click().run()
     assert not at.exception and not at.error
     assert metric(at, "Persons counted") == "2,000"
-    assert "Generated data of a chosen size" in texts(at)
+    assert "on generated synthetic data (2,000 persons, generator seed 0)" in texts(at)
 
 
 _TOY = SAMPLE.parents[1] / "shared" / "reference" / "safetab-p-toy"
