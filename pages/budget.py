@@ -240,7 +240,7 @@ def _plan() -> None:
         column_order=[col for col in table.columns
                       if col not in (planner.RUN, planner.SIGMA2) and not (u["puredp"] and col == planner.EPS)],
         placeholder="—",
-        column_config={
+        column_config=widgets.fit_columns(table, {
             planner.GEO: st.column_config.TextColumn(width=86),
             planner.ITER: st.column_config.TextColumn(width=72),
             planner.ON: st.column_config.CheckboxColumn(width=52, help=f"Tabulate this level ({u['budget']} > 0)."),
@@ -268,7 +268,7 @@ def _plan() -> None:
             planner.STATUS: st.column_config.TextColumn(
                 planner.VERDICT_LABEL[method], width=170,
                 help=f"Compares the MOE target with the {planner.METHOD_SHORT[method]} (chosen above)."),
-        },
+        }),
         height=35 * 21 + 3,
     )
     if (ss.get(editor_key) or {}).get("edited_rows"):

@@ -18,6 +18,10 @@ _u = planner.units(cfg)
 _b = _u["budget"]
 st.subheader("The two-stage flow")
 st.graphviz_chart(charts.flow_dot(cfg), width="stretch", height="content")
+st.caption(f"Diagram summary: persons are counted in population groups (S = {planner.stability_of(cfg)} per person "
+           f"and level); stage 1 draws a noisy total with a share γ = {cfg.gamma:g} of the budget, never published; "
+           "comparing it with Θ₁, Θ₂, Θ₃ picks a total only or a sex × age table with 4, 9 or 23 age groups, drawn "
+           "in stage 2 with the rest of the budget; post-processing then publishes T1 and T2.")
 st.caption(
     "Numbers in the boxes are those of the current plan. Each population group level (a geography "
     f"level × Regional or Detailed iterations) runs this flow with its own budget {_b}. The persons' records are "

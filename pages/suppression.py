@@ -52,8 +52,9 @@ def _page() -> None:
         column_config={
             planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g", width=56),
             planner.epsilon_label(cfg, state.delta()): st.column_config.NumberColumn(
-                f"ε (δ = {state.delta():.0e})", format="%.3g", width=80,
-                help="The ε this level's ρ alone gives (tight conversion). Smaller is more private."),
+                "ε", format="%.3g", width=52,
+                help=f"The ε this level's ρ alone gives at δ = {state.delta():.0e} (tight conversion). Smaller is "
+                     "more private."),
             planner.label("σ² stage 2", cfg): None,
             planner.GEO: st.column_config.TextColumn(width=86),
             planner.ITER: st.column_config.TextColumn(width=70),

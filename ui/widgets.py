@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import planner, state, typed
+from ui import charts, planner, state, typed
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -20,17 +20,89 @@ PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png",
 #:   the sidebar at 1280 px (what a laptop shows); at 1920 px the margins are still wide;
 #: * containers keyed with `sticky_key` stay pinned under the page's header while the
 #:   content after them scrolls (messages about a tall table stay in view).
-APP_CSS = """<style>
-[data-testid='stMainBlockContainer'] {padding-left: 2.5rem; padding-right: 2.5rem;}
-[class*='st-key-sticky-'] {position: sticky; top: 3.75rem; z-index: 5; background: var(--st-background-color, #fff);}
-[class*='st-key-sticky-']:empty, [class*='st-key-sticky-']:not(:has(*)) {display: none;}
+#: * captions, widget help and placeholders in CAPTION_COLOR (Streamlit's faded grey is
+#:   3.9:1 on white; this one is over 6:1 on both backgrounds);
+#: * a clear outline (FOCUS_COLOR, 3 px) on whatever has keyboard focus.
+CAPTION_COLOR = "#555866"
+FOCUS_COLOR = "#1f5aa6"
+APP_CSS = f"""<style>
+[data-testid='stMainBlockContainer'] {{padding-left: 2.5rem; padding-right: 2.5rem;}}
+[class*='st-key-sticky-'] {{position: sticky; top: 3.75rem; z-index: 5; background: #ffffff;}}
+[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p,
+[data-testid='stWidgetLabel'] [data-testid='stTooltipHoverTarget'] svg,
+[data-testid='stMetricLabel'] svg {{color: {CAPTION_COLOR};}}
+input::placeholder, textarea::placeholder {{color: {CAPTION_COLOR}; opacity: 1;}}
+a:focus-visible, button:focus-visible, [role='tab']:focus-visible, [role='radio']:focus-visible,
+input:focus-visible, textarea:focus-visible, summary:focus-visible,
+[data-testid='stSidebarNav'] a:focus, [data-testid='stSidebarNavLink']:focus {{
+  outline: 3px solid {FOCUS_COLOR} !important; outline-offset: 2px;}}
 </style>"""
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG 2 contrast ratio of two colours "#rrggbb" (1 to 21; text needs 4.5, large
+    text and focus outlines 3)."""
+    def lum(h: str) -> float:
+        h = h.lstrip("#")
+        r, g, b = (int(h[i:i + 2], 16) / 255 for i in (0, 2, 4))
+
+        def lin(c: float) -> float:
+            return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
 
 
 def sticky_key(name: str) -> str:
     """The key of a container that stays in view under the header while the page
     scrolls past the content after it (`APP_CSS`)."""
     return f"sticky-{name}"
+
+
+#: Advance widths (px, rounded up to half a pixel) of the characters of Streamlit's table
+#: font (Source Sans, 14 px), as the browser measures them: `text_px` uses them to give
+#: every column at least the width of its header (`fit_columns`).
+_CHAR_PX_GROUPS = {
+    2.5: "ⱼ", 3: " ", 3.5: "',.:;ij|’·", 4: "Il", 4.5: "!()-[]f{}", 5: "/\\rt°", 5.5: "²₁₂₃⌊⌋", 6: "\"*?sz“”",
+    6.5: "cxε", 7: "0123456789#$+<=>FJLY^_ekvy~γ≤≥×–−≈", 7.5: "ESTVXagδθ✗", 8: "ACPRZ`bdhnopquρσ√Σμ",
+    8.5: "BK", 9: "&DG→✓", 9.5: "HNOQUΘ", 10.5: "Mw", 11: "W∞", 11.5: "—", 12: "%@m", 13.5: "…",
+}
+_CHAR_PX = {c: float(w) for w, chars in _CHAR_PX_GROUPS.items() for c in chars}
+#: Table cells keep 8 px of padding on each side (Streamlit's grid theme), and a pixel more.
+CELL_PADDING_PX = 17
+
+
+def text_px(text: str) -> float:
+    """How wide `text` is drawn in a table header or cell (px; unknown characters as
+    wide as "W")."""
+    return sum(_CHAR_PX.get(c, 11.0) for c in str(text))
+
+
+def fit_columns(df: pd.DataFrame, column_config: dict | None) -> dict:
+    """The column configuration with every column at least as wide as its header (and
+    its widest text value): a width given in pixels that would cut the header is
+    widened; other settings are kept."""
+    out = dict(column_config or {})
+    for col in df.columns:
+        cfg = out.get(col, {})
+        if cfg is None:  # a hidden column
+            continue
+        cfg = dict(cfg) if isinstance(cfg, dict) else {"label": cfg} if isinstance(cfg, str) else dict(cfg)
+        width = cfg.get("width")
+        if not isinstance(width, int | float):
+            continue
+        label = cfg.get("label") or str(col)
+        need = text_px(label) + CELL_PADDING_PX
+        if pd.api.types.is_numeric_dtype(df[col]) and len(df) and cfg.get("type_config", {}).get("format") is None:
+            need = max(need, max(text_px(f"{v:,}" if float(v).is_integer() else f"{v:.4g}")
+                                 for v in df[col].dropna().head(500)) + CELL_PADDING_PX if df[col].notna().any()
+                       else 0)
+        if width < need:
+            cfg["width"] = int(need + 0.999)
+            out[col] = cfg
+    return out
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
@@ -55,7 +127,7 @@ def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | No
           data: pd.DataFrame | None = None) -> None:
     """A read-only table with a CSV download of exactly its numbers (`data`, when the
     table shows them differently, e.g. with marks); missing values show as a dash."""
-    st.dataframe(styler if styler is not None else df, hide_index=True, column_config=column_config,
+    st.dataframe(styler if styler is not None else df, hide_index=True, column_config=fit_columns(df, column_config),
                  height=height, key=key, placeholder=MISSING)
     if caption:
         st.caption(caption)
@@ -69,11 +141,14 @@ def change_table(df: pd.DataFrame, key: str) -> None:
     table(df, f"{key}.csv", key=key, column_config=fmt, height=min(35 * (len(df) + 1) + 3, 420))
 
 
-def plotly(fig: go.Figure, key: str) -> None:
+def plotly(fig: go.Figure, key: str, summary: str | None = None) -> None:
     """A plotly chart as the app draws every chart: in the figure's own layout
-    (`charts._figure`), not restyled with Streamlit's theme, whose template the browser
-    would merge into the figure on every redraw (about 25 ms per chart and change)."""
-    st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, theme=None)
+    (`charts._figure`), its margins sized to its labels (`charts.fit`), not restyled
+    with Streamlit's theme, whose template the browser would merge into the figure on
+    every redraw (about 25 ms per chart and change); with a one-sentence text summary
+    under it (`charts.summary` unless given), for readers who cannot see the chart."""
+    st.plotly_chart(charts.fit(fig), key=key, config=PLOTLY_CONFIG, theme=None)
+    st.caption(summary or charts.summary(fig))
 
 
 def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:

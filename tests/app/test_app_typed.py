@@ -94,3 +94,11 @@ def test_zcdp_to_pure_dp_and_back_restores_the_plan_exactly():
     at.radio(key="w_privacy_defn").set_value("zcdp").run()
     assert config(at).privacy_defn == "zcdp" and config(at).gamma == 0.2
     assert "Every level's budget was converted" in texts(at)
+
+
+@pytest.mark.parametrize("page", ["adaptive", "suppression", "budget"])
+def test_every_chart_comes_with_its_text_summary(page):
+    at = open_app(page)
+    charts = at.get("plotly_chart")
+    summaries = [c.value for c in at.caption if c.value.startswith("Chart summary: ")]
+    assert charts and len(summaries) == len(charts)
