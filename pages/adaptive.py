@@ -70,6 +70,7 @@ def _page() -> None:
     """Everything below the title: a change of level or thresholds redraws only this
     part (`state.fragment_done` redraws the rest when the sidebar must change)."""
     ss = st.session_state
+    widgets.fragment_start()  # a change the sidebar shows: the whole app at once, not twice
     state.show_flashes()
     cfg = state.config()
     levels = cfg.tabulated_levels()
@@ -155,7 +156,8 @@ def _page() -> None:
                       "When (stage-1 noisy total)": st.column_config.TextColumn(width=220),
                       "Cells": st.column_config.NumberColumn(width=48),
                       "Cell MOE (exact)": st.column_config.NumberColumn(width=98),
-                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn(width=98),
+                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn("Cell ⌊1.96σ⌋", width=98,
+                                                                        help="Cell MOE ⌊1.96σ⌋ (design-paper bound)"),
                       "Total T1 MOE (exact)": st.column_config.NumberColumn("T1 MOE (exact)", width=96),
                       "Total T1 MOE ⌊1.96σ√c⌋": st.column_config.NumberColumn(
                           "T1 ⌊1.96σ√c⌋", width=96, help="Design-paper bound of the sum of c cells."),
@@ -181,8 +183,9 @@ def _page() -> None:
                                  planner.ITER: st.column_config.TextColumn(width=70),
                                  **{c: st.column_config.NumberColumn(width=66) for c in ("Θ₁", "Θ₂", "Θ₃")},
                                  "Cell MOE (exact)": st.column_config.NumberColumn(width=100),
-                                 **{c: st.column_config.NumberColumn(c.replace("Cell rel. MOE", "Rel. MOE"),
-                                                                     format="%.1f", width=140)
+                                 **{c: st.column_config.NumberColumn(
+                                     "Rel. MOE " + c.split(" at ")[1].split(" ")[0].replace("1", "₁").replace(
+                                         "2", "₂").replace("3", "₃") + " (%)", format="%.1f", width=110, help=c)
                                     for c in all_th.columns if "rel." in c}},
                   caption="Relative MOE (%) of a cell of the table a threshold opens, when the group is exactly at "
                           "the threshold and spread evenly over the table's cells.")

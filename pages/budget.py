@@ -212,6 +212,7 @@ def _plan() -> None:
     """Everything the plan's controls change: a change of r, gamma, the target rule or a
     table cell redraws only this part (title, presets and sidebar stay; `state.fragment_done`
     redraws the whole app when the sidebar summary or undo / redo must change)."""
+    widgets.fragment_start()  # a change the sidebar shows: the whole app at once, not twice
     state.show_flashes()
     _controls(state.config())
     method = state.method()

@@ -76,7 +76,8 @@ what = cc.MEASURES[value].split(" (")[0].lower()
 _T7_COLUMNS = {"Geography level": st.column_config.TextColumn("Geography", width=85),
                "Published totals": st.column_config.NumberColumn("Totals", width=65,
                                                                   help="Published totals of the level")}
-_T7_COLUMNS |= {LABELS[m]: st.column_config.NumberColumn(width=78) for m in cc.OTHERS}
+_T7_COLUMNS |= {LABELS[m]: st.column_config.NumberColumn(
+    LABELS[m].replace("Relax then round", "Relax-round"), width=78, help=LABELS[m]) for m in cc.OTHERS}
 left, right = compare.side_by_side("Consistency methods", "SafeTab-P as published")
 with left:
     st.markdown(f"**{what.capitalize()} by geography level** (persons; {ITERATION_LEVEL_NAMES[lvl]} groups), "
@@ -103,11 +104,11 @@ widgets.chart(fig, data, f"consistency_by_level_{lvl}_{value}.csv", key="cons_ch
 st.subheader("All nested levels together")
 sv = cc.summary_view(comp, ["none", *cc.OTHERS])
 widgets.table(sv, "consistency_summary.csv", key="cons_summary", column_config={
-    "Method": st.column_config.TextColumn(width=120),
+    "Method": st.column_config.TextColumn(width=108),
     **{c: st.column_config.NumberColumn(label, width=w, help=c) for c, label, w in (
         ("Mean absolute error (persons)", "Mean |error|", 90), ("Bias (persons)", "Bias", 70),
         ("Negative totals (%)", "Negative %", 85), ("Parents not adding up, per release", "Not adding up", 100),
-        ("Parents checked, per release", "Parents checked", 100), ("Run time per release (s)", "Run time (s)", 90),
+        ("Parents checked, per release", "Parents", 70), ("Run time per release (s)", "Run time (s)", 90),
         ("Table cells: mean absolute error (persons)", "Cells: mean |error|", 115),
         ("Table cells: negative (%)", "Cells: negative %", 105))}},
               caption="Run time: the method's post-processing of one release on this machine (SafeTab-P: none). "

@@ -114,8 +114,9 @@ widgets.table(
         planner.TARGET: st.column_config.NumberColumn("Target", width=54, help="The planner's MOE target."),
         planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g", width=56,
                                                                        help="The level's budget."),
-        eps_col: st.column_config.NumberColumn(f"ε (δ = {state.delta():.0e})", format="%.3g", width=80,
-                                               help="The ε this level's ρ alone gives (tight conversion)."),
+        eps_col: st.column_config.NumberColumn("ε", format="%.3g", width=52,
+                                               help=f"The ε this level's ρ alone gives at δ = {state.delta():.0e} "
+                                                    "(tight conversion)."),
         planner.label("σ² stage 1", cfg): None,
         planner.label(planner.SIGMA2, cfg): st.column_config.NumberColumn(
             planner.label("σ² st. 2", cfg), format="%.4g", width=62, help="Noise scale of a published count."),

@@ -207,6 +207,7 @@ if go:
                                           plan=plan_name)
         ss["run_meta"] = {"plan": basis.plan, "data": data_words}
         ss["run_basis"] = basis
+        run_report.prepare(ss["run"])  # the accuracy of this release, for "Everything (zip)", while the user reads
     except Exception as exc:  # noqa: BLE001 - shown below, in plain words, never as a traceback
         from engine.errors import InputError
 

@@ -31,6 +31,7 @@ def _page() -> None:
     part (the sidebar does not show them; `state.fragment_done` redraws the rest when
     it must)."""
     ss = st.session_state
+    widgets.fragment_start()  # a change the sidebar shows: the whole app at once, not twice
     state.show_flashes()
     cfg = state.config()
     c = st.columns([1.3, 1.1, 2.2])

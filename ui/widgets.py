@@ -39,6 +39,15 @@ input:focus-visible, textarea:focus-visible, summary:focus-visible,
 </style>"""
 
 
+def fragment_start() -> None:
+    """First line of a page fragment whose controls may change what the sidebar shows
+    (a budget typed in the planner table, p, the thresholds): when a control's callback
+    has already changed it, redraw the whole app at once, rather than drawing the
+    fragment and then the whole app with it again (`state.fragment_done`)."""
+    if state.K_SIDEBAR in st.session_state and st.session_state[state.K_SIDEBAR] != state.sidebar_signature():
+        st.rerun(scope="app")
+
+
 def contrast(fg: str, bg: str) -> float:
     """WCAG 2 contrast ratio of two colours "#rrggbb" (1 to 21; text needs 4.5, large
     text and focus outlines 3)."""

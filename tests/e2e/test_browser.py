@@ -140,7 +140,7 @@ SETTLED = """() => {
 def _settle(page, pause: float = 0.5):
     """Wait until the script run is over and every element (tables, charts) is drawn."""
     time.sleep(0.3)
-    page.wait_for_function(SETTLED, timeout=60_000, polling=200)
+    page.wait_for_function(SETTLED, timeout=600_000, polling=200)  # the method studies take minutes under load
     time.sleep(pause)
 
 
@@ -186,7 +186,7 @@ CUT_OFF = """() => {
 #: checked against the rest), and every table's column headers and numbers against
 #: their column's width, measured in the table's own font (the grid draws on a canvas:
 #: its columns, theme and cells are read from the grid's own properties).
-FITS = """() => {
+FITS = r"""() => {
   const bad = [];
   const main = document.querySelector('[data-testid="stMain"]');
   const ov = (a, b) => a.left < b.right - 2 && b.left < a.right - 2 && a.top < b.bottom - 2 && b.top < a.bottom - 2;
@@ -262,14 +262,15 @@ def _type_in_cell(page, right: int, down: int, text: str) -> None:
     cell = page.locator("#portal textarea.gdg-input")
     selected = f"td[data-testid='glide-cell-{right}-{down}'][aria-selected='true']"
     for _ in range(6):
-        editor = page.locator("[data-testid='stDataFrame']").first
+        editor = page.locator("[class*='st-key-planner_'] [data-testid='stDataFrame']").first
+        editor.scroll_into_view_if_needed()
         box = editor.bounding_box()
         page.mouse.click(box["x"] + 30, box["y"] + 52)  # first body cell
         for key in ["ArrowRight"] * right + ["ArrowDown"] * down:
             page.keyboard.press(key)
             time.sleep(0.05)
         try:  # the grid marks the selected cell for screen readers once it has drawn it
-            page.locator(f"[data-testid='stDataFrame'] {selected}").first.wait_for(state="attached", timeout=3_000)
+            editor.locator(selected).first.wait_for(state="attached", timeout=3_000)
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
             _settle(page)
