@@ -73,8 +73,8 @@ summary = comp.summary.set_index("method")
 what = cc.MEASURES[value].split(" (")[0].lower()
 
 # Narrow columns: the paper's Table 7 fits in half the page at 1280 px.
-_T7_COLUMNS = {"Geography level": st.column_config.TextColumn("Geography", width=85),
-               "Published totals": st.column_config.NumberColumn("Totals", width=65,
+_T7_COLUMNS = {"Geography level": st.column_config.TextColumn("Geography", width=80),
+               "Published totals": st.column_config.NumberColumn("Totals", width=60,
                                                                   help="Published totals of the level")}
 _T7_COLUMNS |= {LABELS[m]: st.column_config.NumberColumn(
     LABELS[m].replace("Relax then round", "Relax-round"), width=78, help=LABELS[m]) for m in cc.OTHERS}

@@ -440,14 +440,41 @@ def differences(reference: Plan, plan: Plan) -> list[str]:
 def national_outcome(plans: Sequence[Plan], profile=None) -> list:
     """NATIONAL PROJECTION BLOCK of the decision sheet (issue 23): the share of the
     nation's population groups that get each table and that are suppressed, per plan,
-    from the national projection of a group-size profile (the synthetic national profile
-    by default), the profile named.
+    from the national projection of a group-size profile (`profile`; the shipped
+    synthetic national profile by default), with the profile named.
 
-    `calculators.projection` (issue 23) is not in this version yet: until it is, this
-    block says so in one line; it is the one place page 1 takes the projection from."""
-    return [Text("National outcome (share of groups with each table, suppressed): the national projection "
-                 "(issue 23) is not available in this version of the app; the appendix shows the thresholds "
-                 "and suppression rules the projection would apply.", "note")]
+    The one place page 1 takes the projection from: `ui.projection.national_outcome`
+    (one row per level and a "TOTAL" row; its attrs name the profile). Without it (an app
+    without the projection, or no profile) the block says so in one line."""
+    try:
+        from ui.projection import national_outcome as project_plan
+    except ImportError:
+        return [Text("National outcome (share of groups with each table, suppressed): the national projection "
+                     "is not available in this version of the app; the appendix shows the thresholds and "
+                     "suppression rules it would apply.", "note")]
+    rows, attrs = [], {}
+    try:
+        for p in plans:
+            df = project_plan(p.config, profile)
+            attrs = df.attrs
+            total = df[df["geo"] == "TOTAL"].iloc[0]
+            groups = float(total["groups"]) or 1.0
+            rows.append({"Plan": p.name, "Groups": round(float(total["groups"])),
+                         **{label: f"{100 * float(total[col]) / groups:.1f}%" for col, label in (
+                             ("total_only", "Total only"), ("age4", "Sex × age4"), ("age9", "Sex × age9"),
+                             ("age23", "Sex × age23"), ("suppressed", "Suppressed"))}})
+    except Exception as exc:  # noqa: BLE001 - a missing or unreadable profile: said on the sheet
+        return [Text(f"National outcome: the national projection could not be made ({str(exc)[:200]}).",
+                     "warning")]
+    kind = "synthetic" if attrs.get("synthetic") else "CONFIDENTIAL"
+    name = attrs.get("profile", "the national profile")
+    persons = attrs.get("persons")
+    caption = (f"Expected shares of all population groups of the nation, from the projection of each plan on the "
+               f"group-size profile “{name}” ({f'{persons:,} persons, ' if persons else ''}{kind}). Suppressed "
+               "groups are among those with a total only. "
+               + (attrs.get("notice") or ""))
+    return [Table("National outcome: share of groups with each table, and suppressed", pd.DataFrame(rows),
+                  caption=caption.strip())]
 
 
 def _target_line(plan: Plan, method: str) -> str:
