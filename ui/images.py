@@ -15,6 +15,7 @@ it when it opens, and it closes itself after some minutes unused.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import threading
@@ -182,6 +183,8 @@ class Renderer:
         if not ok:
             return False
         with self._lock:
+            if self._loop is None:
+                atexit.register(self.close)  # the browser never outlives the app
             loop = self._ensure_loop()
             if self._kaleido is None and (self._opening is None or self._opening.done()):
                 self._opening = asyncio.run_coroutine_threadsafe(self._open(why), loop)
@@ -232,7 +235,12 @@ class Renderer:
 
     def close(self) -> None:
         """Close the browser (and stop the thread)."""
-        if self._loop is not None and self._loop.is_running():
-            asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(30)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._loop = None
+        loop, self._loop = self._loop, None
+        if loop is not None and loop.is_running():
+            try:
+                if self._opening is not None and self._kaleido is None:
+                    self._kaleido = self._opening.result(self.start_timeout)
+                asyncio.run_coroutine_threadsafe(self._close(), loop).result(30)
+            except Exception:  # noqa: BLE001 - closing whatever is left
+                pass
+            loop.call_soon_threadsafe(loop.stop)

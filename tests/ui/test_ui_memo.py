@@ -286,3 +286,19 @@ def test_no_browser_is_a_plain_error(monkeypatch):
     assert not ok and "apt-get install -y chromium" in why
     with pytest.raises(images.ImageError, match="no Chrome or Chromium"):
         images.render([go.Figure()])
+
+
+def test_a_browser_kept_open_draws_the_same_pictures_and_closes():
+    import plotly.graph_objects as go
+
+    _need_browser()
+    a = go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).update_layout(height=300)
+    b = go.Figure(go.Bar(x=["x", "y"], y=[1, 2])).update_layout(height=300)
+    r = images.Renderer(idle=60)
+    try:
+        assert r.start()
+        first = r.render([a, b], "png")
+        assert first == r.render([a, b], "png") == images.render([a, b], "png")  # drawn alike, page kept loaded
+    finally:
+        r.close()
+    assert r._loop is None
