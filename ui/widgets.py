@@ -185,8 +185,8 @@ def number_box(label: str, key: str, rule: typed.Rule, value: float | int, *,
     box = container if container is not None else st
     err_key, ok_key = f"{key}::refused", f"{key}::value"
     if on_change is None:
-        if key not in ss:
-            ss[key] = typed.show(value)
+        if key not in ss:  # first drawn, or back on the page (Streamlit forgets a widget not drawn): the value in use
+            ss[key] = typed.show(ss.get(ok_key, value))
         _typed_local(key, rule)
         current = ss.get(ok_key, value)
         box.text_input(label, key=key, help=help, placeholder=placeholder, on_change=_typed_local,
@@ -212,8 +212,8 @@ def typed_value(key: str, default: float | int) -> float | int:
     `default`, which becomes its first value (before the box is drawn)."""
     ss = st.session_state
     if key not in ss:
-        ss[key] = typed.show(default)
-        ss[f"{key}::value"] = default
+        ss[key] = typed.show(ss.get(f"{key}::value", default))
+        ss.setdefault(f"{key}::value", default)
     return ss.get(f"{key}::value", default)
 
 

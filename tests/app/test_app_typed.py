@@ -102,3 +102,15 @@ def test_every_chart_comes_with_its_text_summary(page):
     charts = at.get("plotly_chart")
     summaries = [c.value for c in at.caption if c.value.startswith("Chart summary: ")]
     assert charts and len(summaries) == len(charts)
+
+
+def test_a_page_box_shows_its_value_in_use_after_a_visit_to_another_page():
+    # Streamlit forgets a box that is not drawn; back on the page it shows the value in use
+    at = open_app("compare_invariants", timeout=300)
+    at.radio(key="inv_mode").set_value("A custom table").run(timeout=300)
+    at.text_input(key="inv_reps_custom").input("500").run(timeout=300)
+    at.switch_page("pages/budget.py").run()
+    at.switch_page("pages/compare_invariants.py").run(timeout=300)
+    at.radio(key="inv_mode").set_value("A custom table").run(timeout=300)
+    assert at.text_input(key="inv_reps_custom").value == "500" and not at.error
+    assert "500 seeded replications" in texts(at)
