@@ -203,7 +203,7 @@ def number_box(label: str, key: str, rule: typed.Rule, value: float | int, *,
                        args=(key, rule, value, on_change))
     err = ss.get(err_key)
     if err is not None:
-        box.error(f"{err[1]} Still in use: {typed.show(current)}.", icon=":material/error:")
+        box.error(f"{err[1]} Still in use: {typed.show(current)}.")  # no icon: narrow columns keep their width
     return current
 
 
