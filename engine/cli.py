@@ -251,6 +251,11 @@ def _legacy_options(sp) -> None:
                     help="sliding protection: the interval must be wide enough, anywhere around the count")
     sp.add_argument("--cost", choices=("value", "count"), default=d.cost,
                     help="what complementary suppression minimises: persons withheld (value) or counts withheld")
+    sp.add_argument("--capacity", choices=("value", "unbounded"), default=d.capacity,
+                    help="how far a count may move to protect a primary: by its value, as Massell's model "
+                         "(default; a zero count is never a complement), or without limit")
+    sp.add_argument("--refine", action="store_true",
+                    help="Massell's refinement run: a second pass keeps only the first pass's complements it needs")
     sp.add_argument("--time-limit", type=float, default=d.time_limit, metavar="SECONDS",
                     help=f"limit of one LP (default {d.time_limit:g})")
     sp.add_argument("--part-time-limit", type=float, default=d.part_time_limit, metavar="SECONDS",
@@ -399,7 +404,9 @@ def _dispatch(args, progress: _Progress) -> int:
         opts = LegacyOptions(geo=args.geo, iteration_level=args.iteration_level, min_population=args.min_population,
                              min_cell=args.min_cell, protection=args.protection, ages=args.ages,
                              hierarchy=args.hierarchy, singletons=args.singletons, sliding=args.sliding,
-                             cost=args.cost, time_limit=args.time_limit, part_time_limit=args.part_time_limit,
+                             cost=args.cost, capacity=args.capacity, refine=args.refine,
+                             time_limit=args.time_limit,
+                             part_time_limit=args.part_time_limit,
                              time_budget=args.time_budget)
         rel, out = run_legacy(args.params_dir, args.data_dir, args.out_dir, opts, overwrite=args.overwrite,
                               progress=progress)

@@ -10,7 +10,8 @@ each row of the sparse matrix A says "a total equals the sum of its parts" (+1 o
 -1 on the total). Margins of a 2-D table, a geography hierarchy (a state's cell is the sum of
 its counties' cells) and linked tables (tables sharing cells) are all more rows of A.
 Publishing every cell but a suppressed set S, an attacker knows the published cells x_K, the
-relations, and a-priori bounds lower <= x <= upper (default 0 and +infinity).
+relations, and a-priori bounds lower <= x <= upper (default 0 and +infinity for a general
+system; the seed's [0, grand total] for a 2-D table, `audit_table` and `protect_table`).
 
 **Primary rules.** Frequency: a count below a threshold. Magnitude cells, from their
 contributions x_1 >= x_2 >= ...: the (n, k) dominance rule (x_1 + ... + x_n > k% of the total)
@@ -31,8 +32,11 @@ whose contributor is inside cell i (its parts, through sum relations) or cell i 
 protection, largest first. For primary p and a direction, a deviation y = y+ - y- of the
 whole table (two non-negative variables per cell) with A y = 0 (the shaft equations keep every
 total consistent), y+_p >= UPL_p (up) or y-_p >= LPL_p (down), capacity bounds
-y+_i <= upper_i - x_i and y-_i <= x_i - lower_i, minimising sum c_i (y+_i + y-_i) with c_i the
-cell value (or 1 per cell) and 0 for cells already suppressed. The cells the deviation moves
+y+_i, y-_i <= capacity_i for the other cells (the seed's capacity: the cell's value by
+default, so zero cells are never complements; `capacity="unbounded"`: as far as the
+bounds allow), minimising sum c_i (y+_i + y-_i) with c_i the cell value (or 1 per cell)
+and 0 for cells already suppressed. Frozen cells (published for good) have capacity 0; a
+refinement run repeats the LP with the first run's complements as the only candidates. The cells the deviation moves
 become complementary suppressions: x + y is then a table the attacker cannot exclude, so
 x_p + UPL_p (x_p - LPL_p) stays possible. The exact model (Fischetti and Salazar-Gonzalez's
 formulation, solved by scipy's HiGHS MILP) takes a binary z_i per cell, one such deviation per
@@ -53,6 +57,8 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
+
+from methods._highs import QuietHighs as _QuietHighs
 
 #: Default limit of one LP solve, seconds (HiGHS time_limit).
 LP_TIME_LIMIT = 10.0
@@ -153,6 +159,21 @@ def sum_relations(n_cells: int, sums: Sequence[tuple[int, Sequence[int]]]) -> sp
     return sp.csr_matrix((vals, (rows, cols_a)), shape=(len(sums), n_cells))
 
 
+def with_margins(interior) -> np.ndarray:
+    """A 2-D table of interior cells with its totals appended: row sums in a last column,
+    column sums in a last row, the grand total in the corner (the layout `audit_table`
+    and `protect_table` read)."""
+    a = np.asarray(interior, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"the interior must be 2-D (got {a.ndim}-D)")
+    t = np.zeros((a.shape[0] + 1, a.shape[1] + 1))
+    t[:-1, :-1] = a
+    t[:-1, -1] = a.sum(axis=1)
+    t[-1, :-1] = a.sum(axis=0)
+    t[-1, -1] = a.sum()
+    return t
+
+
 def table_relations(shape: tuple[int, int]) -> sp.csr_matrix:
     """Relations of a 2-D table whose last row and last column are its totals (cells in
     row-major order): every row sums to its last cell, every column to its last cell."""
@@ -165,14 +186,6 @@ def table_relations(shape: tuple[int, int]) -> sp.csr_matrix:
 
 
 # --------------------------------------------------------------------------- HiGHS
-class _QuietHighs(highspy.Highs):
-    """highspy.Highs with logging off before HiGHS prints its banner."""
-
-    def enableCallbacks(self):  # noqa: N802 - highspy's name
-        self.setOptionValue("output_flag", False)
-        super().enableCallbacks()
-
-
 _MS = highspy.HighsModelStatus
 
 
@@ -820,8 +833,12 @@ def audit_table(table, suppressed, **options) -> Audit:
 
     `table` (r, c) holds the cells and margins, `suppressed` (r, c) the withheld ones; options
     as in `audit` (arrays of shape (r, c) or scalars). The result's arrays have shape (r, c).
+    The a-priori bounds are the seed's, [0, the table's grand total] (section 4: "bounded
+    below by zero ... and above by the grand total for the table"), unless `lower` or
+    `upper` are given (e.g. ``upper=np.inf``).
     """
     t = _table(table)
+    options.setdefault("upper", float(t[-1, -1]))
     res = audit(t.reshape(-1), np.asarray(suppressed).reshape(-1), table_relations(t.shape),
                 **{k: _flat(v) for k, v in options.items()})
     return _reshape(res, t.shape)
@@ -869,6 +886,9 @@ class Protection:
     `fallback` (cells of a connected part withheld whole because an LP did not finish).
     `cost` is the sum of the cost of the complementary cells (value or count); `optimal`
     says the exact model proved its pattern optimal (always False for the LP).
+    `capacity` names the capacity model ("value", "unbounded" or "given"). With a
+    refinement run, `first_complementary` holds the first run's complements (the second
+    run's are a subset of them).
     """
 
     suppressed: np.ndarray
@@ -885,11 +905,36 @@ class Protection:
     seconds: float = 0.0
     parts: int = 0  # connected parts of the table that hold a primary
     notes: list[str] = field(default_factory=list)
+    capacity: str = "value"
+    frozen: np.ndarray | None = None
+    refined: bool = False
+    first_complementary: np.ndarray | None = None
+
+
+#: Capacity models of `protect` (besides an array of capacities per cell).
+CAPACITIES = ("value", "unbounded")
+#: Costs of the refinement run.
+REFINE_COSTS = ("reverse", "value", "count")
+
+
+def _capacity(capacity, x: np.ndarray) -> tuple[np.ndarray, str]:
+    """Per-cell capacity: how far a cell other than the protected primary may move."""
+    if isinstance(capacity, str):
+        if capacity == "value":
+            return np.abs(x), "value"
+        if capacity == "unbounded":
+            return np.full(x.size, np.inf), "unbounded"
+        raise ValueError(f"capacity must be one of {', '.join(CAPACITIES)} or one number per cell (got {capacity!r})")
+    cap = _vector("capacity", capacity, x.size, 0.0)
+    if (cap < 0).any():
+        raise ValueError("capacities must be non-negative")
+    return cap, "given"
 
 
 def protect(values, primary, relations, protection, *, lower_protection=None, sliding: bool = False,
             cost: str = "value", method: str = "lp", suppressed=None, lower=0.0, upper=np.inf,
-            singletons=None, time_limit: float = LP_TIME_LIMIT, part_time_limit: float = PART_TIME_LIMIT,
+            singletons=None, capacity="value", frozen=None, refine: bool = False, refine_cost: str = "reverse",
+            time_limit: float = LP_TIME_LIMIT, part_time_limit: float = PART_TIME_LIMIT,
             time_budget: float | None = TIME_BUDGET, progress: Progress | None = None,
             audit_progress: Progress | None = None) -> Protection:
     """Complementary suppression so every primary meets its protection under the audit.
@@ -899,14 +944,38 @@ def protect(values, primary, relations, protection, *, lower_protection=None, sl
     UPL) per primary; `suppressed` cells already withheld (cost 0, need no protection);
     `cost` "value" (the withheld total, ties to fewer cells) or "count" (the number of cells);
     `method` "lp" (the seed's sequential LP) or "milp" (the exact integer model, for small
-    tables). Works connected part by connected part; every result is audited. Parts not
-    reached within `time_budget` seconds are withheld whole (safe, and said in `notes`); the
-    audit then gets the same budget.
+    tables). Works connected part by connected part; every result is audited (with the
+    a-priori bounds `lower`, `upper`). Parts not reached within `time_budget` seconds are
+    withheld whole (safe, and said in `notes`); the audit then gets the same budget.
+
+    The seed's options (Massell, sections 3 and 6):
+
+    - `capacity`: how far each cell other than the primary being protected may move in a
+      deviation. "value" (default, the seed's "in the simplest cases, the capacity of a
+      cell is equal to its value"): up and down by at most its value, so a zero cell is
+      never a complement; "unbounded": as far as the a-priori bounds allow (with the
+      default bounds [0, inf) a zero cell can rise without limit, which the seed's model
+      cannot); or one number per cell. The primary itself moves as its bounds allow.
+    - `frozen`: cells that must stay published (e.g. cells already published in a linked
+      table). They never move in a deviation nor join a pattern, even when a part is
+      withheld whole. When they leave no full protection for a primary, the LP gives it
+      the largest protection the other cells allow (the seed's partial protection: the
+      primary's move is capped by its protection and given a very negative cost); the
+      audit then reports it under-protected and `notes` says so.
+    - `refine`: the seed's refinement run, a second sequential LP whose only candidate
+      complements are the first run's, with `refine_cost`: "reverse" (default: small
+      cells cost most, the order of the seed's example, which negates the first run's
+      costs; the project adds the part's largest value + 1 so every cost stays positive,
+      since an LP minimising negative costs would push flow round every cycle of
+      candidates), "value" or "count". Its complements are a subset of the first run's
+      and still protect every primary (the first pattern is one of its solutions).
     """
     if cost not in ("value", "count"):
         raise ValueError(f"cost must be 'value' or 'count' (got {cost!r})")
     if method not in ("lp", "milp"):
         raise ValueError(f"method must be 'lp' or 'milp' (got {method!r})")
+    if refine_cost not in REFINE_COSTS:
+        raise ValueError(f"refine_cost must be one of {', '.join(REFINE_COSTS)} (got {refine_cost!r})")
     if time_limit <= 0 or part_time_limit <= 0:
         raise ValueError("time limits must be positive")
     t0 = time.perf_counter()
@@ -914,32 +983,33 @@ def protect(values, primary, relations, protection, *, lower_protection=None, sl
     n = pb.x.size
     prim = _mask("primary", primary, n)
     given = _mask("suppressed", suppressed, n) & ~prim
+    froz = _mask("frozen", frozen, n)
+    if (froz & (prim | given)).any():
+        i = int(np.flatnonzero(froz & (prim | given))[0])
+        raise ValueError(f"cell {i} is frozen (must stay published) but also primary or already suppressed")
+    cap, cap_kind = _capacity(capacity, pb.x)
+    cap = np.where(froz, 0.0, cap)
     pb.upl[~prim] = 0.0
     pb.lpl[~prim] = 0.0
-    sup = prim | given
-    fallback = np.zeros(n, bool)
     c = _costs(pb.x, cost)
-    lps, notes, optimal = 0, [], method == "milp"
     parts = [p for p in _components(pb.A, np.ones(n, bool)) if prim[p[0]].any()]
     stop = np.inf if time_budget is None else t0 + time_budget
-    for k, (cells, rows) in enumerate(parts):
-        now = time.perf_counter()
-        deadline = min(now + part_time_limit, stop)
-        if now >= stop:
-            ok, used, note, opt = False, 0, "time budget reached: the remaining parts are withheld whole", False
-        elif method == "lp":
-            ok, used, note = _sequential(pb, sup, c, cells, rows, sliding, time_limit, deadline)
-            opt = False
+    sup, fallback, lps, notes, optimal = _run_parts(pb, parts, prim | given, c, method, sliding, time_limit,
+                                                   part_time_limit, stop, cap, froz, progress)
+    first = None
+    if refine:
+        first = sup & ~prim & ~given & ~fallback
+        keep = ~(prim | given | first | fallback)  # everything else stays published
+        c2 = _refine_costs(pb.x, refine_cost)
+        sup2, fb2, lps2, notes2, _opt = _run_parts(pb, parts, prim | given | fallback, c2, "lp", sliding,
+                                                  time_limit, part_time_limit, stop, np.where(keep, 0.0, cap),
+                                                  froz | keep, None)
+        lps += lps2
+        if fb2.any():  # the refinement did not finish somewhere: keep the first run's pattern
+            notes.append("the refinement run did not finish; the first run's pattern is kept")
         else:
-            ok, used, note, opt = _exact(pb, sup, c, cells, rows, sliding, max(1e-3, deadline - now))
-        lps += used
-        optimal &= opt
-        if not ok:
-            fallback[cells] = ~sup[cells]
-            sup[cells] = True
-            notes.append(note)
-        if progress:
-            progress(k + 1, len(parts))
+            sup, optimal = sup2, False
+            notes += [f"refinement run: {x}" for x in notes2]
     res = audit(pb.x, sup, pb.A, lower=pb.lower, upper=pb.upper, protection=pb.upl, lower_protection=pb.lpl,
                 sliding=sliding, singletons=pb.single, time_limit=time_limit, time_budget=time_budget,
                 progress=audit_progress)
@@ -947,7 +1017,48 @@ def protect(values, primary, relations, protection, *, lower_protection=None, sl
     return Protection(suppressed=sup, primary=prim, withheld=given, complementary=comp, fallback=fallback,
                       audit=res, method=method, cost_kind=cost, cost=float(_pattern_cost(pb.x, comp, cost)),
                       optimal=bool(optimal and not fallback.any()), lps=lps + res.lps,
-                      seconds=time.perf_counter() - t0, parts=len(parts), notes=notes)
+                      seconds=time.perf_counter() - t0, parts=len(parts), notes=notes, capacity=cap_kind,
+                      frozen=froz, refined=bool(refine), first_complementary=first)
+
+
+def _run_parts(pb: _Problem, parts, start: np.ndarray, c: np.ndarray, method: str, sliding: bool,
+               time_limit: float, part_time_limit: float, stop: float, cap: np.ndarray, froz: np.ndarray,
+               progress) -> tuple[np.ndarray, np.ndarray, int, list[str], bool]:
+    """One run of the sequential LP (or the exact model) over the connected parts.
+
+    Returns (suppressed, fallback, LPs, notes, optimal). A part that does not finish is
+    withheld whole, frozen cells excepted."""
+    sup = start.copy()
+    fallback = np.zeros(sup.size, bool)
+    lps, notes, optimal = 0, [], method == "milp"
+    for k, (cells, rows) in enumerate(parts):
+        now = time.perf_counter()
+        deadline = min(now + part_time_limit, stop)
+        if now >= stop:
+            ok, used, note, opt = False, 0, "time budget reached: the remaining parts are withheld whole", False
+        elif method == "lp":
+            ok, used, note = _sequential(pb, sup, c, cells, rows, sliding, time_limit, deadline, cap, froz)
+            opt = False
+        else:
+            ok, used, note, opt = _exact(pb, sup, c, cells, rows, sliding, max(1e-3, deadline - now), cap, froz)
+        lps += used
+        optimal &= opt
+        if not ok:
+            fallback[cells] = ~sup[cells] & ~froz[cells]
+            sup[cells] |= ~froz[cells]
+        if note:
+            notes.append(note)
+        if progress:
+            progress(k + 1, len(parts))
+    return sup, fallback, lps, notes, optimal
+
+
+def _refine_costs(x: np.ndarray, kind: str) -> np.ndarray:
+    """Costs of the refinement run: "reverse" makes small cells the dearest (largest value
+    + 1 - value, all positive), else as `_costs`."""
+    if kind == "reverse":
+        return (np.abs(x).max(initial=0.0) + 1.0) - np.abs(x) + 1.0 / (x.size + 1)
+    return _costs(x, kind)
 
 
 def _costs(x: np.ndarray, cost: str) -> np.ndarray:
@@ -973,7 +1084,7 @@ class _Part:
     deviation LP (y+ and y- per cell, A y = 0), both updated as cells get suppressed."""
 
     def __init__(self, pb: _Problem, sup: np.ndarray, cells: np.ndarray, rows: np.ndarray, c: np.ndarray,
-                 sliding: bool, time_limit: float):
+                 sliding: bool, time_limit: float, capacity: np.ndarray):
         self.pb, self.cells, self.sliding = pb, cells, sliding
         self.local_sup = sup[cells].copy()
         A = pb.sub(rows, cells)
@@ -983,8 +1094,13 @@ class _Part:
         self.c = c[cells]
         self.audit_lp = _LP(A, np.where(self.local_sup, lo, x), np.where(self.local_sup, hi, x),
                             np.zeros(A.shape[0]), np.zeros(A.shape[0]), time_limit)
-        self.cap_up = hi - x
-        self.cap_dn = x - lo
+        # The primary being protected moves as far as the bounds allow; every other cell by
+        # at most its capacity (the seed's model: its value by default; 0 for frozen cells).
+        self.bound_up = hi - x
+        self.bound_dn = x - lo
+        cap = capacity[cells]
+        self.cap_up = np.minimum(self.bound_up, cap)
+        self.cap_dn = np.minimum(self.bound_dn, cap)
         copies = 2 if sliding else 1
         blocks = [sp.hstack([A, -A])]
         if sliding:
@@ -1054,19 +1170,34 @@ class _Part:
         sl = hi - lo >= pb.upl[gi] + pb.lpl[gi] - tol
         return up, dn, sl, [w_lo, w_hi]
 
-    def deviation(self, p: int, direction: str, known: int | None = None) -> np.ndarray | None:
+    def deviation(self, p: int, direction: str, known: int | None = None,
+                  partial: bool = False) -> np.ndarray | None:
         """Cells moved by the cheapest deviation protecting p ("up", "down" or "slide");
-        None if infeasible or unfinished."""
+        None if infeasible or unfinished.
+
+        `partial` (up or down only): the seed's way with frozen cells, when the full
+        protection cannot be found: p's move is bounded by its protection but not forced,
+        and costs very much less than nothing, so the LP returns the largest protection
+        the unfrozen cells allow (then the cheapest way to get it)."""
         pb, gi, k = self.pb, self.cells[p], self.k
         m = self.dev
         cols_p = [p, k + p] + ([2 * k + p, 3 * k + p] if self.sliding else [])
         cols_known = [] if known is None else [known, k + known] + (
             [2 * k + known, 3 * k + known] if self.sliding else [])
+        cost = self.cost_vector()
         if direction == "up":
-            m.bounds([p, k + p], [pb.upl[gi], 0.0], [self.cap_up[p], 0.0])
+            need = pb.upl[gi]
+            m.bounds([p, k + p], [0.0 if partial else need, 0.0], [need if partial else self.bound_up[p], 0.0])
+            if partial:
+                cost[p] = -(np.abs(cost).sum() + 1.0) * 1e3
         elif direction == "down":
-            m.bounds([p, k + p], [0.0, pb.lpl[gi]], [0.0, self.cap_dn[p]])
+            need = pb.lpl[gi]
+            m.bounds([p, k + p], [0.0, 0.0 if partial else need], [0.0, need if partial else self.bound_dn[p]])
+            if partial:
+                cost[k + p] = -(np.abs(cost).sum() + 1.0) * 1e3
         else:  # sliding: u_p - v_p >= UPL + LPL in the extra row
+            m.bounds([p, k + p, 2 * k + p, 3 * k + p], 0.0,
+                     [self.bound_up[p], self.bound_dn[p], self.bound_up[p], self.bound_dn[p]])
             row = self.n_rows
             if self._slide_p is not None:
                 q = self._slide_p
@@ -1079,7 +1210,6 @@ class _Part:
         if cols_known:
             m.bounds(cols_known, 0.0, 0.0)
         try:
-            cost = self.cost_vector()
             status, _v, sol = m.solve(np.arange(cost.size), cost)
         finally:
             for cols in (cols_p, cols_known):
@@ -1092,10 +1222,13 @@ class _Part:
 
 
 def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows: np.ndarray,
-                sliding: bool, time_limit: float, deadline: float) -> tuple[bool, int, str]:
+                sliding: bool, time_limit: float, deadline: float, capacity: np.ndarray,
+                frozen: np.ndarray) -> tuple[bool, int, str]:
     """The seed's sequential LP over one connected part; updates `sup` in place.
 
-    Returns (finished, LPs solved, note).
+    Returns (finished, LPs solved, note). With frozen cells in the part, a primary whose
+    full protection the unfrozen cells cannot give gets the largest they can (the seed's
+    partial protection; the audit then reports it under-protected) instead of failing.
     """
     order = _order(pb, cells[(pb.upl[cells] + pb.lpl[cells]) > 0])
     # Primaries a certificate protects (moved with their totals, all already suppressed) need
@@ -1103,8 +1236,10 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
     order = np.array([g for g in order if not all(pb.certificate(g, sup)[:2])], np.int64)
     if not order.size:
         return True, 0, ""
-    part = _Part(pb, sup, cells, rows, c, sliding, time_limit)
+    part = _Part(pb, sup, cells, rows, c, sliding, time_limit, capacity)
     loc = {int(g): i for i, g in enumerate(cells)}
+    can_freeze = bool(frozen[cells].any()) and not sliding
+    partial: list[int] = []
 
     def lps() -> int:
         return part.audit_lp.solves + part.dev.solves
@@ -1125,6 +1260,10 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
             if time.perf_counter() > deadline:
                 return None
             moved = part.deviation(p, d, known)
+            if moved is None and can_freeze:
+                moved = part.deviation(p, d, known, partial=True)
+                if moved is not None:
+                    partial.append(int(cells[p]))
             if moved is None:
                 return None
             part.suppress(moved)
@@ -1157,11 +1296,13 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
                 return False, lps(), ("a primary cannot be protected against a singleton respondent, or an "
                                       "LP did not finish: the part is withheld whole")
     sup[cells] = part.local_sup
-    return True, lps(), ""
+    note = (f"{len(set(partial))} primary cell(s) only partly protected: frozen cells leave no full protection"
+            if partial else "")
+    return True, lps(), note
 
 
 def _exact(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows: np.ndarray, sliding: bool,
-           time_limit: float) -> tuple[bool, int, str, bool]:
+           time_limit: float, capacity: np.ndarray, frozen: np.ndarray) -> tuple[bool, int, str, bool]:
     """The exact integer model over one connected part; updates `sup` in place.
 
     Returns (finished, 1, note, proven optimal).
@@ -1173,11 +1314,14 @@ def _exact(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows
     fixed = sup[cells]
     prim = np.flatnonzero((pb.upl[cells] + pb.lpl[cells]) > 0)
     singles = np.flatnonzero(pb.single[cells])
-    cap_dn = x - lo
     # A deviation never needs to move a cell by more than everything in the part plus the
     # protections (flows of additive tables decompose into cycles through the primary).
     big = float(np.abs(x).sum() + (pb.upl[cells] + pb.lpl[cells]).sum() + 1.0)
-    cap_up = np.minimum(hi - x, big)
+    bound_dn = x - lo
+    bound_up = np.minimum(hi - x, big)
+    # Every cell but the attacked primary moves by at most its capacity (0 if frozen).
+    cap_dn = np.minimum(bound_dn, capacity[cells])
+    cap_up = np.minimum(bound_up, capacity[cells])
     attacks = []  # (primary, kind, known singleton or -1)
     for p in prim:
         unrelated = singles[~np.isin(cells[singles], pb.related(cells[p]))]
@@ -1195,17 +1339,19 @@ def _exact(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows
     lb = np.zeros(n_var)
     ub = np.zeros(n_var)
     lb[:k] = fixed
-    ub[:k] = 1.0
+    ub[:k] = np.where(frozen[cells] & ~fixed, 0.0, 1.0)
     blocks, b_lo, b_hi = [], [], []
     zero_rows = sp.csr_matrix((0, n_var))
     link_rows = []
     eye = sp.identity(k, format="csr")
     for a, (p, kind, j) in enumerate(attacks):
         off = k + a * per
+        up_a, dn_a = cap_up.copy(), cap_dn.copy()
+        up_a[p], dn_a[p] = bound_up[p], bound_dn[p]
         for cpy in range(copies):
             o = off + cpy * 2 * k
-            ub[o:o + k] = cap_up
-            ub[o + k:o + 2 * k] = cap_dn
+            ub[o:o + k] = up_a
+            ub[o + k:o + 2 * k] = dn_a
             if j >= 0:
                 ub[[o + j, o + k + j]] = 0.0
             # A (y+ - y-) = 0
@@ -1214,7 +1360,7 @@ def _exact(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray, rows
             b_lo.append(np.zeros(A.shape[0]))
             b_hi.append(np.zeros(A.shape[0]))
             # y+_i <= cap_up_i z_i and y-_i <= cap_dn_i z_i
-            for side, cap in ((0, cap_up), (k, cap_dn)):
+            for side, cap in ((0, up_a), (k, dn_a)):
                 link_rows.append(sp.hstack([-sp.diags(cap), sp.csr_matrix((k, o + side - k)), eye,
                                             sp.csr_matrix((k, n_var - o - side - k))]))
         gi = cells[p]
@@ -1255,8 +1401,10 @@ def protect_table(table, primary, protection, cost: str = "value", **options) ->
     """`protect` for a 2-D table whose last row and last column are its totals.
 
     `table`, `primary` (and any array option) have shape (r, c); so do the result's arrays.
+    The a-priori bounds are the seed's [0, grand total], as in `audit_table`, unless given.
     """
     t = _table(table)
+    options.setdefault("upper", float(t[-1, -1]))
     res = protect(t.reshape(-1), np.asarray(primary).reshape(-1), table_relations(t.shape), _flat(protection),
                   cost=cost, **{k: _flat(v) for k, v in options.items()})
     return _reshape(res, t.shape)

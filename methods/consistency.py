@@ -38,6 +38,13 @@ Functions:
   (top-down largest-remainder rounding, as a TopDown-style release needs).
 - `distribute`: integer cells of a table that add up to a given total.
 - `violations`: how many parents differ from the sum of their children.
+
+The seed paper's own problem, the privacy-preserving group size release (PGSR: per
+region, how many groups - e.g. households - have each size), is here too:
+`group_size_vector`, `release_group_sizes` (noise with the paper's sensitivities and
+budget split, then its exact post-processing; a study, not a release) and
+`fit_group_sizes` (the post-processing alone). docs/consistency.md lists what follows
+the paper, what differs and what is not implemented.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
+
+from methods import _highs
 
 #: Entries of cost tables solved at once by `tree_dp` (bounds its memory: ~50 bytes each).
 _DP_BUDGET = 1 << 22
@@ -959,3 +969,348 @@ def violations(parents, values, tol: float = 0.0, released=None) -> int | np.nda
         off = np.where(all_out, np.abs(v[par] - sums) > tol, v[par] < sums - tol)
         bad += (rel[par] & off).sum(axis=0)
     return int(bad[0]) if squeeze else bad
+
+
+# ---------------------------------------------------------------------------------------
+# Group sizes: the seed paper's own problem (PGSR)
+
+#: Group-size vectors' post-processing methods: the paper's exact mechanisms and the
+#: relaxed-and-rounded baselines it compares them with (its Table 7).
+GROUP_SIZE_METHODS = ("dp", "relax-then-round")
+#: Largest hierarchy (nodes x sizes) `release_group_sizes` takes.
+MAX_GROUP_SIZE_CELLS = 2_000_000
+#: Largest exact cumulative program (interpolation segments) one solve may build.
+_SEGMENT_BUDGET = 20_000_000
+
+
+def group_size_vector(group_sizes, max_size: int, regions=None, n_regions: int | None = None) -> np.ndarray:
+    """How many groups have each size: entry k - 1 counts the groups of size k.
+
+    The seed paper's group-size vector (Fioretto, Van Hentenryck, Zhu, Section 2,
+    Example 2): `group_sizes` holds one size per group (e.g. persons per household,
+    whole numbers >= 1); sizes above `max_size` count in the last entry (as the 2010
+    Census's "7 or more"). With `regions` (one region index per group, 0..n_regions - 1),
+    one row per region: shape (n_regions, max_size). The paper's running example:
+    households of sizes 3, 1, 1 in Georgia and 3, 1, 2 in New York give (2, 0, 1) and
+    (1, 1, 1), and (3, 1, 2) for the United States (their sum).
+    """
+    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
+        raise ValueError(f"max_size must be a whole number >= 1 (got {max_size!r})")
+    s = np.asarray(group_sizes)
+    if s.ndim != 1:
+        raise ValueError(f"group_sizes must be a 1-D array (one size per group), got shape {s.shape}")
+    if s.size and not (np.issubdtype(s.dtype, np.integer) or np.all(np.isfinite(s) & (s == np.round(s)))):
+        raise ValueError("group sizes must be whole numbers")
+    s = s.astype(np.int64)
+    if s.size and s.min() < 1:
+        raise ValueError(f"a group has at least one member (got a size of {int(s.min())})")
+    k = np.minimum(s, max_size) - 1
+    if regions is None:
+        return np.bincount(k, minlength=max_size).astype(np.int64)
+    r = np.asarray(regions)
+    if r.shape != s.shape or not np.issubdtype(r.dtype, np.integer):
+        raise ValueError("regions must hold one whole-number region index per group")
+    m = int(n_regions) if n_regions is not None else (int(r.max()) + 1 if r.size else 0)
+    if r.size and (r.min() < 0 or r.max() >= m):
+        raise ValueError(f"region indices must lie in 0..{m - 1}")
+    return np.bincount(r.astype(np.int64) * max_size + k, minlength=m * max_size).reshape(m, max_size).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class GroupSizeRelease:
+    """What `release_group_sizes` returns (a study, not a release: see its docstring).
+
+    `counts` (nodes, sizes): the released group-size vectors, non-negative integers;
+    `noisy` the noisy answers the post-processing read (group sizes, or cumulative
+    counts with `cumulative`); `alpha` the geometric noise's parameter (the same on every
+    level); `total` the public number of groups n.
+    """
+
+    counts: np.ndarray
+    noisy: np.ndarray
+    cumulative: bool
+    method: str
+    epsilon: float
+    epsilon_per_level: float
+    levels: int
+    sensitivity: int
+    alpha: float
+    total: int
+
+
+def _group_tree(parents, vectors) -> tuple[_Tree, np.ndarray]:
+    """The tree (one root) and the true vectors of every node (leaves given, parents summed)."""
+    tree = _tree(parents)
+    if len(tree.levels[0]) != 1:
+        raise ValueError(f"a group-size hierarchy has one root (the region whose groups are all n), "
+                         f"got {len(tree.levels[0])}")
+    v = np.asarray(vectors)
+    if v.ndim != 2 or v.shape[0] != tree.n or v.shape[1] < 1:
+        raise ValueError(f"vectors must be (nodes, sizes) = ({tree.n}, K) with K >= 1, got shape {v.shape}")
+    if v.size > MAX_GROUP_SIZE_CELLS:
+        raise ValueError(f"the hierarchy has {v.size:,} (node, size) cells; at most {MAX_GROUP_SIZE_CELLS:,}")
+    if not (np.issubdtype(v.dtype, np.integer) or np.all(np.isfinite(v) & (v == np.round(v)))):
+        raise ValueError("group-size vectors must hold whole numbers")
+    v = v.astype(np.int64)
+    if (v < 0).any():
+        raise ValueError("group-size vectors cannot be negative")
+    full = np.where((tree.n_children == 0)[:, None], v, 0)
+    for d in range(len(tree.levels) - 1, 0, -1):
+        par, starts = _segments(tree, d)
+        full[par] = np.add.reduceat(full[tree.levels[d]], starts, axis=0)
+    inner = tree.n_children > 0
+    given = v[inner]
+    if ((given != 0) & (given != full[inner])).any():
+        p = int(np.flatnonzero(inner)[np.flatnonzero(((given != 0) & (given != full[inner])).any(axis=1))[0]])
+        raise ValueError(f"row {p} is not the sum of its children's group sizes (give leaf rows, and internal "
+                         "rows as their sums or zeros)")
+    return tree, full
+
+
+def release_group_sizes(parents, vectors, epsilon: float, *, cumulative: bool = False, rng=None,
+                        method: str = "dp") -> GroupSizeRelease:
+    """The seed paper's privacy-preserving group size release (PGSR), as a STUDY.
+
+    Fioretto, Van Hentenryck and Zhu, Sections 4 to 9 (Lemma 4, Theorem 1, Model 1,
+    Lemma 6, Model 2). `parents` is the region tree (one root), `vectors` its group-size
+    vectors (`group_size_vector`; leaf rows are read, internal rows are their sums or
+    zeros). The public total n is the root's number of groups.
+
+    1. **Noise** (Section 5 / 8): each level of the tree (L levels) spends epsilon / L
+       (the levels partition the groups: parallel composition within a level,
+       sequential across, Theorem 1), and every entry of every node's vector gets
+       independent two-sided geometric noise, P(X = x) proportional to alpha^|x|, alpha
+       = exp(-(epsilon / L) / Delta), with the paper's sensitivities: Delta = 2 for
+       group sizes (Lemma 4: a person joining a group of size k moves it to size k + 1)
+       and Delta = 1 for cumulative counts c_k = number of groups of size <= k
+       (Lemma 6; with `cumulative`, the noise is added to those). The noise comes from
+       `rng` (a numpy Generator; a fresh one if None): **this is a study, not a
+       release** - a release needs an exact sampler from a secure source, as
+       `engine.noise` has for SafeTab-P.
+    2. **Post-processing** (`fit_group_sizes`): `method="dp"` (default) the paper's
+       exact mechanisms, non-negative integers, every parent row the sum of its
+       children's and faithful (every level's number of groups adds up to n);
+       `method="relax-then-round"` the baselines of the paper's Table 7.
+
+    A huge epsilon (alpha = 0) adds no noise and returns the truth.
+    """
+    if method not in GROUP_SIZE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(GROUP_SIZE_METHODS)} (got {method!r})")
+    eps = float(epsilon)
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"epsilon must be a finite number > 0 (got {epsilon!r})")
+    tree, truth = _group_tree(parents, vectors)
+    L = len(tree.levels)
+    delta = 1 if cumulative else 2
+    eps_l = eps / L
+    alpha = float(np.exp(-eps_l / delta))
+    if not alpha < 1.0:
+        raise ValueError(f"epsilon = {epsilon!r} is too small: the noise would have no bound")
+    gen = np.random.default_rng() if rng is None else rng
+    if not isinstance(gen, np.random.Generator):
+        raise ValueError("rng must be a numpy Generator (numpy.random.default_rng(seed))")
+    query = np.cumsum(truth, axis=1) if cumulative else truth
+    p = 1.0 - alpha
+    noise = gen.geometric(p, size=query.shape) - gen.geometric(p, size=query.shape)  # two-sided geometric
+    noisy = query + noise
+    n = int(truth[tree.levels[0][0]].sum())
+    counts = fit_group_sizes(parents, noisy, n, cumulative=cumulative, method=method)
+    return GroupSizeRelease(counts=counts, noisy=noisy, cumulative=bool(cumulative), method=method, epsilon=eps,
+                            epsilon_per_level=eps_l, levels=L, sensitivity=delta, alpha=alpha, total=n)
+
+
+def fit_group_sizes(parents, noisy, total: int, *, cumulative: bool = False, method: str = "dp") -> np.ndarray:
+    """Group-size vectors from noisy answers, by the seed paper's post-processing.
+
+    `noisy` (nodes, K): noisy group sizes, or noisy cumulative counts with `cumulative`;
+    `total` the public number of groups n. Returns (nodes, K) integers.
+
+    * plain, ``method="dp"``: Model 1 solved exactly by the paper's dynamic program
+      (Sections 6-7): the hierarchy H_DP, a root holding n (faithfulness) whose children
+      are the region tree once per group size, solved by `tree_dp` with the root fixed
+      at n: the non-negative integers closest to the noisy sizes in squared distance,
+      every parent the sum of its children.
+    * cumulative, ``method="dp"``: Model 2 (Section 9, C1-C5) solved exactly: the
+      non-negative, non-decreasing, consistent integer cumulative counts closest to the
+      noisy ones in squared distance, the root's last one n; the sizes are their
+      differences. The squared distance is replaced by its linear interpolation between
+      whole numbers (equal at whole numbers, convex) in a window around the real-valued
+      optimum, and the linear program's solution is accepted only if it is integral and
+      no window edge binds it (then it is optimal over all integers: a convex function
+      minimised over a convex set where no window bound is active); otherwise the window
+      grows, and a solution that is not integral is solved again as an integer program
+      over the whole range 0..n. This is not the paper's chain DP of Section 9.2, which
+      post-processes cumulative counts taken along each level of H_DP (see
+      docs/consistency.md); it solves the same Model 2 exactly.
+    * ``method="relax-then-round"`` (the paper's relaxed baselines, Section 11): the
+      real-valued optimum of the same model, rounded count by count (cumulative counts
+      first, then differenced); it can break consistency and faithfulness (`violations`).
+    """
+    if method not in GROUP_SIZE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(GROUP_SIZE_METHODS)} (got {method!r})")
+    tree = _tree(parents)
+    if len(tree.levels[0]) != 1:
+        raise ValueError("a group-size hierarchy has one root")
+    y = np.asarray(noisy, dtype=np.float64)
+    if y.ndim != 2 or y.shape[0] != tree.n or y.shape[1] < 1:
+        raise ValueError(f"noisy must be (nodes, sizes) = ({tree.n}, K), got shape {np.shape(noisy)}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("noisy values must be finite")
+    if y.size > MAX_GROUP_SIZE_CELLS:
+        raise ValueError(f"the hierarchy has {y.size:,} (node, size) cells; at most {MAX_GROUP_SIZE_CELLS:,}")
+    if isinstance(total, bool) or int(total) != total or total < 0:
+        raise ValueError(f"the number of groups n must be a whole number >= 0 (got {total!r})")
+    n = int(total)
+    if cumulative:
+        return _fit_cumulative(tree, y, n, exact=method == "dp")
+    par, y_dp, fixed = _dp_hierarchy(tree, y, n)
+    if method == "dp":
+        x = tree_dp(par, y_dp, fixed=fixed, nonnegative=True)
+    else:
+        x = relax_then_round(par, y_dp, fixed=fixed, nonnegative=True)
+    return np.asarray(x[1:], np.int64).reshape(y.shape[1], tree.n).T
+
+
+def _dp_hierarchy(tree: _Tree, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The paper's H_DP (Section 6): node 0 holds the total n; node 1 + k N + r is region
+    r's count of groups of size k + 1, its parent the same size in r's parent region
+    (the size-k copy of the root hangs from node 0)."""
+    N, K = y.shape
+    base = 1 + np.arange(K)[:, None] * N
+    p = tree.parents[None, :]
+    par = np.concatenate([[-1], np.where(p >= 0, base + p, 0).reshape(-1)])
+    y_dp = np.concatenate([[float(n)], y.T.reshape(-1)])
+    fixed = np.full(len(par), np.nan)
+    fixed[0] = n
+    return par, y_dp, fixed
+
+
+def _cumulative_system(tree: _Tree, K: int):
+    """Rows of Model 2 on cumulative counts y[r, k] (column r K + k): every parent the sum
+    of its children (C4) and y[r, k] <= y[r, k + 1] (C3)."""
+    N = tree.n
+    idx = np.arange(N * K).reshape(N, K)
+    rows, cols, vals = [], [], []
+    r = 0
+    child = np.flatnonzero(tree.parents >= 0)
+    inner = np.flatnonzero(tree.n_children > 0)
+    row_of = np.full(N, -1, np.int64)
+    row_of[inner] = np.arange(len(inner))
+    for k in range(K):  # consistency: y[p, k] - sum y[c, k] = 0
+        rows += [r + row_of[inner], r + row_of[tree.parents[child]]]
+        cols += [idx[inner, k], idx[child, k]]
+        vals += [np.ones(len(inner)), -np.ones(len(child))]
+        r += len(inner)
+    n_eq = r
+    if K > 1:  # monotone: y[r, k] - y[r, k + 1] <= 0
+        m = np.arange(N * (K - 1))
+        rr = r + m
+        a = idx[:, :-1].reshape(-1)
+        b = idx[:, 1:].reshape(-1)
+        rows += [rr, rr]
+        cols += [a, b]
+        vals += [np.ones(len(m)), -np.ones(len(m))]
+        r += len(m)
+    A = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, N * K))
+    lo = np.concatenate([np.zeros(n_eq), np.full(r - n_eq, -np.inf)])
+    hi = np.zeros(r)
+    return A, lo, hi
+
+
+def _fit_cumulative(tree: _Tree, y: np.ndarray, n: int, exact: bool, force_integer: bool = False) -> np.ndarray:
+    """Model 2: relaxed (QP) then, if `exact`, the integer optimum (see `fit_group_sizes`)."""
+    N, K = y.shape
+    A, row_lo, row_hi = _cumulative_system(tree, K)
+    root = int(tree.levels[0][0])
+    col_lo = np.zeros(N * K)
+    col_hi = np.full(N * K, float(n))
+    col_lo[root * K + K - 1] = col_hi[root * K + K - 1] = n  # C2: faithful to the public total
+    target = y.reshape(-1)
+    x = _relaxed_cumulative(A, row_lo, col_lo, col_hi, target)
+    relaxed = x
+    if not exact:
+        c = np.rint(relaxed).reshape(N, K).astype(np.int64)
+        return np.diff(c, axis=1, prepend=0)
+    radius = 4.0
+    while True:
+        lo = np.maximum(col_lo, np.floor(relaxed - radius))
+        hi = np.minimum(col_hi, np.ceil(relaxed + radius))
+        whole = bool(np.all((lo == col_lo) & (hi == col_hi)))
+        if force_integer and not whole:
+            radius = float(n) + 1.0
+            continue
+        widths = (hi - lo).astype(np.int64)
+        if int(widths.sum()) > _SEGMENT_BUDGET:
+            raise ValueError(f"the exact cumulative program would need {int(widths.sum()):,} interpolation segments "
+                             f"(limit {_SEGMENT_BUDGET:,}); use a larger epsilon or a smaller hierarchy")
+        z, ok = _interpolated_solve(A, row_lo, row_hi, lo, hi, widths, target, integer=force_integer)
+        if z is None:
+            raise ValueError("the exact cumulative program did not solve")
+        integral = bool(np.all(np.abs(z - np.rint(z)) <= 1e-6))
+        if not integral and not force_integer:
+            # Never seen in the tests; an integer program over the whole range is exact.
+            force_integer = True
+            continue
+        zi = np.rint(z)
+        edge = ((zi <= lo) & (lo > col_lo)) | ((zi >= hi) & (hi < col_hi))
+        if ok and not edge.any():
+            c = zi.reshape(N, K).astype(np.int64)
+            return np.diff(c, axis=1, prepend=0)
+        if whole:
+            raise ValueError("the exact cumulative program did not finish")
+        radius *= 4.0
+
+
+def _relaxed_cumulative(A, row_lo, col_lo, col_hi, target) -> np.ndarray:
+    """The real-valued optimum of Model 2 (min |y - target|^2 over the rows, equalities
+    where row_lo = 0 and y_a - y_b <= 0 elsewhere, col_lo <= y <= col_hi), by Clarabel's
+    interior-point method (HiGHS's active-set QP is far too slow for thousands of counts)."""
+    import clarabel
+
+    m = len(target)
+    eq = row_lo == 0
+    A = sp.csr_matrix(A)
+    fixed = col_lo == col_hi
+    blocks = [A[eq], sp.csr_matrix((np.ones(fixed.sum()), (np.arange(fixed.sum()), np.flatnonzero(fixed))),
+                                   shape=(int(fixed.sum()), m)),
+              A[~eq], -sp.identity(m, format="csr"), sp.identity(m, format="csr")]
+    b = np.concatenate([np.zeros(int(eq.sum())), col_lo[fixed], np.zeros(int((~eq).sum())), -col_lo, col_hi])
+    n_zero = int(eq.sum() + fixed.sum())
+    M = sp.vstack(blocks, format="csc")
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.time_limit = 600.0
+    solver = clarabel.DefaultSolver(sp.identity(m, format="csc") * 2.0, -2.0 * target, M, b,
+                                    [clarabel.ZeroConeT(n_zero), clarabel.NonnegativeConeT(M.shape[0] - n_zero)],
+                                    settings)
+    sol = solver.solve()
+    if str(sol.status) not in ("Solved", "AlmostSolved"):
+        raise ValueError(f"the relaxed cumulative program did not solve ({sol.status})")
+    return np.clip(np.asarray(sol.x), col_lo, col_hi)
+
+
+def _interpolated_solve(A, row_lo, row_hi, lo, hi, widths, target, integer: bool):
+    """min sum_i phi_i(y_i) over the rows and lo <= y <= hi, phi_i the interpolation of
+    (y - target_i)^2 between whole numbers: y_i = lo_i + the sum of its unit segments,
+    segment j costing phi_i(lo_i + j + 1) - phi_i(lo_i + j) (increasing in j, so they
+    fill in order). Returns (y, finished)."""
+    m = len(lo)
+    n_seg = int(widths.sum())
+    owner = np.repeat(np.arange(m), widths)
+    j = np.arange(n_seg) - np.repeat(np.cumsum(widths) - widths, widths)
+    v = lo[owner] + j
+    seg_cost = 2.0 * (v - target[owner]) + 1.0
+    # Columns: y (m), then the segments; rows: the model's, then y_i - sum segments = lo_i.
+    link = sp.hstack([sp.identity(m, format="csc"),
+                      sp.csc_matrix((-np.ones(n_seg), (owner, np.arange(n_seg))), shape=(m, n_seg))])
+    M = sp.vstack([sp.hstack([A, sp.csc_matrix((A.shape[0], n_seg))]), link], format="csc")
+    cost = np.concatenate([np.zeros(m), seg_cost])
+    r_lo = np.concatenate([row_lo, lo])
+    r_hi = np.concatenate([row_hi, lo])
+    c_lo = np.concatenate([lo, np.zeros(n_seg)])
+    c_hi = np.concatenate([hi, np.ones(n_seg)])
+    integ = np.concatenate([np.ones(m, bool), np.zeros(n_seg, bool)]) if integer else None
+    status, x = _highs.solve(cost, M, r_lo, r_hi, c_lo, c_hi, integer=integ, time_limit=600.0)
+    if status != "optimal":
+        return None, False
+    return x[:m], True

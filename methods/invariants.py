@@ -1,9 +1,14 @@
 """Exact invariants and subspace differential privacy (projected mechanisms).
 
 Source: J. Gao, R. Gong, F.-Y. Yu, "Subspace Differential Privacy", AAAI 2022
-(arXiv:2108.11527), sections 3 and 5. Corollary numbers below follow the issue that
-asked for this module (projected mechanisms: Cor. 3.2 / 3.5 / 3.8; extended
-mechanisms: Cor. 3.6 / 3.9).
+(arXiv:2108.11527), sections 2, 3 and 5 (shared/papers/subspace-differential-privacy.txt):
+neighbours are bounded (Def. 2.1: one row changed), the Gaussian multiplier is Lemma
+3.4's, the projected mechanisms are Cor. 3.2 / 3.5 / 3.8 and the extended ones Cor. 3.6
+/ 3.9 (Algorithm 1). The classic Dwork-Roth multiplier and add/remove neighbours are
+named options (`gaussian_c(..., variant="dwork-roth")`,
+`extended_sensitivity(..., neighbours="add-remove")`); docs/invariants.md lists what
+is implemented, what differs and what is not (the correlated Gaussian and k-norm
+mechanisms of Sec. 3.4).
 
 The invariants are linear: C x = c, with C an m x n matrix of rank n_c (m may exceed
 n_c: redundant rows are allowed). Let Pi_N = I - C^+ C be the orthogonal projector on
@@ -66,6 +71,9 @@ __all__ = [
     "MAX_CELLS",
     "MAX_DENSE_ENTRIES",
     "MAX_NULL_BASIS",
+    "MAX_PAIR_WORK",
+    "GAUSSIAN_VARIANTS",
+    "NEIGHBOURS",
     "constraint_rank",
     "extended_gaussian_scale",
     "extended_laplace_scale",
@@ -367,26 +375,45 @@ def _check_eps(epsilon: Any) -> float:
     return e
 
 
-def gaussian_c(epsilon: float, delta: float) -> float:
-    """c_{eps,delta} = sqrt(2 ln(1.25 / delta)) / eps, the classic Gaussian mechanism's
-    multiplier (Dwork and Roth 2014, Thm 3.22; the paper's Gaussian mechanisms), valid
-    for 0 < eps < 1 and 0 < delta < 1."""
+#: Names of the Gaussian multipliers `gaussian_c` offers.
+GAUSSIAN_VARIANTS = ("paper", "dwork-roth")
+#: Names of the neighbouring relations `extended_sensitivity` offers.
+NEIGHBOURS = ("bounded", "add-remove")
+
+
+def gaussian_c(epsilon: float, delta: float, variant: str = "paper") -> float:
+    """c_{eps,delta}, the Gaussian mechanism's multiplier: sigma = c Delta_2.
+
+    * ``variant="paper"`` (default): the paper's Lemma 3.4 (after Dwork et al. 2006a),
+      c = (1 + sqrt(1 + ln(1 / delta))) / eps, for every eps > 0 and 0 < delta < 1
+      (eps 1, delta 1e-5: 4.5374; eps 0.5: 9.0747).
+    * ``variant="dwork-roth"``: the classic multiplier sqrt(2 ln(1.25 / delta)) / eps
+      (Dwork and Roth 2014, Thm 3.22), valid only for 0 < eps < 1 (eps 0.5, delta
+      1e-5: 9.6896). Smaller than the paper's for small delta, but not (eps, delta)-DP
+      beyond eps = 1, so it refuses eps >= 1.
+    """
     e = _check_eps(epsilon)
-    if e >= 1:
-        raise ValueError(f"the classic Gaussian mechanism's c_(eps,delta) holds for epsilon < 1 (got {epsilon!r})")
+    if variant not in GAUSSIAN_VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(GAUSSIAN_VARIANTS)} (got {variant!r})")
     dl = float(delta)
     if not 0 < dl < 1:
         raise ValueError(f"delta must lie strictly between 0 and 1 (got {delta!r})")
+    if variant == "paper":
+        return (1.0 + math.sqrt(1.0 + math.log(1.0 / dl))) / e
+    if e >= 1:
+        raise ValueError(f"the classic (Dwork-Roth) Gaussian multiplier holds for epsilon < 1 (got {epsilon!r}); "
+                         "the paper's (variant='paper') holds for every epsilon")
     return math.sqrt(2.0 * math.log(1.25 / dl)) / e
 
 
-def gaussian_scale(epsilon: float, delta: float, l2_sensitivity: float) -> float:
-    """sigma = c_{eps,delta} Delta_2: the standard deviation of each cell's Gaussian noise
-    (before projection). The projected cell i then has variance sigma^2 (Pi_N)_ii."""
+def gaussian_scale(epsilon: float, delta: float, l2_sensitivity: float, variant: str = "paper") -> float:
+    """sigma = c_{eps,delta} Delta_2 (`gaussian_c`, the paper's Lemma 3.4 by default):
+    the standard deviation of each cell's Gaussian noise before projection. The
+    projected cell i then has variance sigma^2 (Pi_N)_ii."""
     d = float(l2_sensitivity)
     if not (math.isfinite(d) and d > 0):
         raise ValueError(f"the L2 sensitivity must be a finite number > 0 (got {l2_sensitivity!r})")
-    return gaussian_c(epsilon, delta) * d
+    return gaussian_c(epsilon, delta, variant) * d
 
 
 def laplace_scale(epsilon: float, l1_sensitivity: float) -> float:
@@ -398,38 +425,86 @@ def laplace_scale(epsilon: float, l1_sensitivity: float) -> float:
     return d / _check_eps(epsilon)
 
 
-def extended_sensitivity(QN: Any, differences: Any = None, norm: int = 2) -> float:
+#: Largest number of (pair of cells, null-space coordinate) products the bounded L1
+#: sensitivity evaluates (it compares every pair of rows of Q_N).
+MAX_PAIR_WORK = 200_000_000
+
+
+def extended_sensitivity(QN: Any, differences: Any = None, norm: int = 2, neighbours: str = "bounded") -> float:
     """Sensitivity of Q_N^T x: max over neighbouring differences d of ||Q_N^T d||_norm.
 
-    `differences` holds the possible x - x' as rows (default: the unit vectors, a
-    histogram where one record moves one cell by one). For norm 2 and unit vectors it
-    is max_i sqrt((Pi_N)_ii) <= 1, whatever basis Q_N is; for norm 1 it depends on the
-    basis chosen.
+    `neighbours` says which differences x - x' a neighbouring pair of histograms has,
+    when `differences` (explicit rows) is not given:
+
+    * ``"bounded"`` (default): the paper's Definition 2.1, databases of the same size
+      differing in one row: one record moves from cell j to cell i, d = e_i - e_j
+      (i != j). For norm 2 this is max_{i != j} sqrt(P_ii + P_jj - 2 P_ij) with
+      P = Pi_N = Q_N Q_N^T, whatever basis Q_N is; a single total of n cells gives
+      sqrt(2) (every e_i - e_j lies in its null space).
+    * ``"add-remove"``: unbounded neighbours, one record added or removed: d = e_i,
+      giving max_i sqrt((Pi_N)_ii) <= 1 for norm 2.
+
+    For norm 1 the value depends on the basis chosen. The bounded L1 case compares
+    every pair of rows of Q_N (at most `MAX_PAIR_WORK` products).
     """
     q = np.asarray(QN, dtype=np.float64)
     if q.ndim != 2:
         raise ValueError("Q_N must be a 2-D matrix (cells x null-space dimension)")
     if norm not in (1, 2):
         raise ValueError("norm must be 1 or 2")
+    if neighbours not in NEIGHBOURS:
+        raise ValueError(f"neighbours must be one of {', '.join(NEIGHBOURS)} (got {neighbours!r})")
     if q.shape[1] == 0:
         return 0.0
-    d = np.eye(q.shape[0]) if differences is None else np.atleast_2d(np.asarray(differences, dtype=np.float64))
-    if d.shape[1] != q.shape[0]:
-        raise ValueError(f"each difference must have {q.shape[0]} cells (got {d.shape[1]})")
-    proj = d @ q
-    return float(np.max(np.linalg.norm(proj, ord=norm, axis=1)))
+    if differences is not None:
+        d = np.atleast_2d(np.asarray(differences, dtype=np.float64))
+        if d.shape[1] != q.shape[0]:
+            raise ValueError(f"each difference must have {q.shape[0]} cells (got {d.shape[1]})")
+        return float(np.max(np.linalg.norm(d @ q, ord=norm, axis=1)))
+    if neighbours == "add-remove":
+        return float(np.max(np.linalg.norm(q, ord=norm, axis=1)))
+    return _bounded_sensitivity(q, norm)
 
 
-def extended_gaussian_scale(epsilon: float, delta: float, QN: Any, differences: Any = None) -> float:
-    """Standard deviation of e_N in the extended Gaussian mechanism x + Q_N e_N:
-    c_{eps,delta} times the L2 sensitivity of Q_N^T x (`extended_sensitivity`)."""
-    return gaussian_c(epsilon, delta) * extended_sensitivity(QN, differences, norm=2)
+def _bounded_sensitivity(q: np.ndarray, norm: int) -> float:
+    """max over i != j of ||q_i - q_j|| (rows of Q_N), block by block."""
+    n, k = q.shape
+    if n < 2:
+        return 0.0  # one cell: a record can only "move" to where it is
+    best = 0.0
+    if norm == 2:
+        sq = np.einsum("ij,ij->i", q, q)
+        step = max(1, 4_000_000 // n)
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            d2 = sq[a:b, None] + sq[None, :] - 2.0 * (q[a:b] @ q.T)
+            d2[np.arange(b - a), np.arange(a, b)] = -np.inf  # i = j is no move
+            best = max(best, float(np.max(d2)))
+        return math.sqrt(max(best, 0.0))
+    if n * n * k > MAX_PAIR_WORK:
+        raise ValueError(f"the bounded L1 sensitivity compares {n:,} x {n:,} pairs of {k:,} coordinates (limit "
+                         f"{MAX_PAIR_WORK:,} products); give the differences explicitly")
+    step = max(1, 2_000_000 // max(1, n * k))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        d1 = np.abs(q[a:b, None, :] - q[None, :, :]).sum(axis=2)
+        best = max(best, float(np.max(d1)))
+    return best
 
 
-def extended_laplace_scale(epsilon: float, QN: Any, differences: Any = None) -> float:
-    """Laplace scale of e_N in the extended Laplace mechanism x + Q_N e_N: the L1
-    sensitivity of Q_N^T x over eps."""
-    return extended_sensitivity(QN, differences, norm=1) / _check_eps(epsilon)
+def extended_gaussian_scale(epsilon: float, delta: float, QN: Any, differences: Any = None,
+                            neighbours: str = "bounded", variant: str = "paper") -> float:
+    """Standard deviation of e_N in the extended Gaussian mechanism x + Q_N e_N
+    (the paper's Algorithm 1, Corollary 3.6): c_{eps,delta} (`gaussian_c`, the paper's
+    Lemma 3.4 by default) times the L2 sensitivity of Q_N^T x (`extended_sensitivity`,
+    bounded neighbours by default)."""
+    return gaussian_c(epsilon, delta, variant) * extended_sensitivity(QN, differences, norm=2, neighbours=neighbours)
+
+
+def extended_laplace_scale(epsilon: float, QN: Any, differences: Any = None, neighbours: str = "bounded") -> float:
+    """Laplace scale of e_N in the extended Laplace mechanism x + Q_N e_N (Corollary
+    3.9): the L1 sensitivity of Q_N^T x over eps (bounded neighbours by default)."""
+    return extended_sensitivity(QN, differences, norm=1, neighbours=neighbours) / _check_eps(epsilon)
 
 
 # --------------------------------------------------------------------------- rounding

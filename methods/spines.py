@@ -24,10 +24,17 @@ nodes ignored) or with one value per leaf, leaves in increasing node order.
   recursion then never uses them, and an entity may not be composable at all.
 * `bypass_variances`, `should_bypass` — the seed's section 5 (Theorem 2, Remark 1);
   `bypass_spine` is its Algorithm 3.
-* `optimize_spine` — the seed's Algorithm 2 for one county: block groups regrouped by
-  the intersections of the entities within each tract, tract groups merged greedily
-  while the sorted OSEDs of the far entities do not get worse; OSED of every entity
-  before (Census block groups) and after.
+* `optimize_spine` — the seed's Algorithm 2 for one county, as the production code runs
+  it: block groups regrouped by the intersections of the entities within each tract
+  (at most `group_size_cap` blocks each), tract groups merged greedily while the sorted
+  OSEDs of the far entities do not get worse (or packed `group_size_cap(..., "tract
+  group")` at a time when no entity is far); OSED of every entity before (Census block
+  groups) and after.
+* `aian_area` — which AIANNHCE codes production puts on the AIAN branch of its spine
+  (the seed's Section 1 and Figure 1: AIAN and non-AIAN branches under each state;
+  define_spines.py, `aian_areas` of prod_default.ini).
+* `lowest_max_fanout` — the seed's Section 4 fact behind the caps: splitting n units
+  into groups, the smallest possible largest fan-out is ceil(sqrt(n)).
 
 Everything is exact integer arithmetic on numpy arrays, linear in the tree size per
 entity (the greedy tract grouping is polynomial and capped by `max_evaluations`).
@@ -49,6 +56,26 @@ import numpy as np
 FANOUT_CUTOFF = 12
 ENTITY_THRESHOLD = 9
 BYPASS_CUTOFF = 150
+#: AIANNHCE ranges of the AIAN area categories (production: source/etc/AIANNHCE_ranges.csv).
+AIAN_AREA_RANGES = {
+    "Legal_Federally_Recognized_American_Indian_Area": (1, 4799),
+    "American_Indian_Joint_Use_Area": (4800, 4989),
+    "Hawaiian_Home_Land": (5000, 5499),
+    "Oklahoma_Tribal_Statistical_Area": (5500, 5899),
+    "Joint_Use_Oklahoma_Tribal_Statistical_Area": (5900, 5999),
+    "Alaska_Native_Village_Statistical_Area": (6000, 7999),
+    "Tribal_Designated_Statistical_Area": (8000, 8999),
+    "State_Recognized_Legal_American_Indian_Area": (9000, 9499),
+    "State_Designated_Tribal_Statistical_Area": (9500, 9998),
+}
+#: The categories the 2020 production runs put on the AIAN branch (prod_default.ini,
+#: `aian_areas`, the Geography Division's recommendation): all but the two designated
+#: statistical area categories.
+PRODUCTION_AIAN_AREAS = (
+    "Legal_Federally_Recognized_American_Indian_Area", "American_Indian_Joint_Use_Area", "Hawaiian_Home_Land",
+    "Alaska_Native_Village_Statistical_Area", "State_Recognized_Legal_American_Indian_Area",
+    "Oklahoma_Tribal_Statistical_Area", "Joint_Use_Oklahoma_Tribal_Statistical_Area",
+)
 #: Level names of the county trees `optimize_spine` returns (index = `SpineResult.level`).
 LEVELS = ("county", "tract group", "tract", "block group", "block")
 COUNTY, TRACT_GROUP, TRACT, BLOCK_GROUP, BLOCK = range(5)
@@ -579,6 +606,66 @@ def bypass_spine(parents: Any, shares: Any, mechanism: str, bypass_cutoff: int |
 
 
 # ------------------------------------------------------------------ spine optimisation
+def _whole(name: str, v: Any, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise ValueError(f"{name} must be a whole number >= {low} (got {v!r})")
+    return int(v)
+
+
+def group_size_cap(n: int, fanout_cutoff: int = FANOUT_CUTOFF, unit: str = "block group") -> int:
+    """The most units a group of the optimised spine holds, as the production code builds them.
+
+    The seed (Section 4) motivates it by the smallest largest fan-out, ceil(sqrt(n))
+    (`lowest_max_fanout`), plus the user's `fanout_cutoff`; its printed formula is lost
+    in the text we have. The production code (optimize_spine.py) computes
+    cutoff = int(sqrt(n) + fanout_cutoff) and then:
+
+    * ``unit="block group"`` (n = blocks of the tract): starts a new block group only
+      when the current one holds *more* than cutoff blocks, so a block group holds up to
+      int(sqrt(n) + fanout_cutoff + 1) blocks (40 blocks, cutoff 2: 9);
+    * ``unit="tract group"`` (n = tracts of the county): merges at most cutoff tracts,
+      int(sqrt(n) + fanout_cutoff) (12 tracts, cutoff 12: 15).
+    """
+    n = _whole("n", n, 1)
+    c = _whole("fanout_cutoff", fanout_cutoff, 0)
+    base = math.isqrt(n) + c  # int(sqrt(n) + c) for whole c, without float rounding
+    if unit == "block group":
+        return base + 1
+    if unit == "tract group":
+        return max(1, base)
+    raise ValueError(f"unit must be 'block group' or 'tract group' (got {unit!r})")
+
+
+def lowest_max_fanout(n: int) -> int:
+    """The smallest possible largest fan-out when n units are split into groups under a
+    parent: min over g of max(g, ceil(n / g)) (g groups, the parent's fan-out, and the
+    largest group). It is ceil(sqrt(n)): the seed's example, a tract of 100 blocks in 10
+    block groups of 10, has 10 (Section 4)."""
+    n = _whole("n", n, 1)
+    r = math.isqrt(n)
+    return r if r * r == n else r + 1
+
+
+def aian_area(aiannhce: Any, categories: Sequence[str] = PRODUCTION_AIAN_AREAS) -> np.ndarray:
+    """True where a block's AIANNHCE code lies in an AIAN area of the given categories
+    (production's `geocode_mapping`: 9999 is no area; codes 4990-4999 are refused)."""
+    unknown = [c for c in categories if c not in AIAN_AREA_RANGES]
+    if unknown:
+        raise ValueError(f"unknown AIAN area categories: {', '.join(unknown)} (known: {', '.join(AIAN_AREA_RANGES)})")
+    a = np.asarray(aiannhce)
+    codes = a.astype(np.int64) if np.issubdtype(a.dtype, np.integer) else np.array(
+        [int(x) if str(x).strip().isdigit() else -1 for x in a.reshape(-1)], np.int64).reshape(a.shape)
+    if ((codes < 0) | (codes > 9999)).any():
+        raise ValueError("AIANNHCE codes must be whole numbers 0000 to 9999")
+    if ((codes >= 4990) & (codes <= 4999)).any():
+        raise ValueError("AIANNHCE codes cannot be between 4990 and 4999 (not in the universe of codes)")
+    out = np.zeros(codes.shape, bool)
+    for c in categories:
+        lo, hi = AIAN_AREA_RANGES[c]
+        out |= (codes >= lo) & (codes <= hi)
+    return out
+
+
 @dataclass
 class SpineResult:
     """One county's spine before and after `optimize_spine`.
@@ -623,16 +710,18 @@ def optimize_spine(tract: Any, block_group: Any, entities: Any, fanout_cutoff: i
     AIANNH areas) containing it, -1 for none.
 
     1. Block groups: within each tract, blocks in the same intersection of entities
-       (same id in every row) form block groups of at most floor(sqrt(n) +
-       fanout_cutoff) blocks, n the blocks of the tract (the seed, section 4).
+       (same id in every row) form block groups of at most
+       `group_size_cap(n, fanout_cutoff)` = int(sqrt(n) + fanout_cutoff + 1) blocks, n
+       the blocks of the tract, in block order (the seed, section 4; production's rule).
     2. Tract groups: tracts meeting the same set of entities (ids, "none" included)
-       are grouped, at most floor(sqrt(T) + fanout_cutoff) tracts per group (T the
-       county's tracts). Entities whose distance with tracts directly under the county
-       exceeds `entity_threshold` are "far"; if none is, the groups are merged in
-       order into groups of at most that size. Otherwise two groups whose merge keeps
-       the size bound are merged whenever the far entities' distances, sorted in
-       decreasing order, do not get lexicographically worse; a group none of whose
-       merges is accepted is final (production code's greedy search).
+       are grouped, at most cutoff = int(sqrt(T) + fanout_cutoff) tracts per group (T
+       the county's tracts). Entities whose distance with tracts directly under the
+       county exceeds `entity_threshold` are "far"; if none is, every run of cutoff
+       consecutive groups is merged into one (production's rule: it counts groups, not
+       tracts, so such a group may hold more than cutoff tracts). Otherwise two groups
+       whose merge holds at most cutoff tracts are merged whenever the far entities'
+       distances, sorted in decreasing order, do not get lexicographically worse; a
+       group none of whose merges is accepted is final (production's greedy search).
     Distances are per county (the entity's part in this county); `combine_costs`
     combines counties under states and the nation.
     """
@@ -687,7 +776,7 @@ def optimize_spine(tract: Any, block_group: Any, entities: Any, fanout_cutoff: i
     run_start = np.flatnonzero(new_run)
     rank = np.arange(nb) - run_start[run_id]
     tract_blocks = np.bincount(t_of, minlength=n_tracts)
-    cut = np.maximum(1, np.floor(np.sqrt(tract_blocks) + fanout_cutoff).astype(np.int64))
+    cut = np.array([group_size_cap(int(b), int(fanout_cutoff)) for b in tract_blocks], np.int64)
     chunk = rank // cut[t_of[order]]
     new_bg = new_run | np.r_[True, chunk[1:] != chunk[:-1]]
     obg_sorted = np.cumsum(new_bg) - 1
@@ -710,7 +799,7 @@ def optimize_spine(tract: Any, block_group: Any, entities: Any, fanout_cutoff: i
     far = bound > entity_threshold
 
     # 2. Tract groups: tracts meeting the same entities ("none" included) together.
-    cut_t = max(1, int(math.floor(math.sqrt(n_tracts) + fanout_cutoff)))
+    cut_t = group_size_cap(n_tracts, int(fanout_cutoff), "tract group")
     signature: dict[tuple, list[int]] = {}
     for t in range(n_tracts):
         rows = ent[:, t_of == t]
@@ -722,13 +811,8 @@ def optimize_spine(tract: Any, block_group: Any, entities: Any, fanout_cutoff: i
     groups.sort(key=lambda g: g[0])
     evaluations, stopped = 0, False
     if not far.any():
-        packed: list[list[int]] = []
-        for g in groups:  # in order, while the size bound holds
-            if packed and len(packed[-1]) + len(g) <= cut_t:
-                packed[-1] = packed[-1] + g
-            else:
-                packed.append(list(g))
-        groups = packed
+        # Production: every cut_t consecutive tract groups become one (whatever their sizes).
+        groups = [sum(groups[i:i + cut_t], []) for i in range(0, len(groups), cut_t)]
     else:
         tc = tract_cost[:, far, :]
 

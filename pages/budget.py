@@ -361,3 +361,8 @@ _plan()
 st.divider()
 st.page_link("pages/scenarios.py", label="Compare this plan with saved scenarios and presets, any number side by side",
              icon=":material/compare_arrows:")
+
+# ----------------------------------------------------------------- the design paper's error bounds, exactly
+from ui import paper_statements  # noqa: E402 - one local panel at the end of the page
+
+paper_statements.panel(state.config())

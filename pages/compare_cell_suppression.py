@@ -21,7 +21,9 @@ st.info("A seeded study on the synthetic sample data, never a release: the legac
         icon=":material/science:")
 
 ss = st.session_state
-KEYS = ("cs_level", "cs_minpop", "cs_mincell", "cs_prot", "cs_ages", "cs_parent", "cs_narrow", "cs_seed")
+KEYS = ("cs_level", "cs_minpop", "cs_mincell", "cs_prot", "cs_ages", "cs_parent", "cs_narrow", "cs_seed",
+        "cs_capacity", "cs_refine")
+CAPACITY = {"value": "Its value (Massell's model)", "unbounded": "Unbounded (zero counts may rise)"}
 for k, v in ss.get("cs_saved", {}).items():  # controls keep their values across pages
     if k not in ss:
         ss[k] = v
@@ -31,6 +33,11 @@ if not state.has_sample():
     st.stop()
 basis = compare.sample_plan("cs_plan")
 cfg = basis.config
+
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def _paper_numbers():
+    return cmp.paper_numbers()
 
 
 @st.cache_resource(show_spinner=False, max_entries=12)
@@ -62,7 +69,7 @@ keys = [lvl.key for lvl in levels]
 if ss.get("cs_level") not in keys:
     ss["cs_level"] = "(COUNTY, 1)" if "(COUNTY, 1)" in keys else keys[0]
 d = LegacyOptions()
-for k, v in (("cs_ages", d.ages), ("cs_parent", True)):
+for k, v in (("cs_ages", d.ages), ("cs_parent", True), ("cs_capacity", d.capacity), ("cs_refine", d.refine)):
     ss.setdefault(k, v)
 c = st.columns([2.2, 1, 1, 1, 1])
 key = c[0].selectbox("Population group level", keys, key="cs_level",
@@ -91,12 +98,22 @@ narrow = float(widgets.number_box("Narrow interval (persons)", "cs_narrow", type
                                   help="A withheld count whose possible range is at most this wide counts as nearly "
                                        "disclosed. A whole number from 0 to 100."))
 seed = int(widgets.number_box("Noise seed (SafeTab-P)", "cs_seed", typed.SEED, 1, container=c2[2]))
+c3 = st.columns([2.2, 2, 2])
+c3[0].selectbox("How far a count may move", list(CAPACITY), format_func=CAPACITY.get,
+                key="cs_capacity", help="Massell's capacity model: in the linear program that picks complementary "
+                                        "cells, each count moves by at most its own value, so a zero count never "
+                                        "protects another. Unbounded lets counts rise without limit (the audit's "
+                                        "view of what an attacker cannot rule out).")
+c3[1].toggle("Refinement run", key="cs_refine", help="Massell's second pass: only the first pass's complements are "
+                                                     "candidates, small counts the dearest; it keeps the ones it "
+                                                     "needs.")
 ss["cs_saved"] = {k: ss[k] for k in KEYS if k in ss}
 
 level = PopulationGroupLevel.parse(key)
 options = LegacyOptions(geo=level.geo, iteration_level=level.iteration_level, min_population=int(minpop),
                         min_cell=int(mincell), protection=int(prot), ages=int(ss["cs_ages"]),
-                        hierarchy=bool(ss["cs_parent"]), time_budget=300.0)
+                        hierarchy=bool(ss["cs_parent"]), capacity=str(ss["cs_capacity"]),
+                        refine=bool(ss["cs_refine"]), time_budget=300.0)
 
 # ------------------------------------------------------------------ the study (cached)
 slot = _slot("study", json.dumps([str(state.sample_dir()), cfg.to_json(), repr(options), seed]))
@@ -207,11 +224,18 @@ widgets.table(audit, "cell_suppression_audit.csv", key="cs_audit", height=360, c
     "Recovered exactly": st.column_config.CheckboxColumn("Exact", width=52, help="Recovered exactly"),
     "Protection met": st.column_config.CheckboxColumn("Protected", width=72, help="Protection met")})
 
+paper = _paper_numbers()
+compare.paper_numbers(paper, key="cs_paper", caption=(
+    "Massell's report prints rules rather than worked numbers: each row checks one statement on a small table, "
+    "computed now with methods.cell_suppression. The audit's a-priori bounds are the seed's [0, grand total] for a "
+    "table (audit_table); in this study the group totals are relations of the system, so a published total bounds "
+    "its cells already, and a withheld one is no public bound. Linked tables are protected as one system of "
+    "relations, so no backtracking is needed."))
 compare.verdict(cmp.verdict(study, narrow), basis, nothing=compare.nothing_published(
     basis, level, "no sex by age table for any group of this level" if spc["groups_published"]
     else "nothing for this level (every total suppressed)") if not spc["groups_with_table"] else None)
 files = {"cell_suppression_summary.csv": summary, "cell_suppression_by_size.csv": size,
-         "cell_suppression_audit.csv": audit, "colour_legend.csv": cmp.legend_frame()}
+         "cell_suppression_audit.csv": audit, "colour_legend.csv": cmp.legend_frame(), "paper_numbers.csv": paper}
 if grid_legacy is not None:
     files["one_table_legacy.csv"] = grid_legacy
     files["one_table_safetab_p.csv"] = grid_sp

@@ -63,6 +63,30 @@ def _custom_sim(shape, margins, scale, noise, reps, seed):
     return ci.simulate_custom(study, scale, noise, reps, seed)
 
 
+@st.cache_data(show_spinner=False, max_entries=1)
+def _paper_numbers():
+    return ci.paper_numbers(), ci.gaussian_multipliers()
+
+
+def _paper() -> tuple:
+    """The paper's own numbers, computed now (both views show them)."""
+    numbers, multipliers = _paper_numbers()
+    compare.paper_numbers(numbers, key="inv_paper", caption=(
+        "Computed now with methods.invariants: the rank by the closed form of the margins, the Sec. 5.2 figures "
+        "by the exact law of the projected errors (unit Gaussian noise: the mean square of one run's 6,720 errors is "
+        "a chi-square with 5,980 degrees of freedom over 6,720) and by a seeded rerun of 50 runs. The paper calls "
+        "0.88 (0.86, 0.91) a standard deviation, but it matches the variance factor 299/336 = 0.890, not a "
+        "standard deviation (its square root, 0.943); the printed digits look truncated. Match: within one unit of "
+        "the paper's last printed digit."))
+    st.markdown("**The Gaussian multiplier c_ε,δ** (σ = c Δ₂): the paper's Lemma 3.4, "
+                "(1 + √(1 + ln(1/δ)))/ε, holds for every ε; Dwork and Roth's √(2 ln(1.25/δ))/ε, which the project "
+                "used before, only for ε < 1 (a dash). The extended mechanism's scale uses bounded neighbours "
+                "(Definition 2.1: a record moves between cells; Δ₂ = √2 for a total of 5 cells).")
+    widgets.table(multipliers, "gaussian_multipliers.csv", key="inv_multipliers",
+                  column_config={"δ": st.column_config.NumberColumn(format="%.0e")})
+    return numbers, multipliers
+
+
 def _side_metrics(col, items):
     with col:
         for label, value, help_text in items:
@@ -202,10 +226,13 @@ if mode == LEVEL:
                           | {c: st.column_config.NumberColumn(label, format="%.2f", width=125, help=c)
                              for c, label in zip(cols, short)})
 
+    paper, multipliers = _paper()
     compare.verdict(ci.level_verdict(study), basis, nothing=compare.nothing_published(
         basis, None, "no region count below the held totals (every one is suppressed)")
         if not s["child_groups"] else None)
     compare.downloads({
+        "paper_numbers.csv": paper,
+        "gaussian_multipliers.csv": multipliers,
         "invariants_groups.csv": study.groups,
         "invariants_by_table.csv": by_table,
         "invariants_by_parent.csv": by_parent,
@@ -313,10 +340,13 @@ else:
     widgets.chart(ci.histogram_chart(hist, study.moe_plain_exact, study.moe_with_normal), hist,
                   "invariants_cell_errors.csv", key="inv_hist")
 
+    paper, multipliers = _paper()
     compare.verdict(ci.custom_verdict(study), compare.Basis(
         cfg, basis.name, f"a custom table of {study.cells:,} cells with the noise of one stage-2 cell of "
         f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))}", basis.choice))
     compare.downloads({
+        "paper_numbers.csv": paper,
+        "gaussian_multipliers.csv": multipliers,
         "invariants_custom_figures.csv": figures,
         "invariants_custom_simulation.csv": sim_table,
         "invariants_cell_errors.csv": hist,

@@ -19,6 +19,10 @@ compare.header(PAGE)
 
 VIEWS = ("Custom area", "Spine optimisation")
 MAX_UPLOAD = 1_000_000
+PAPER_CAPTION = ("Computed now with methods.spines (lowest_max_fanout, should_bypass, bypass_variances, "
+                 "group_size_cap). The paper's formula for the largest optimised block group is lost in the text we "
+                 "have; the production code's rule, int(√n + fanout_cutoff + 1) blocks, is what the project follows. "
+                 "Match: equal to the printed value.")
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
@@ -201,6 +205,9 @@ if view == VIEWS[0]:
         fig, data = cs.variance_chart(res, direct)
         widgets.chart(fig, data, "variance_by_unit.csv", key="sp_var_chart")
         files["variance_by_unit.csv"] = data
+    paper = cs.paper_numbers()
+    compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_area")
+    files["paper_numbers.csv"] = paper
     compare.verdict(cs.area_verdict(res, direct), basis, nothing=compare.nothing_published(
         basis, None, "no total of this group in any unit the area could be made of (all suppressed)")
         if direct is None and not res.composable and res.needed_but_suppressed else None)
@@ -209,9 +216,11 @@ if view == VIEWS[0]:
 else:
     st.markdown(
         "A TopDown-style release measures a **geographic spine**: block > block group > tract > county > state. "
-        "Places and AIANNH areas are *off* the spine and must be added and subtracted from spine units; the "
-        "seed's optimisation regroups the block groups of each tract by the places and AIANNH areas they lie in "
-        "and groups tracts into tract groups, county by county, so that those entities need few units."
+        "Places and AIANNH areas are *off* the spine and must be added and subtracted from spine units. The 2020 "
+        "production spine first splits every state, county, tract and block group into its part inside the AIAN "
+        "areas and its part outside them (the **AIAN spine**: AIAN and non-AIAN branches under each state); the "
+        "seed's optimisation then regroups the block groups of each tract by the places and AIANNH areas they lie "
+        "in and groups tracts into tract groups, county part by county part, so that those entities need few units."
     )
     c1, c2, c3 = st.columns(3)
     source = c1.radio("Geography", ("The shipped sample", "A synthetic nation (geography only)"), key="sp_source")
@@ -224,8 +233,9 @@ else:
         gseed = int(widgets.number_box("Seed of the generator", "sp_gseed", typed.SEED, 0, container=c1))
     fanout = int(widgets.number_box("Fan-out cutoff", "sp_fanout", typed.Rule(whole=True, lo=0, hi=100),
                                     spines.FANOUT_CUTOFF, container=c2,
-                                    help="Block groups and tract groups hold at most ⌊√n + cutoff⌋ units "
-                                         "(production: 12). A whole number from 0 to 100."))
+                                    help="As production: a block group holds at most int(√n + cutoff + 1) of its "
+                                         "tract's n blocks, a tract group at most int(√T + cutoff) of the county's T "
+                                         "tracts (production: 12). A whole number from 0 to 100."))
     threshold = int(widgets.number_box("Entity threshold", "sp_threshold", typed.Rule(whole=True, lo=0, hi=100),
                                        spines.ENTITY_THRESHOLD, container=c3,
                                        help="Tract groups are optimised for the entities farther than this "
@@ -246,13 +256,14 @@ else:
     st.caption(f"Optimised {study.counties:,} counties in {study.seconds:.2f} s "
                f"({study.evaluations:,} tract-group merges tested"
                + (f"; {study.stopped_early} counties hit the search cap" if study.stopped_early else "") + ").")
-    left, right = compare.side_by_side("TopDown spine, optimised", "SafeTab-P")
+    left, right = compare.side_by_side("TopDown spines: Census, AIAN, optimised", "SafeTab-P")
     ent = study.entities
     with left:
         fig, hist = cs.osed_histogram(ent)
         widgets.chart(fig, hist, "osed_distribution.csv", key="sp_hist")
         widgets.table(cs.osed_summary(ent), "osed_summary.csv", key="sp_osed_sum")
-        st.markdown("**Units of the spine** (the optimisation only redefines block groups and adds tract groups):")
+        st.markdown("**Units of the spine** (the AIAN spine splits units by the AIAN areas; the optimisation then "
+                    "redefines block groups and adds tract groups):")
         widgets.table(cs.units_table(study), "spine_units.csv", key="sp_units")
         st.markdown("**Bypassing** (the seed's Theorem 2 and Algorithm 3, equal budget shares at every level): "
                     "units of the optimised spine whose budget the rule moves down to their children, because "
@@ -268,10 +279,13 @@ else:
     st.markdown("**Every place and AIANNH area** (farthest first):")
     table = cs.entities_table(ent)
     widgets.table(table, "osed_by_entity.csv", key="sp_entities", height=380)
+    paper = cs.paper_numbers()
+    compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_spine")
     compare.verdict(cs.spine_verdict(study), compare.Basis(
-        state.config(), "none needed (the spine and the OSED depend on the geography only)", "the geography of the shipped sample" if source == "The shipped sample" else
+        state.config(), "none needed (the spine and the OSED depend on the geography only)",
+        "the geography of the shipped sample" if source == "The shipped sample" else
         f"the geography of a synthetic nation of {persons:,} persons (generator seed {gseed})", ""))
-    compare.downloads({"osed_by_entity.csv": table, "osed_distribution.csv": hist,
+    compare.downloads({"paper_numbers.csv": paper, "osed_by_entity.csv": table, "osed_distribution.csv": hist,
                        "osed_summary.csv": cs.osed_summary(ent), "spine_units.csv": cs.units_table(study),
                        "bypassed_units.csv": cs.bypass_table(study),
                        "safetab_published.csv": cs.safetab_summary(ent)}, "spine_optimisation.zip", key="sp_dl_spine")

@@ -325,3 +325,19 @@ def downloads(files: dict[str, bytes | str | pd.DataFrame], zip_name: str, key: 
     row.download_button(
         f"Everything ({zip_name})", zip_bytes(files), file_name=zip_name, mime="application/zip",
         key=f"{key}_zip", on_click="ignore", icon=":material/folder_zip:")
+
+
+#: Columns of a "The paper's own numbers" table (see `paper_numbers`).
+PAPER_COLUMNS = ("Where", "The paper says", "Paper's value", "Computed here", "Match")
+
+
+def paper_numbers(df: pd.DataFrame, caption: str, key: str) -> None:
+    """The paper's printed numbers beside the same numbers computed live by the project's
+    functions (`PAPER_COLUMNS`; Match: "yes", "no", or why no comparison is possible), as a
+    static table whose text wraps (nothing cut off), with its CSV."""
+    from ui import widgets
+
+    st.subheader("The paper's own numbers")
+    st.table(df.set_index("Where"))
+    st.caption(caption)
+    widgets.download_csv(df, f"{key}.csv", key=f"{key}_csv", label="Download this table (CSV)")

@@ -58,9 +58,9 @@ class Preset:
 
 
 PRESETS: tuple[Preset, ...] = (
-    Preset("Paper §5.2: 102 counties, the state total held", (102,), ((),),
+    Preset("Paper §5.1: 102 counties, the state total held", (102,), ((),),
            "Gao, Gong and Yu's Illinois example: 102 county counts whose sum is the state's true population."),
-    Preset("Paper §5.1: 14 × 24 × 20 table, two-way margins held at each of the 20 locations", (14, 24, 20),
+    Preset("Paper §5.2: 14 × 24 × 20 table, two-way margins held at each of the 20 locations", (14, 24, 20),
            ((0, 2), (1, 2)),
            "The paper's spatio-temporal table: for every location (axis 3) its 14 × 24 table's row and column "
            "sums are held; rank 740."),
@@ -592,3 +592,80 @@ def histogram_chart(hist: pd.DataFrame, moe_plain: float, moe_with: float):
     fig.update_layout(barmode="overlay", bargap=0)
     style(fig, "Simulated noise of a cell, all cells pooled", "error (persons)", "share of cells", height=420)
     return fig
+
+
+# --------------------------------------------------------------------------- the paper's own numbers
+#: The paper's Section 5.2 table and held margins (14 groups x 24 hours x 20 buildings;
+#: at every building the group and hour sums).
+PAPER_TABLE = ((14, 24, 20), ((0, 2), (1, 2)))
+
+
+def _close(value: float, printed: float, unit: float) -> str:
+    """ "yes" when `value` is within one unit of the printed figure's last digit."""
+    return "yes" if abs(value - printed) <= unit + 1e-12 else "no"
+
+
+def paper_numbers(seed: int = 0, repetitions: int = 50) -> pd.DataFrame:
+    """The numbers Gao, Gong and Yu print that the project can compute, each beside the
+    value computed now by `methods.invariants` (and, for Sec. 5.2's simulation, by its
+    exact law and a seeded rerun with numpy's Gaussian noise, as the paper's).
+
+    Sec. 5.2's "median standard deviation of the elementwise additive errors over 50
+    repetitions is 0.88, with 5% and 95% quantiles (0.86, 0.91)": with unit noise the
+    projected errors of one repetition have mean square chi^2_{n - n_c} / n (n = 6,720
+    cells, n - n_c = 5,980), whose median and 5%/95% quantiles are 0.890, 0.863 and
+    0.917: the paper's figures to two digits (they look truncated). Read as standard
+    deviations (square roots: 0.943, 0.929, 0.957) they do not match: the paper's
+    "standard deviation" is the variance factor 299/336.
+    """
+    from scipy.stats import chi2
+
+    shape, margins = PAPER_TABLE
+    C = inv.margin_constraints(shape, margins)
+    n = C.shape[1]
+    rank = inv.margin_rank(shape, margins)
+    dof = n - rank
+    med, q05, q95 = (chi2.median(dof) / n, chi2.ppf(0.05, dof) / n, chi2.ppf(0.95, dof) / n)
+    e = np.random.default_rng(seed).normal(size=(repetitions, *shape))
+    per_rep = (inv.project_margins(e, shape, margins) ** 2).reshape(repetitions, -1).mean(axis=1)
+    sim_med, sim_q05, sim_q95 = np.median(per_rep), *np.quantile(per_rep, [0.05, 0.95])
+    eps = 4 * 0.16 * 0.3
+    rows = [
+        ("§5.2", "Query dimension, 14 × 24 × 20", "6720", f"{n:,}", "yes" if n == 6720 else "no"),
+        ("§5.2", "Invariant dimension, (24 + 14 − 1) × 20", "740", f"{rank:,} (rank of C)",
+         "yes" if rank == 740 else "no"),
+        ("§5.2", "Median 'standard deviation' of the errors (50 runs)", "0.88",
+         f"{med:.4f} variance (exact); {sim_med:.4f} rerun", _close(med, 0.88, 0.01)),
+        ("§5.2", "… its 5% quantile", "0.86", f"{q05:.4f} variance (exact); {sim_q05:.4f} rerun",
+         _close(q05, 0.86, 0.01)),
+        ("§5.2", "… its 95% quantile", "0.91", f"{q95:.4f} variance (exact); {sim_q95:.4f} rerun",
+         _close(q95, 0.91, 0.01)),
+        ("§5.2", "The same figures read as standard deviations", "0.88 (0.86, 0.91)",
+         f"{np.sqrt(med):.4f} ({np.sqrt(q05):.4f}, {np.sqrt(q95):.4f})",
+         "no" if abs(np.sqrt(med) - 0.88) > 0.01 else "yes"),
+        ("§5.2", "Variance factor of a cell, (n − n_c) / n", "not printed",
+         f"{inv.margin_variance_factor(shape, margins)} = {float(inv.margin_variance_factor(shape, margins)):.4f}",
+         "—"),
+        ("§5.1", "Budget ε = 4 (total) × 0.16 (county) × 0.3 (population)", "0.192", f"{eps:.3f}",
+         _close(eps, 0.192, 0.0005)),
+        ("Lemma 3.4", "Gaussian multiplier c_ε,δ", "formula only", "see the table below", "—"),
+        ("§1, Fig. 1", "Illinois regressions: 48 states, 37 negative, 11 significant", "48, 37, 11",
+         "not computable (the 2010 data)", "—"),
+    ]
+    return pd.DataFrame(rows, columns=["Where", "The paper says", "Paper's value", "Computed here", "Match"])
+
+
+def gaussian_multipliers(settings=((1.0, 1e-5), (0.5, 1e-5), (0.5, 1e-10), (2.0, 1e-5))) -> pd.DataFrame:
+    """c_ε,δ by the paper's Lemma 3.4 (the project's default) and by Dwork and Roth's
+    classic bound (`variant="dwork-roth"`, defined for ε < 1 only), with the scale of the
+    extended Gaussian mechanism for a total of 5 cells under bounded neighbours (Δ2 = √2)."""
+    rows = []
+    Q = inv.null_space_basis(np.ones((1, 5)))
+    s2 = inv.extended_sensitivity(Q)
+    for eps, delta in settings:
+        paper = inv.gaussian_c(eps, delta)
+        classic = inv.gaussian_c(eps, delta, variant="dwork-roth") if eps < 1 else None
+        rows.append({"ε": eps, "δ": delta, "c, paper (Lemma 3.4)": round(paper, 4),
+                     "c, Dwork–Roth": None if classic is None else round(classic, 4),
+                     "σ of e_N, total of 5 cells, paper": round(paper * s2, 4)})
+    return pd.DataFrame(rows)

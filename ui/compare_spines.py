@@ -216,13 +216,18 @@ def variance_chart(res: rs.AreaResult, direct: dict | None) -> tuple[go.Figure, 
     return fig, data
 
 
+#: The spines of the study, in order: (column of `SpineStudy.entities`, name).
+SPINES = (("osed_census", "Census spine"), ("osed_aian", "AIAN spine"), ("osed_optimised", "optimised spine"))
+
+
 def osed_histogram(entities: pd.DataFrame) -> tuple[go.Figure, pd.DataFrame]:
-    """Number of places and of AIANNH areas at each OSED, Census spine vs optimised
-    spine (the seed's figures: distributions of the off-spine distance)."""
+    """Number of places and of AIANNH areas at each OSED on the Census spine, production's
+    AIAN spine and the optimised spine (the seed's figures: distributions of the
+    off-spine distance)."""
     kinds = {"places": entities["level"] != "AIANNH", "AIANNH areas": entities["level"] == "AIANNH"}
     rows = []
     for kind, sel in kinds.items():
-        for col, spine in (("osed_census", "Census spine"), ("osed_optimised", "optimised spine")):
+        for col, spine in SPINES:
             vc = entities.loc[sel, col].value_counts()
             for d, n in vc.items():
                 rows.append({"entities": kind, "spine": spine, "OSED": int(d), "count": int(n)})
@@ -233,14 +238,14 @@ def osed_histogram(entities: pd.DataFrame) -> tuple[go.Figure, pd.DataFrame]:
                                                         f"AIANNH areas ({int(kinds['AIANNH areas'].sum())})"],
                         horizontal_spacing=0.08)
     for col, kind in enumerate(kinds, start=1):
-        for i, spine in enumerate(("Census spine", "optimised spine")):
+        for i, (_c, spine) in enumerate(SPINES):
             sub = data[(data["entities"] == kind) & (data["spine"] == spine)]
             fig.add_trace(go.Bar(x=sub["OSED"], y=sub["count"], name=spine, marker_color=COLORS[i],
                                  showlegend=col == 1, legendgroup=spine,
                                  hovertemplate=f"{spine}<br>OSED %{{x}}: %{{y}} {kind}<extra></extra>"),
                           row=1, col=col)
     fig.update_layout(barmode="group")
-    style(fig, "Off-spine entity distance before and after the spine optimisation",
+    style(fig, "Off-spine entity distance on the Census, AIAN and optimised spines",
             "OSED (units added or subtracted)", "number of entities", height=420)
     fig.update_xaxes(dtick=1, range=[0.4, top + 0.6], title_text="OSED (units added or subtracted)")
     fig.update_yaxes(title_text="", col=2)
@@ -258,7 +263,8 @@ def osed_summary(entities: pd.DataFrame) -> pd.DataFrame:
     for kind, sel in (("Places", entities["level"] != "AIANNH"), ("AIANNH areas", entities["level"] == "AIANNH")):
         if not sel.any():
             continue
-        for col, spine in (("osed_census", "Census spine"), ("osed_optimised", "Optimised spine")):
+        for col, name in SPINES:
+            spine = name[0].upper() + name[1:]
             v = entities.loc[sel, col]
             rows.append({"Entities": kind, "Spine": spine, "Number": int(sel.sum()), "Mean OSED": round(v.mean(), 2),
                          "Median OSED": float(v.median()), "Largest OSED": int(v.max()),
@@ -287,7 +293,7 @@ def entities_table(entities: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "Entity": [f"{LEVEL_NAMES.get(lv, lv)} {r}" for lv, r in zip(e["level"], e["region"])],
         "Blocks": e["blocks"], "Counties": e["counties"], "OSED, Census spine": e["osed_census"],
-        "OSED, optimised spine": e["osed_optimised"],
+        "OSED, AIAN spine": e["osed_aian"], "OSED, optimised spine": e["osed_optimised"],
         "SafeTab-P from tracts (— = not composable)": [str(x) if x != spines.NOT_COMPOSABLE else "—"
                                                        for x in e["osed_safetab_tree"]],
     }).sort_values(["OSED, Census spine", "Entity"], ascending=[False, True]).reset_index(drop=True)
@@ -296,7 +302,7 @@ def entities_table(entities: pd.DataFrame) -> pd.DataFrame:
 def units_table(study: rs.SpineStudy) -> pd.DataFrame:
     u = study.units
     return pd.DataFrame({"Level": [LEVEL_NAMES.get(x, x) for x in u["level"]], "Census spine": u["before"],
-                         "Optimised spine": u["after"]})
+                         "AIAN spine": u["aian"], "Optimised spine": u["after"]})
 
 
 def bypass_table(study: rs.SpineStudy) -> pd.DataFrame:
@@ -336,11 +342,44 @@ def area_verdict(res: rs.AreaResult, direct: dict | None) -> str:
 
 def spine_verdict(study: rs.SpineStudy) -> str:
     e = study.entities
-    b, a = e["osed_census"], e["osed_optimised"]
+    b, m, a = e["osed_census"], e["osed_aian"], e["osed_optimised"]
     t = e["osed_safetab_tree"]
+    ai = e["level"] == "AIANNH"
+    aian_part = (f" Production's AIAN spine alone takes the {int(ai.sum())} AIANNH areas from {b[ai].mean():.1f} to "
+                 f"{m[ai].mean():.1f} units on average; the" if ai.any() else " The")
     return (f"On the Census spine the {len(e)} places and AIANNH areas are on average {b.mean():.1f} units away "
-            f"(at most {b.max()}); the seed's optimisation brings that to {a.mean():.1f} (at most {a.max()}) in "
+            f"(at most {b.max()}).{aian_part} seed's optimisation of the AIAN spine, as production runs it, brings "
+            f"all of them to {a.mean():.1f} (at most {a.max()}) in "
             f"{study.seconds:.2f} s, with {int((a == 1).sum())} of them exactly on the spine. SafeTab-P needs no "
             f"spine for them: it publishes every place and AIANNH area directly, at the price of a budget per "
             f"geography level; from its tracts alone {int((t == spines.NOT_COMPOSABLE).sum())} of them could not "
             "be made at all.")
+
+
+# ----------------------------------------------------------------- the paper's own numbers
+def paper_numbers() -> pd.DataFrame:
+    """The numbers of the spine paper (Cumings-Menon et al.) the project can compute, each
+    beside the value `methods.spines` computes now. Where the text we have lost a
+    number, the table says so."""
+    n = 100
+    fan = spines.lowest_max_fanout(n)
+    groups = -(-n // fan)
+    laplace_k = max(k for k in range(1, 50) if spines.should_bypass(k, 1, 1, "laplace"))
+    gauss_k = max(k for k in range(1, 50) if spines.should_bypass(k, 1, 1, "gaussian"))
+    before, after = spines.bypass_variances(3, 1, 1, "laplace")
+    cap = spines.group_size_cap(n, spines.FANOUT_CUTOFF)
+    rows = [
+        ("§4", "Tract of 100 blocks: lowest possible largest fan-out", "10", f"{fan}", "yes" if fan == 10 else "no"),
+        ("§4", "… with 10 block groups of 10 blocks: units involved", "11", f"{1 + groups}",
+         "yes" if 1 + groups == 11 else "no"),
+        ("§4", "Most blocks in an optimised block group (√n + fanout_cutoff)", "lost in the text",
+         f"{cap} (production: int(√100 + 12 + 1))", "—"),
+        ("§5, Thm 2", "Equal shares, pure DP: bypass a parent with at most … children", "3", f"{laplace_k}",
+         "yes" if laplace_k == 3 else "no"),
+        ("§5, Remark 1", "… at 3 children the parent's variance is unchanged", "(equality)",
+         f"before {float(before):.4g}, after {float(after):.4g}", "yes" if before == after else "no"),
+        ("§5", "zCDP (Gaussian): bypass parents with only … child", "1", f"{gauss_k}", "yes" if gauss_k == 1 else "no"),
+        ("§3.1", "Variance gained by the discrete distributions at large budgets", "lost in the text",
+         "not computed (the budgets are lost too)", "—"),
+    ]
+    return pd.DataFrame(rows, columns=["Where", "The paper says", "Paper's value", "Computed here", "Match"])

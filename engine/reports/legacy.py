@@ -12,7 +12,9 @@ geography level above it, this module builds that release from the exact counts:
    tables and in withheld groups alike, must keep `protection` persons of uncertainty up
    and down (down no further than 0).
 3. **Complementary suppression** by the seed's sequential LP
-   (`methods.cell_suppression.protect`) against every relation an attacker knows: in each
+   (`methods.cell_suppression.protect`, with the seed's capacities by default: a count
+   moves by at most its own value in a deviation, so a zero count is never a complement;
+   `capacity="unbounded"` lets counts rise without limit) against every relation an attacker knows: in each
    table the cells of a sex add up to its marginal and the two marginals to the total; and
    across the geography hierarchy each cell of a parent region (e.g. a state) is the sum of
    the same cell of its child regions (its counties), plus the part of the parent in no
@@ -84,6 +86,8 @@ class LegacyOptions:
     singletons: bool = True
     sliding: bool = False
     cost: str = "value"
+    capacity: str = "value"  # the seed's capacity model ("value"), or "unbounded"
+    refine: bool = False  # the seed's refinement run (a second pass over the first pass's complements)
     time_limit: float = cs.LP_TIME_LIMIT
     part_time_limit: float = cs.PART_TIME_LIMIT
     time_budget: float = 1800.0
@@ -102,6 +106,8 @@ class LegacyOptions:
             raise ValueError(f"--ages must be 4, 9 or 23 (got {self.ages})")
         if self.cost not in ("value", "count"):
             raise ValueError(f"--cost must be 'value' or 'count' (got {self.cost!r})")
+        if self.capacity not in cs.CAPACITIES:
+            raise ValueError(f"--capacity must be one of {', '.join(cs.CAPACITIES)} (got {self.capacity!r})")
         for name in ("time_limit", "part_time_limit", "time_budget"):
             v = getattr(self, name)
             if not 0 < v <= 86_400:
@@ -223,6 +229,7 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
     rel = system.relations if options.hierarchy else system.relations[~system.hierarchy]
     res = cs.protect(system.x, system.primary, rel, options.protection, sliding=options.sliding,
                      cost=options.cost, method="lp", suppressed=system.withheld, singletons=singles,
+                     capacity=options.capacity, refine=options.refine,
                      time_limit=options.time_limit, part_time_limit=options.part_time_limit,
                      time_budget=options.time_budget, progress=prog("complementary suppression"),
                      audit_progress=prog("audit"))

@@ -13,8 +13,10 @@ Two questions, on the same GRF-C and plan as a SafeTab-P run:
 * How far are places and AIANNH areas from a TopDown-style spine (block > block group
   > tract > county > state), and how much does the seed's spine optimisation bring
   them closer? `census_spine` builds the Census hierarchy from GRF-C (a block's block
-  group is the first digit of TABBLK, so GRF-C needs no extra column) and
-  `spine_study` runs `methods.spines.optimize_spine` on every county.
+  group is the first digit of TABBLK, so GRF-C needs no extra column), or production's
+  AIAN spine (AIAN and non-AIAN branches under each state, from AIANNHCE), and
+  `spine_study` runs `methods.spines.optimize_spine` on every county part of the AIAN
+  spine, as production does.
 
 Region ids follow SPEC section 4; everything here uses public inputs only (GRF-C,
 the plan), except the truths and releases of `engine.reports.levels` tables, which a
@@ -104,19 +106,40 @@ class CensusSpine:
         return pd.DataFrame({"level": [SPINE_LEVELS[i] for i in names], "units": counts})
 
 
-def census_spine(geography: Geography) -> CensusSpine:
-    """Block > block group > tract > county > state (> USA) from GRF-C block keys."""
+def census_spine(geography: Geography, aian: bool = False) -> CensusSpine:
+    """Block > block group > tract > county > state (> USA) from GRF-C block keys.
+
+    With `aian`, production's AIAN spine (the seed's Section 1 and Figure 1;
+    define_spines.py): every state, county, tract and block group is split into its part
+    in the AIAN areas (`methods.spines.aian_area`, production's categories, from the
+    AIANNHCE of GRF-C) and its part outside them, so each state has an AIAN and a
+    non-AIAN branch. Labels then end in " AIAN" or " non-AIAN".
+    """
     rows = np.flatnonzero(_in_run(geography))
     if not len(rows):
         raise ValueError("no block of GRF-C is in the runs of the plan (run_us / run_pr, state_filter_us)")
     keys = _keys(geography)[rows]
     nb = len(rows)
+    flag = np.full(nb, "", dtype="U1")
+    if aian:
+        flag[:] = "N"
+        if "AIANNH" in geography.block_region:
+            br = geography.block_region["AIANNH"][rows]
+            codes = np.where(br >= 0, geography.regions["AIANNH"].astype(str)[np.maximum(br, 0)], "9999")
+            flag[spines.aian_area(codes)] = "A"
     parts = {}
     for name, width in (("BLOCK GROUP", 12), ("TRACT", 11), ("COUNTY", 5), ("STATE", 2)):
-        ids, first, inv = np.unique(np.char.ljust(keys, 15).astype(f"U{width}"), return_index=True,
-                                    return_inverse=True)
+        ids, first, inv = np.unique(np.char.add(flag, np.char.ljust(keys, 15).astype(f"U{width}")),
+                                    return_index=True, return_inverse=True)
         parts[name] = (ids, first, inv.ravel())
-    has_us = bool(np.any(parts["STATE"][0] != "72"))
+
+    def label(ids: np.ndarray) -> np.ndarray:
+        if not aian:
+            return ids
+        return np.array([f"{i[1:]} {'AIAN' if i[0] == 'A' else 'non-AIAN'}" for i in ids], dtype=object)
+
+    st_codes = np.array([i[-2:] for i in parts["STATE"][0]])
+    has_us = bool(np.any(st_codes != "72"))
     n_bg, n_tr, n_co, n_st = (len(parts[k][0]) for k in ("BLOCK GROUP", "TRACT", "COUNTY", "STATE"))
     base_bg = nb
     base_tr = base_bg + n_bg
@@ -127,29 +150,28 @@ def census_spine(geography: Geography) -> CensusSpine:
     n = root + 1
     parents = np.full(n, -1, np.int64)
     level = np.zeros(n, np.int8)
-    label = np.empty(n, dtype=object)
+    label_ = np.empty(n, dtype=object)
     parents[:nb] = base_bg + parts["BLOCK GROUP"][2]
     level[:nb] = SPINE_LEVELS.index("BLOCK")
-    label[:nb] = keys
+    label_[:nb] = keys
     for name, base, up_name, up_base in (("BLOCK GROUP", base_bg, "TRACT", base_tr),
                                          ("TRACT", base_tr, "COUNTY", base_co),
                                          ("COUNTY", base_co, "STATE", base_st)):
         ids, first, _ = parts[name]
         parents[base:base + len(ids)] = up_base + parts[up_name][2][first]
         level[base:base + len(ids)] = SPINE_LEVELS.index(name)
-        label[base:base + len(ids)] = ids
-    st_ids = parts["STATE"][0]
-    parents[base_st:base_st + n_st] = np.where(st_ids == "72", root, usa if has_us else root)
+        label_[base:base + len(ids)] = label(ids)
+    parents[base_st:base_st + n_st] = np.where(st_codes == "72", root, usa if has_us else root)
     level[base_st:base_st + n_st] = SPINE_LEVELS.index("STATE")
-    label[base_st:base_st + n_st] = st_ids
+    label_[base_st:base_st + n_st] = label(parts["STATE"][0])
     if has_us:
-        parents[usa], level[usa], label[usa] = root, SPINE_LEVELS.index("USA"), "1"
-    parents[root], level[root], label[root] = -1, SPINE_LEVELS.index("NATION"), "nation"
+        parents[usa], level[usa], label_[usa] = root, SPINE_LEVELS.index("USA"), "1"
+    parents[root], level[root], label_[root] = -1, SPINE_LEVELS.index("NATION"), "nation"
 
     # Entities: places (US then Puerto Rico) and AIANNH areas.
     ent_rows, offset = [], 0
     place = np.full(nb, -1, np.int64)
-    aian = np.full(nb, -1, np.int64)
+    aian_ent = np.full(nb, -1, np.int64)
     for geo in ("PLACE", "PR-PLACE", "AIANNH"):
         if geo not in geography.regions:
             continue
@@ -157,61 +179,123 @@ def census_spine(geography: Geography) -> CensusSpine:
         ent_rows += [(geo, r, i) for i, r in enumerate(reg)]
         br = geography.block_region[geo][rows]
         if geo == "AIANNH":
-            aian = np.where(br >= 0, offset + br, -1)
+            aian_ent = np.where(br >= 0, offset + br, -1)
         else:
             place = np.where(br >= 0, offset + br, place)
         offset += len(reg)
     entities = pd.DataFrame(ent_rows, columns=["level", "region", "index"])
-    return CensusSpine(parents, level, label, rows, np.stack([place, aian]), entities)
+    return CensusSpine(parents, level, label_, rows, np.stack([place, aian_ent]), entities)
 
 
 # ------------------------------------------------------------------ spine study
 @dataclass
 class SpineStudy:
-    """`spine_study`: OSED of every place and AIANNH area before and after."""
+    """`spine_study`: OSED of every place and AIANNH area on each spine."""
 
-    entities: pd.DataFrame  # level, region, blocks, counties, osed_census, osed_optimised, osed_safetab_tree
-    units: pd.DataFrame  # level, before, after (Census spine vs optimised spine)
+    entities: pd.DataFrame  # level, region, blocks, counties, osed_census, osed_aian, osed_optimised, osed_safetab_tree
+    units: pd.DataFrame  # level, before (Census spine), aian (AIAN spine), after (optimised AIAN spine)
     bypassed: pd.DataFrame  # level, laplace, gaussian: units the seed's bypass rule removes (equal shares)
-    seconds: float  # time of the optimisation (all counties)
+    seconds: float  # time of the optimisation (all county parts)
     counties: int
     evaluations: int
-    stopped_early: int  # counties whose tract-group search hit its cap
+    stopped_early: int  # county parts whose tract-group search hit its cap
     settings: dict = field(default_factory=dict)
+    county_parts: int = 0  # counties split into their AIAN and non-AIAN parts (production's units)
+
+
+def _county_costs(tract: np.ndarray, bg: np.ndarray, entity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(entity ids, (c_k, c_notk)) of the entities meeting one county on county > tract >
+    block group > block (the Census spine there)."""
+    ids = np.unique(entity[entity >= 0])
+    t_codes, t_of = np.unique(tract, return_inverse=True)
+    g_codes, g_first, g_of = np.unique(np.stack([t_of.ravel(), bg]), axis=1, return_index=True, return_inverse=True)
+    nb, ng, nt = len(tract), g_codes.shape[1], len(t_codes)
+    parents = np.r_[nb + g_of.ravel(), nb + ng + g_codes[0], np.full(nt, nb + ng + nt), -1]
+    member = np.zeros((nb, len(ids)), bool)
+    col = np.searchsorted(ids, entity)
+    for r in range(entity.shape[0]):
+        has = entity[r] >= 0
+        member[np.flatnonzero(has), col[r][has]] = True
+    cin, cout = spines.osed_costs(parents, member)
+    return ids, np.stack([cin, cout], axis=1)
+
+
+def _national_osed(spine: CensusSpine, county_nodes: np.ndarray, ids: list[np.ndarray], costs: list[np.ndarray],
+                   n_ent: int) -> np.ndarray:
+    """The exact OSED of every entity on the whole spine: per-county (c_k, c_notk) combined
+    above the counties (states, USA, nation) by the seed's recursion (`combine_costs`)."""
+    upper = np.flatnonzero(np.isin(spine.level, [SPINE_LEVELS.index(x) for x in ("NATION", "USA", "STATE", "COUNTY")]))
+    pos = np.full(len(spine.parents), -1, np.int64)
+    pos[upper] = np.arange(len(upper))
+    up_parents = np.where(spine.parents[upper] >= 0, pos[np.maximum(spine.parents[upper], 0)], -1)
+    usable = spine.level[upper] != SPINE_LEVELS.index("NATION")
+    leaf = pos[county_nodes]
+    out = np.zeros(n_ent, dtype=np.int64)
+    chunk = max(1, 5_000_000 // max(1, len(upper)))
+    for lo in range(0, n_ent, chunk):
+        hi = min(n_ent, lo + chunk)
+        cin = np.zeros((len(upper), hi - lo), np.int64)
+        cout = np.ones((len(upper), hi - lo), np.int64)
+        for c in range(len(county_nodes)):
+            sel = (ids[c] >= lo) & (ids[c] < hi)
+            cin[leaf[c], ids[c][sel] - lo] = costs[c][sel, 0]
+            cout[leaf[c], ids[c][sel] - lo] = costs[c][sel, 1]
+        out[lo:hi] = spines.combine_costs(up_parents, cin, cout, usable=usable)[0]
+    return out
+
+
+def _county_blocks(spine: CensusSpine) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The county nodes of a spine and the block rows (node indices) of each."""
+    nb = spine.n_blocks
+    county_node = spine.parents[spine.parents[spine.parents[np.arange(nb)]]]
+    counties, county_of = np.unique(county_node, return_inverse=True)
+    order = np.argsort(county_of, kind="stable")
+    starts = np.r_[0, np.cumsum(np.bincount(county_of, minlength=len(counties)))]
+    return counties, [order[starts[c]:starts[c + 1]] for c in range(len(counties))]
 
 
 def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
                 entity_threshold: int = spines.ENTITY_THRESHOLD, max_evaluations: int = 200_000,
                 progress: Callable[[str, float, float], None] | None = None) -> SpineStudy:
-    """Run the seed's spine optimisation (`methods.spines.optimize_spine`) county by
-    county and measure every place and AIANNH area nation-wide.
+    """Measure every place and AIANNH area nation-wide on three spines, as production builds them:
+
+    * the Census spine (block groups from TABBLK, no tract groups);
+    * production's AIAN spine (`census_spine(..., aian=True)`): every unit from the state
+      down split into its AIAN and non-AIAN parts;
+    * the optimised spine: the seed's optimisation (`methods.spines.optimize_spine`, with
+      production's group caps) run on every county part of the AIAN spine, as production
+      runs it per [AIAN flag][state][county].
 
     OSED nation-wide: the per-county costs (c_k, c_notk) of each entity are combined
     above the counties (states, USA) by the seed's recursion (`combine_costs`): the
-    exact OSED on the whole spine. Before = the Census spine (block groups from TABBLK,
-    no tract groups); after = optimised block groups and tract groups. Also: the OSED
-    of each entity from SafeTab-P's published states, counties and tracts alone
-    (NOT_COMPOSABLE when it splits a tract), and the units the seed's bypass rule
-    (Algorithm 3, equal shares at every level) would remove from the optimised spine.
+    exact OSED on the whole spine. Also: the OSED of each entity from SafeTab-P's
+    published states, counties and tracts alone (NOT_COMPOSABLE when it splits a
+    tract), and the units the seed's bypass rule (Algorithm 3, equal shares at every
+    level) would remove from the optimised spine.
     """
-    spine = census_spine(geography)
+    census = census_spine(geography)
+    spine = census_spine(geography, aian=True)
     nb = spine.n_blocks
-    county_node = spine.parents[spine.parents[spine.parents[np.arange(nb)]]]
-    counties, county_of = np.unique(county_node, return_inverse=True)
     n_ent = len(spine.entities)
-    blocks_per_county = np.bincount(county_of)
-    order = np.argsort(county_of, kind="stable")
-    starts = np.r_[0, np.cumsum(blocks_per_county)]
     tract_code = np.array([int(k[5:11]) for k in spine.label[:nb]], dtype=np.int64)
     bg_code = np.array([int(k[11]) for k in spine.label[:nb]], dtype=np.int64)
-    results, safetab = [], []
+    piece_of_block = geography.block_piece[spine.blocks]
+    # The Census spine and SafeTab-P's published tree, county by county.
+    c_nodes, c_blocks = _county_blocks(census)
+    census_ids, census_costs, safetab = [], [], []
+    for b in c_blocks:
+        ids, cost = _county_costs(tract_code[b], bg_code[b], census.entity[:, b])
+        census_ids.append(ids)
+        census_costs.append(cost)
+        safetab.append(_safetab_county_costs(tract_code[b], piece_of_block[b], census.entity[:, b], ids))
+    # The AIAN spine, optimised county part by county part.
+    a_nodes, a_blocks = _county_blocks(spine)
+    results = []
     units_after = {lvl: 0 for lvl in SPINE_LEVELS}
     bypass = {lvl: [0, 0] for lvl in ("TRACT GROUP", "TRACT", "BLOCK GROUP")}
     evaluations = stopped = 0
     seconds = 0.0
-    piece_of_block = geography.block_piece[spine.blocks]
-    for c in range(len(counties)):
-        b = order[starts[c]:starts[c + 1]]
+    for c, b in enumerate(a_blocks):
         t0 = time.perf_counter()
         res = spines.optimize_spine(tract_code[b], bg_code[b], spine.entity[:, b], fanout_cutoff=fanout_cutoff,
                                     entity_threshold=entity_threshold, max_evaluations=max_evaluations)
@@ -219,9 +303,8 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
         results.append(res)
         evaluations += res.evaluations
         stopped += int(res.stopped_early)
-        safetab.append(_safetab_county_costs(tract_code[b], piece_of_block[b], spine.entity[:, b], res.entity_id))
         if progress:
-            progress("optimising the spine, county by county", c + 1, len(counties))
+            progress("optimising the spine, county by county", c + 1, len(a_blocks))
     for res in results:
         for lvl_i, name in ((spines.TRACT_GROUP, "TRACT GROUP"), (spines.TRACT, "TRACT"),
                             (spines.BLOCK_GROUP, "BLOCK GROUP")):
@@ -231,52 +314,40 @@ def spine_study(geography: Geography, fanout_cutoff: int = spines.FANOUT_CUTOFF,
             for lvl_i, name in ((spines.TRACT_GROUP, "TRACT GROUP"), (spines.TRACT, "TRACT"),
                                 (spines.BLOCK_GROUP, "BLOCK GROUP")):
                 bypass[name][k] += int(np.sum(gone & (res.level_after == lvl_i)))
+    a_ids = [r.entity_id for r in results]
+    osed = {
+        "census": _national_osed(census, c_nodes, census_ids, census_costs, n_ent),
+        "aian": _national_osed(spine, a_nodes, a_ids, [r.cost_before for r in results], n_ent),
+        "optimised": _national_osed(spine, a_nodes, a_ids, [r.cost_after for r in results], n_ent),
+        "safetab": _national_osed(census, c_nodes, census_ids, safetab, n_ent),
+    }
 
-    # Nation-wide OSED: counties are the leaves of the upper tree (nation > USA > states),
-    # the same above the counties for the Census spine and SafeTab-P's published tree.
-    upper = np.flatnonzero(np.isin(spine.level, [SPINE_LEVELS.index(x) for x in ("NATION", "USA", "STATE", "COUNTY")]))
-    pos = np.full(len(spine.parents), -1, np.int64)
-    pos[upper] = np.arange(len(upper))
-    up_parents = np.where(spine.parents[upper] >= 0, pos[np.maximum(spine.parents[upper], 0)], -1)
-    usable = spine.level[upper] != SPINE_LEVELS.index("NATION")
-    leaf_of_county = pos[counties]
-    osed = {}
-    chunk = max(1, 5_000_000 // max(1, len(upper)))
-    for which in ("before", "after", "safetab"):
-        out = np.zeros(n_ent, dtype=np.int64)
-        for lo in range(0, n_ent, chunk):
-            hi = min(n_ent, lo + chunk)
-            cin = np.zeros((len(upper), hi - lo), np.int64)
-            cout = np.ones((len(upper), hi - lo), np.int64)
-            for c, res in enumerate(results):
-                sel = (res.entity_id >= lo) & (res.entity_id < hi)
-                cost = {"before": res.cost_before, "after": res.cost_after, "safetab": safetab[c]}[which]
-                cin[leaf_of_county[c], res.entity_id[sel] - lo] = cost[sel, 0]
-                cout[leaf_of_county[c], res.entity_id[sel] - lo] = cost[sel, 1]
-            out[lo:hi] = spines.combine_costs(up_parents, cin, cout, usable=usable)[0]
-        osed[which] = out
-
-    has = spine.entity >= 0
-    ids = spine.entity[has]  # (block, entity) memberships, both kinds
+    has = census.entity >= 0
+    ids = census.entity[has]  # (block, entity) memberships, both kinds
     blocks = np.bincount(ids, minlength=n_ent)
-    pairs = np.unique(np.stack([np.broadcast_to(county_of, spine.entity.shape)[has], ids]), axis=1)
+    county_of = np.zeros(nb, np.int64)
+    for c, b in enumerate(c_blocks):
+        county_of[b] = c
+    pairs = np.unique(np.stack([np.broadcast_to(county_of, census.entity.shape)[has], ids]), axis=1)
     touched = np.bincount(pairs[1], minlength=n_ent)
-    entities = spine.entities.assign(
-        blocks=blocks, counties=touched, osed_census=osed["before"], osed_optimised=osed["after"],
-        osed_safetab_tree=osed["safetab"])
-    before = spine.units().set_index("level")["units"]
+    entities = census.entities.assign(
+        blocks=blocks, counties=touched, osed_census=osed["census"], osed_aian=osed["aian"],
+        osed_optimised=osed["optimised"], osed_safetab_tree=osed["safetab"])
+    before = census.units().set_index("level")["units"]
+    aian_units = spine.units().set_index("level")["units"]
     unit_rows = []
     for name in ("STATE", "COUNTY", "TRACT GROUP", "TRACT", "BLOCK GROUP", "BLOCK"):
-        b = int(before.get(name, 0))
-        a = units_after[name] if name in ("TRACT GROUP", "TRACT", "BLOCK GROUP") else b
-        unit_rows.append((name, b, a))
+        b_ = int(before.get(name, 0))
+        m_ = int(aian_units.get(name, 0))
+        a_ = units_after[name] if name in ("TRACT GROUP", "TRACT", "BLOCK GROUP") else m_
+        unit_rows.append((name, b_, m_, a_))
     return SpineStudy(
         entities=entities,
-        units=pd.DataFrame(unit_rows, columns=["level", "before", "after"]),
+        units=pd.DataFrame(unit_rows, columns=["level", "before", "aian", "after"]),
         bypassed=pd.DataFrame([(k, v[0], v[1]) for k, v in bypass.items()], columns=["level", "laplace", "gaussian"]),
-        seconds=seconds, counties=len(counties), evaluations=evaluations, stopped_early=stopped,
+        seconds=seconds, counties=len(c_nodes), evaluations=evaluations, stopped_early=stopped,
         settings={"fanout_cutoff": fanout_cutoff, "entity_threshold": entity_threshold,
-                  "max_evaluations": max_evaluations})
+                  "max_evaluations": max_evaluations}, county_parts=len(a_nodes))
 
 
 def _safetab_county_costs(tract: np.ndarray, piece: np.ndarray, entity: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -703,18 +774,20 @@ def nearest_unit(avail: Availability, units: PublishedUnits, truth: int, exclude
 def format_study(study: SpineStudy) -> str:
     """The spine study as text (command line)."""
     e = study.entities
-    lines = [f"Spine optimisation of {study.counties} counties in {study.seconds:.3f} s "
+    lines = [f"Spine optimisation of {study.counties} counties ({study.county_parts} parts: each county's AIAN and "
+             f"non-AIAN parts, as production) in {study.seconds:.3f} s "
              f"({study.evaluations} tract-group merges tested; fan-out cutoff {study.settings['fanout_cutoff']}, "
              f"entity threshold {study.settings['entity_threshold']})."]
-    lines.append(study.units.rename(columns={"before": "Census spine", "after": "optimised spine"})
-                 .to_string(index=False))
+    lines.append(study.units.rename(columns={"before": "Census spine", "aian": "AIAN spine",
+                                             "after": "optimised spine"}).to_string(index=False))
     for kind, sel in (("places", e["level"] != "AIANNH"), ("AIANNH areas", e["level"] == "AIANNH")):
         if sel.any():
-            b, a = e.loc[sel, "osed_census"], e.loc[sel, "osed_optimised"]
-            lines.append(f"OSED of {sel.sum()} {kind}: mean {b.mean():.2f} -> {a.mean():.2f}, "
-                         f"max {b.max()} -> {a.max()}, on the spine (distance 1) {int((b == 1).sum())} -> "
-                         f"{int((a == 1).sum())}")
-    lines.append(e.rename(columns={"osed_census": "OSED Census spine", "osed_optimised": "OSED optimised",
+            b, m, a = e.loc[sel, "osed_census"], e.loc[sel, "osed_aian"], e.loc[sel, "osed_optimised"]
+            lines.append(f"OSED of {sel.sum()} {kind} (Census -> AIAN -> optimised spine): mean {b.mean():.2f} -> "
+                         f"{m.mean():.2f} -> {a.mean():.2f}, max {b.max()} -> {m.max()} -> {a.max()}, on the spine "
+                         f"(distance 1) {int((b == 1).sum())} -> {int((m == 1).sum())} -> {int((a == 1).sum())}")
+    lines.append(e.rename(columns={"osed_census": "OSED Census spine", "osed_aian": "OSED AIAN spine",
+                                   "osed_optimised": "OSED optimised",
                                    "osed_safetab_tree": "OSED SafeTab-P tracts (-1: impossible)"})
                  .drop(columns=["index"]).to_string(index=False))
     return "\n".join(lines)

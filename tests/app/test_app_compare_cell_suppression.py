@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from calculators.levels import PopulationGroupLevel
 from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, texts
+from tests.app.paper_tables import static_table
 
 PAGE = "compare_cell_suppression"
 
@@ -54,3 +55,23 @@ def test_a_higher_threshold_publishes_fewer_groups():
     summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")
     assert summary.loc["Groups with a published total", "Legacy cell suppression"].startswith(
         f"{_groups_at_least(1000):,} (")
+
+
+@needs_sample
+def test_the_papers_own_numbers_and_the_capacity_model():
+    """Massell's statements checked on the page, and the capacity model a user can switch:
+    the summary says which one the legacy release used."""
+    at = open_app(PAGE, timeout=600)
+    paper = static_table(at, "The paper says").set_index("The paper says")
+    assert paper.loc["Audit bounds: each value between 0 and the grand total", "Computed here"].startswith(
+        "largest upper end 17")
+    assert paper.loc["Capacity = the cell's value: zero cells protect nothing", "Computed here"].startswith("0 (value)")
+    assert paper.loc["Refinement run: a subset of the first run's complements", "Computed here"].startswith("4 → 2")
+    assert (paper.drop("Backtracking across linked tables (60 → 100 units)")["Match"] == "yes").all()
+    summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")
+    assert "Massell's capacity" in summary.loc["Complementary suppression", "Legacy cell suppression"]
+    at.selectbox(key="cs_capacity").set_value("unbounded").run(timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")
+    assert "without limit" in summary.loc["Complementary suppression", "Legacy cell suppression"]
+    assert any(b.label == "paper_numbers.csv" for b in at.get("download_button"))

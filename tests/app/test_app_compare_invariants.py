@@ -6,6 +6,7 @@ import math
 
 from calculators import budget, discrete_gaussian
 from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.paper_tables import static_table
 
 
 @needs_sample
@@ -50,7 +51,7 @@ def test_custom_table_presets_and_errors():
     assert f"MOE of a cell (exact)={int(discrete_gaussian.moe(s2))}" in body
     # The paper's 14 x 24 x 20 table: rank 740, factor 299/336.
     at.selectbox(key="inv_preset").set_value(
-        "Paper §5.1: 14 × 24 × 20 table, two-way margins held at each of the 20 locations").run()
+        "Paper §5.2: 14 × 24 × 20 table, two-way margins held at each of the 20 locations").run()
     assert not at.exception
     body = texts(at)
     assert "Variance factor per cell=0.8899" in body and "rank 740" in body
@@ -68,3 +69,29 @@ def test_custom_table_presets_and_errors():
     at.multiselect(key="inv_margins").set_value([(0, 1)]).run()
     assert "Cells published exactly=12" in texts(at)
     assert "whole table would be published exactly" in at.success[-1].value
+
+
+def test_the_papers_own_numbers_are_computed_on_the_page():
+    """Both views show Gao, Gong and Yu's printed numbers beside the project's: rank 740,
+    Sec. 5.2's 0.88 (0.86, 0.91) matching the variance factor (not a standard deviation),
+    epsilon = 0.192, and Lemma 3.4's c beside Dwork and Roth's."""
+    at = open_app("compare_invariants")
+    at.radio(key="inv_mode").set_value("A custom table").run()
+    assert not at.exception
+    assert "The paper's own numbers" in [h.value for h in at.subheader]
+    paper = static_table(at, "The paper says").set_index("The paper says")
+    assert paper.loc["Invariant dimension, (24 + 14 − 1) × 20", "Computed here"].startswith("740")
+    assert paper.loc["Invariant dimension, (24 + 14 − 1) × 20", "Match"] == "yes"
+    med = paper.loc["Median 'standard deviation' of the errors (50 runs)"]
+    assert med["Computed here"].startswith("0.8898 variance (exact)") and med["Match"] == "yes"
+    assert paper.loc["… its 5% quantile", "Match"] == paper.loc["… its 95% quantile", "Match"] == "yes"
+    sd = paper.loc["The same figures read as standard deviations"]
+    assert sd["Computed here"].startswith("0.9433") and sd["Match"] == "no"
+    assert paper.loc["Budget ε = 4 (total) × 0.16 (county) × 0.3 (population)", "Computed here"] == "0.192"
+    c = frame(at, "c, paper (Lemma 3.4)", "c, Dwork–Roth").set_index(["ε", "δ"])
+    assert c.loc[(1.0, 1e-5), "c, paper (Lemma 3.4)"] == 4.5374
+    assert c.loc[(0.5, 1e-5), "c, paper (Lemma 3.4)"] == 9.0747
+    assert c.loc[(0.5, 1e-5), "c, Dwork–Roth"] == 9.6896
+    assert math.isnan(c.loc[(1.0, 1e-5), "c, Dwork–Roth"])  # not defined for epsilon >= 1
+    assert "matches the variance factor 299/336" in texts(at)
+    assert any(b.label == "paper_numbers.csv" for b in at.get("download_button"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.paper_tables import static_table
 
 pytestmark = needs_sample
 
@@ -73,6 +74,20 @@ def test_spine_view_shows_osed_before_and_after():
     assert len(ent) == 16
     assert "Optimised 9 counties" in texts(at)
     assert "SafeTab-P needs no spine" in at.success[0].value
+    # Production's AIAN spine beside the Census spine: AIANNH area 0020 is on it.
+    s_aian = s.loc[("AIANNH areas", "AIAN spine"), "Mean OSED"]
+    assert s_aian < s.loc[("AIANNH areas", "Census spine"), "Mean OSED"]
+    ent = ent.set_index("Entity")
+    assert ent.loc["AIANNH area 0020", "OSED, Census spine"] == 5 and ent.loc["AIANNH area 0020", "OSED, AIAN spine"] == 1
+    units = frame(at, "Level", "Census spine", "AIAN spine", "Optimised spine").set_index("Level")
+    assert units.loc["State", "Census spine"] == 9 and units.loc["State", "AIAN spine"] == 12
+    # The paper's own numbers, computed on the page.
+    paper = static_table(at, "The paper says").set_index("The paper says")
+    assert paper.loc["Tract of 100 blocks: lowest possible largest fan-out", "Computed here"] == "10"
+    assert paper.loc["Equal shares, pure DP: bypass a parent with at most … children", "Computed here"] == "3"
+    assert paper.loc["zCDP (Gaussian): bypass parents with only … child", "Match"] == "yes"
+    assert paper.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Paper's value"] == \
+        "lost in the text"
     at.text_input(key="sp_fanout").input("0").run(timeout=120)
     assert not at.exception
     units = frame(at, "Level", "Census spine", "Optimised spine").set_index("Level")

@@ -553,7 +553,8 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
         assert len(rows) == 3 and "Place 0600100" in rows[2]
         assert zf.read("area.txt").decode().startswith("# custom area")
     page.get_by_text("Spine optimisation", exact=True).first.click()
-    page.get_by_text("Off-spine entity distance before and after").first.wait_for(timeout=60_000)
+    page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
+        timeout=60_000)
     _settle(page, 1.0)
     assert "Optimised 9 counties" in page.inner_text("body")
     _screenshot(page, "compare_spines_optimisation")
@@ -581,7 +582,7 @@ def test_compare_invariants(server, page):
     page.get_by_text("A custom table").click()
     _settle(page)
     page.locator("[data-testid='stSelectbox']").first.click()
-    page.get_by_role("option", name="Paper §5.1: 14 × 24 × 20 table, two-way margins held at each of the 20 "
+    page.get_by_role("option", name="Paper §5.2: 14 × 24 × 20 table, two-way margins held at each of the 20 "
                                     "locations").click()
     page.get_by_text("rank 740, largest difference from the closed form").wait_for(timeout=90_000)
     _settle(page, 1.0)

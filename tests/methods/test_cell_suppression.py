@@ -14,14 +14,7 @@ from hypothesis import strategies as st
 from methods import cell_suppression as cs
 
 
-def _with_margins(interior) -> np.ndarray:
-    a = np.asarray(interior, dtype=float)
-    t = np.zeros((a.shape[0] + 1, a.shape[1] + 1))
-    t[:-1, :-1] = a
-    t[:-1, -1] = a.sum(axis=1)
-    t[-1, :-1] = a.sum(axis=0)
-    t[-1, -1] = a.sum()
-    return t
+_with_margins = cs.with_margins
 
 
 # ------------------------------------------------------------------ primary rules
@@ -127,9 +120,26 @@ def test_suppressed_totals_leave_a_cell_unbounded_above():
     t = _with_margins([[5, 3], [2, 7]])
     sup = np.zeros(t.shape, bool)
     sup[0, 0] = sup[0, 2] = sup[2, 0] = sup[2, 2] = True
-    a = cs.audit_table(t, sup, protection=100)
+    a = cs.audit_table(t, sup, protection=100, upper=np.inf)
     assert a.high[0, 0] == np.inf and a.low[0, 0] == 0
     assert a.protected[0, 0]  # any upper protection, and down to zero
+
+
+def test_audit_table_bounds_cells_by_the_grand_total_as_the_seed():
+    """The seed's audit bounds every suppressed cell by [0, grand total]. Above, x00 + 12 =
+    the grand total (3 + 9 and 2 + 10 are published around it), so the bound 17 caps x00
+    at its true value 5: an attacker who knows the grand total learns the upper end."""
+    t = _with_margins([[5, 3], [2, 7]])
+    sup = np.zeros(t.shape, bool)
+    sup[0, 0] = sup[0, 2] = sup[2, 0] = sup[2, 2] = True
+    a = cs.audit_table(t, sup, protection=1)
+    assert (a.low[0, 0], a.high[0, 0]) == (0, 5)
+    assert a.high[2, 2] == 17 and a.low[2, 2] == 12
+    assert a.underprotected[0, 0]  # cannot rise by 1
+    # A general system keeps [0, inf) unless told: the same table through `audit`.
+    rel = cs.table_relations(t.shape)
+    b = cs.audit(t.reshape(-1), sup.reshape(-1), rel)
+    assert b.high[0] == np.inf
 
 
 def test_sliding_protection_accepts_an_interval_that_does_not_straddle_the_value():
@@ -188,9 +198,12 @@ def test_singleton_pair_in_a_two_way_table():
 
 
 # ------------------------------------------------------------------ audit against enumeration
-def _enumerate_intervals(t: np.ndarray, sup: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+def _enumerate_intervals(t: np.ndarray, sup: np.ndarray, bound: int, every_cell: bool = True
+                         ) -> tuple[np.ndarray, np.ndarray]:
     """Integer min and max of every suppressed cell over all fillings of the suppressed
-    interior cells in 0..bound consistent with the published cells."""
+    interior cells in 0..bound consistent with the published cells; with `every_cell`, the
+    margins too at most `bound` (the seed's a-priori bounds [0, grand total] when bound is
+    the grand total)."""
     r, c = t.shape
     free = [(i, j) for i in range(r - 1) for j in range(c - 1) if sup[i, j]]
     grids = np.meshgrid(*[np.arange(bound + 1)] * len(free), indexing="ij") if free else []
@@ -204,6 +217,8 @@ def _enumerate_intervals(t: np.ndarray, sup: np.ndarray, bound: int) -> tuple[np
     full[:, -1, :-1] = inner.sum(axis=1)
     full[:, -1, -1] = inner.sum(axis=(1, 2))
     ok = np.all((full == t) | sup, axis=(1, 2))
+    if every_cell:
+        ok &= np.all(full <= bound, axis=(1, 2))
     sel = full[ok]
     return sel.min(axis=0), sel.max(axis=0)
 
@@ -224,14 +239,21 @@ def test_audit_intervals_equal_integer_enumeration(data):
         sup[ij] = True
     if sum(sup[i, j] for i in range(shape[0]) for j in range(shape[1])) > 4:
         return  # keeps the enumeration small
-    bound = int(t[-1, -1]) + 6
-    lo, hi = _enumerate_intervals(t, sup, bound)
+    # The seed's bounds [0, grand total]: every interval is finite and equals the enumeration's.
+    lo, hi = _enumerate_intervals(t, sup, int(t[-1, -1]))
     a = cs.audit_table(t, sup)
     assert a.complete
     for i, j in zip(*np.nonzero(sup)):
         assert a.low[i, j] == pytest.approx(lo[i, j])
+        assert a.high[i, j] == pytest.approx(hi[i, j])
+    # Without an upper bound: infinite ends only where the enumeration's cap stops it.
+    bound = int(t[-1, -1]) + 6
+    lo, hi = _enumerate_intervals(t, sup, bound, every_cell=False)
+    a = cs.audit_table(t, sup, upper=np.inf)
+    for i, j in zip(*np.nonzero(sup)):
+        assert a.low[i, j] == pytest.approx(lo[i, j])
         if np.isinf(a.high[i, j]):
-            assert hi[i, j] >= bound  # only the enumeration's cap stops it
+            assert hi[i, j] >= bound
         else:
             assert a.high[i, j] == pytest.approx(hi[i, j])
 
@@ -275,15 +297,19 @@ def test_exact_model_matches_brute_force_and_the_lp_never_beats_it(interior, pri
     for ij in primaries:
         prim[ij] = True
     best_value, best_count = _brute_force(t, prim, protection, cost)
-    exact = cs.protect_table(t, prim, protection, cost=cost, method="milp")
+    # The audit's optimum is the exact model's when cells may move as far as the bounds allow.
+    exact = cs.protect_table(t, prim, protection, cost=cost, method="milp", capacity="unbounded")
     assert exact.optimal and exact.audit.protected.all()
     assert exact.cost == pytest.approx(best_value)
     if cost == "value":
         assert exact.complementary.sum() == best_count  # ties go to fewer cells
-    lp = cs.protect_table(t, prim, protection, cost=cost)
+    lp = cs.protect_table(t, prim, protection, cost=cost, capacity="unbounded")
     assert lp.audit.protected.all() and not lp.fallback.any()
     assert lp.cost >= best_value - 1e-9
     assert (lp.suppressed & prim).sum() == prim.sum() and not (lp.complementary & prim).any()
+    # The seed's capacities (the default) restrict the deviations: never cheaper, still audited.
+    seed = cs.protect_table(t, prim, protection, cost=cost, method="milp")
+    assert seed.capacity == "value" and seed.audit.protected.all() and seed.cost >= best_value - 1e-9
 
 
 def test_exact_model_with_singletons_matches_brute_force():
@@ -324,6 +350,105 @@ def test_every_lp_pattern_passes_its_audit(data):
     assert np.array_equal(res.suppressed, prim | res.complementary | res.fallback)
     exact = cs.protect_table(t, prim, 2, singletons=t == 1, method="milp")
     assert exact.audit.protected.all() and exact.cost <= res.cost + 1e-9
+
+
+# ------------------------------------------------------------------ the seed's capacities, frozen cells, refinement
+def test_the_seeds_capacity_model_never_uses_a_zero_cell_as_a_complement():
+    """Massell, section 3: a cell other than the primary moves by at most its capacity,
+    "in the simplest cases ... equal to its value", so a zero cell protects nothing.
+    Letting cells rise as far as the bounds allow ("unbounded", the project's earlier
+    model) finds a cheaper pattern here that relies on the two zero cells."""
+    t = _with_margins([[6, 0, 8], [2, 9, 0]])
+    prim = np.zeros(t.shape, bool)
+    prim[1, 0] = True
+    free = cs.protect_table(t, prim, 1, method="milp", capacity="unbounded")
+    seed = cs.protect_table(t, prim, 1, method="milp")
+    assert seed.capacity == "value" and free.capacity == "unbounded"
+    assert (free.complementary & (t == 0)).sum() == 2
+    assert not (seed.complementary & (t == 0)).any()
+    assert seed.audit.protected.all() and free.audit.protected.all()
+    assert seed.optimal and free.optimal and seed.cost > free.cost
+    lp = cs.protect_table(t, prim, 1)  # the sequential LP, same model
+    assert not (lp.complementary & (t == 0)).any() and lp.audit.protected.all()
+    # One capacity per cell: zero everywhere but the primary's row and column margins.
+    cap = np.zeros(t.shape)
+    cap[1, :] = cap[:, 0] = cap[-1, :] = cap[:, -1] = t[1, :].max() + t[:, 0].max() + 100
+    given = cs.protect_table(t, prim, 1, method="milp", capacity=cap)
+    assert given.capacity == "given" and given.audit.protected.all()
+    assert not (given.complementary & (cap == 0)).any()
+
+
+def test_frozen_cells_stay_published_and_leave_partial_protection():
+    """Section 6: frozen cells keep their status; when they leave no full protection, the
+    LP gives the most the other cells can (a very negative cost on the primary's move)."""
+    t = _with_margins([[15, 14, 10, 16], [7, 15, 20, 3], [11, 16, 2, 16]])
+    prim = np.zeros(t.shape, bool)
+    prim[1, 3] = prim[2, 2] = True
+    base = cs.protect_table(t, prim, 2)
+    first = tuple(np.argwhere(base.complementary)[0])  # freeze a cell the free run withholds
+    frozen = np.zeros(t.shape, bool)
+    frozen[first] = True
+    res = cs.protect_table(t, prim, 2, frozen=frozen)
+    assert not res.suppressed[first] and res.audit.protected.all() and not res.notes
+    # Freeze the rest of the primary's row: x[2, 2] + the published cells = the frozen total.
+    frozen = np.zeros(t.shape, bool)
+    frozen[2, [0, 1, 3, 4]] = True
+    part = cs.protect_table(t, prim, 2, frozen=frozen)
+    assert not (part.suppressed & frozen).any()
+    assert part.audit.exact[2, 2] and part.audit.underprotected[2, 2]
+    assert any("partly protected" in n for n in part.notes)
+    assert not part.fallback.any()
+    # A part that cannot finish is withheld whole, frozen cells excepted.
+    gone = cs.protect_table(t, prim, 2, frozen=frozen, time_limit=1e-12)
+    assert not (gone.suppressed & frozen).any() and gone.fallback.any()
+    with pytest.raises(ValueError, match="frozen"):
+        cs.protect_table(t, prim, 2, frozen=prim)
+
+
+def test_the_refinement_run_keeps_a_subset_that_still_protects():
+    """Section 6, refinement runs: the first run's complements are the only candidates of
+    a second run whose costs make small cells dear; here two of the four go."""
+    t = _with_margins([[15, 14, 10, 16], [7, 15, 20, 3], [11, 16, 2, 16]])
+    prim = np.zeros(t.shape, bool)
+    prim[1, 3] = prim[2, 2] = True
+    first = cs.protect_table(t, prim, 2)
+    ref = cs.protect_table(t, prim, 2, refine=True)
+    assert ref.refined and np.array_equal(ref.first_complementary, first.complementary)
+    assert not (ref.complementary & ~first.complementary).any()
+    assert ref.complementary.sum() == 2 < first.complementary.sum() == 4
+    assert ref.audit.protected.all() and ref.cost < first.cost
+    for kind in ("value", "count"):
+        other = cs.protect_table(t, prim, 2, refine=True, refine_cost=kind)
+        assert not (other.complementary & ~first.complementary).any() and other.audit.protected.all()
+
+
+@settings(max_examples=12, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_refinement_never_adds_a_cell_and_never_breaks_protection(data):
+    shape = data.draw(st.sampled_from([(2, 3), (3, 3), (3, 4)]))
+    interior = np.array(data.draw(st.lists(st.integers(0, 25), min_size=shape[0] * shape[1],
+                                           max_size=shape[0] * shape[1]))).reshape(shape)
+    t = _with_margins(interior)
+    prim = cs.frequency_rule(t, 4)
+    prim[-1, :] = prim[:, -1] = False
+    if not prim.any():
+        return
+    ref = cs.protect_table(t, prim, 2, refine=True)
+    assert not (ref.complementary & ~ref.first_complementary).any()
+    if not ref.fallback.any():
+        assert ref.audit.protected.all()
+
+
+def test_capacity_and_refinement_options_are_checked():
+    t = _with_margins([[1, 5], [4, 6]])
+    prim = np.zeros(t.shape, bool)
+    prim[0, 0] = True
+    with pytest.raises(ValueError, match="capacity"):
+        cs.protect_table(t, prim, 1, capacity="infinite")
+    with pytest.raises(ValueError, match="non-negative"):
+        cs.protect_table(t, prim, 1, capacity=-np.ones(t.shape))
+    with pytest.raises(ValueError, match="refine_cost"):
+        cs.protect_table(t, prim, 1, refine=True, refine_cost="area")
 
 
 # ------------------------------------------------------------------ general relations
@@ -425,3 +550,10 @@ def test_general_inputs_are_checked():
         cs.protect([1, 2, 3], [True, False, False], rel, 1, cost="area")
     with pytest.raises(ValueError, match="method"):
         cs.protect([1, 2, 3], [True, False, False], rel, 1, method="simplex")
+
+
+def test_with_margins_appends_the_totals():
+    t = cs.with_margins([[1, 2, 3], [4, 5, 6]])
+    assert t.tolist() == [[1, 2, 3, 6], [4, 5, 6, 15], [5, 7, 9, 21]]
+    with pytest.raises(ValueError, match="2-D"):
+        cs.with_margins([1, 2])

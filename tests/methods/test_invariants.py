@@ -1,10 +1,11 @@
 """Invariants and subspace DP (methods.invariants): closed forms against the general
 projector, the paper's section 5 figures, scales, and the sum-keeping rounding.
 
-The paper (Gao, Gong, Yu, "Subspace Differential Privacy", AAAI 2022) is not shipped;
-its section 5 figures are derived here from the definitions and the key numbers the
-issue quotes (rank 740 for the 14 x 24 x 20 table with per-location two-way margins;
-error (n - n_c) c^2 Delta^2 against n c^2 Delta^2), as each test says.
+The paper (Gao, Gong, Yu, "Subspace Differential Privacy", AAAI 2022;
+shared/papers/subspace-differential-privacy.txt): its section 5 figures (rank 740 for the
+14 x 24 x 20 table with per-location two-way margins; error (n - n_c) c^2 Delta^2 against
+n c^2 Delta^2), Lemma 3.4's multiplier and Definition 2.1's bounded neighbours are checked
+from the definitions, by hand and by brute force, as each test says.
 """
 
 from __future__ import annotations
@@ -258,34 +259,85 @@ def test_null_space_basis() -> None:
 
 
 # ------------------------------------------------------------------------------ scales
-def test_gaussian_and_laplace_scales() -> None:
-    # c = sqrt(2 ln(1.25 / 1e-5)) / 0.5 = sqrt(23.4722...) * 2 = 9.6896...
-    assert inv.gaussian_c(0.5, 1e-5) == pytest.approx(math.sqrt(2 * math.log(125_000)) / 0.5)
-    assert inv.gaussian_c(0.5, 1e-5) == pytest.approx(9.68961, rel=1e-5)
-    assert inv.gaussian_scale(0.5, 1e-5, 3.0) == pytest.approx(3 * inv.gaussian_c(0.5, 1e-5))
-    assert inv.laplace_scale(0.25, 2.0) == 8.0
-    for bad in (0, -1, float("nan"), 1.0, 2.0):
+def test_gaussian_c_is_the_papers_lemma_3_4_by_default() -> None:
+    """Lemma 3.4: c = (1 + sqrt(1 + ln(1/delta))) / eps for every eps > 0. Worked by
+    hand: ln(1e5) = 11.512925, sqrt(12.512925) = 3.537361, so eps = 1 gives 4.537361
+    and eps = 0.5 twice that; eps = 2 (beyond the classic bound) is allowed."""
+    assert inv.gaussian_c(1.0, 1e-5) == pytest.approx(4.537361, abs=5e-7)
+    assert inv.gaussian_c(0.5, 1e-5) == pytest.approx(9.074723, abs=5e-7)
+    assert inv.gaussian_c(2.0, 1e-5) == pytest.approx(4.537361 / 2, abs=5e-7)
+    assert inv.gaussian_c(0.5, 1e-5) == pytest.approx((1 + math.sqrt(1 + math.log(1e5))) / 0.5)
+    assert inv.gaussian_scale(0.5, 1e-5, 3.0) == pytest.approx(3 * 9.074723, abs=2e-6)
+    for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(ValueError):
             inv.gaussian_c(bad, 1e-5)
     for bad in (0, 1, 2):
         with pytest.raises(ValueError, match="delta"):
             inv.gaussian_c(0.5, bad)
+    with pytest.raises(ValueError, match="variant"):
+        inv.gaussian_c(0.5, 1e-5, variant="classic")
+
+
+def test_the_dwork_roth_multiplier_is_a_named_option() -> None:
+    # c = sqrt(2 ln(1.25 / 1e-5)) / 0.5 = sqrt(23.4722...) * 2 = 9.6896...
+    assert inv.gaussian_c(0.5, 1e-5, variant="dwork-roth") == pytest.approx(math.sqrt(2 * math.log(125_000)) / 0.5)
+    assert inv.gaussian_c(0.5, 1e-5, variant="dwork-roth") == pytest.approx(9.68961, rel=1e-5)
+    assert inv.gaussian_scale(0.5, 1e-5, 2.0, variant="dwork-roth") == pytest.approx(2 * 9.68961, rel=1e-5)
+    for bad in (1.0, 2.0):  # the classic bound holds for eps < 1 only
+        with pytest.raises(ValueError, match="epsilon < 1"):
+            inv.gaussian_c(bad, 1e-5, variant="dwork-roth")
+    # At small delta the classic multiplier is larger than the paper's, at larger delta smaller.
+    assert inv.gaussian_c(0.5, 1e-10, variant="dwork-roth") > inv.gaussian_c(0.5, 1e-10)
+    assert inv.gaussian_c(0.5, 0.1, variant="dwork-roth") < inv.gaussian_c(0.5, 0.1)
+
+
+def test_laplace_scale() -> None:
+    assert inv.laplace_scale(0.25, 2.0) == 8.0
     with pytest.raises(ValueError, match="L1"):
         inv.laplace_scale(1.0, 0)
 
 
+def test_extended_sensitivity_uses_bounded_neighbours_by_default() -> None:
+    """Definition 2.1 (bounded): a record moves from one cell to another, d = e_i - e_j.
+    For a total of 5 cells every such d lies in the null space, so the sensitivity is
+    ||e_i - e_j|| = sqrt(2); add/remove neighbours (d = e_i) give sqrt(1 - 1/5)."""
+    Q = inv.null_space_basis(np.ones((1, 5)))
+    assert inv.extended_sensitivity(Q) == pytest.approx(math.sqrt(2))
+    assert inv.extended_sensitivity(Q, neighbours="add-remove") == pytest.approx(math.sqrt(4 / 5))
+    # Brute force over every pair, both norms.
+    pairs = np.array([np.eye(5)[i] - np.eye(5)[j] for i in range(5) for j in range(5) if i != j])
+    for norm in (1, 2):
+        want = max(np.linalg.norm(d @ Q, ord=norm) for d in pairs)
+        assert inv.extended_sensitivity(Q, norm=norm) == pytest.approx(want)
+        assert inv.extended_sensitivity(Q, pairs, norm=norm) == pytest.approx(want)
+    # Margins of a 3 x 4 table: a brute force over all 132 moves against the closed form.
+    C = inv.margin_constraints((3, 4), [(0,), (1,)])
+    Q2 = inv.null_space_basis(C)
+    n = 12
+    pairs = np.array([np.eye(n)[i] - np.eye(n)[j] for i in range(n) for j in range(n) if i != j])
+    assert inv.extended_sensitivity(Q2) == pytest.approx(max(np.linalg.norm(pairs @ Q2, axis=1)))
+    with pytest.raises(ValueError, match="neighbours"):
+        inv.extended_sensitivity(Q, neighbours="unbounded")
+    assert inv.extended_sensitivity(np.ones((1, 1))) == 0.0  # one cell: nothing can move
+
+
 def test_extended_mechanism_scales() -> None:
-    """The extended mechanism x + Q_N e_N: its L2 sensitivity over one-cell changes is
-    max_i sqrt((Pi_N)_ii) whatever basis is used; the L1 one is computed from Q_N."""
+    """The extended mechanism x + Q_N e_N: its L2 sensitivity is basis-free; the L1 one
+    is computed from Q_N."""
     C = np.ones((1, 102))
     Q = inv.null_space_basis(C)
     s2 = inv.extended_sensitivity(Q)
-    assert s2 == pytest.approx(math.sqrt(101 / 102))
+    assert s2 == pytest.approx(math.sqrt(2))
+    assert inv.extended_sensitivity(Q, neighbours="add-remove") == pytest.approx(math.sqrt(101 / 102))
     assert inv.extended_gaussian_scale(0.5, 1e-5, Q) == pytest.approx(inv.gaussian_c(0.5, 1e-5) * s2)
-    # L1 by brute force over the unit vectors, and invariance of L2 under a rotation.
+    assert inv.extended_gaussian_scale(0.5, 1e-5, Q, neighbours="add-remove", variant="dwork-roth") == pytest.approx(
+        inv.gaussian_c(0.5, 1e-5, variant="dwork-roth") * math.sqrt(101 / 102))
+    # L1 by brute force over the unit vectors (add/remove) and over all moves (bounded).
     l1 = max(np.abs(Q[i]).sum() for i in range(102))
-    assert inv.extended_sensitivity(Q, norm=1) == pytest.approx(l1)
-    assert inv.extended_laplace_scale(0.5, Q) == pytest.approx(l1 / 0.5)
+    assert inv.extended_sensitivity(Q, norm=1, neighbours="add-remove") == pytest.approx(l1)
+    assert inv.extended_laplace_scale(0.5, Q, neighbours="add-remove") == pytest.approx(l1 / 0.5)
+    l1b = max(np.abs(Q[i] - Q[j]).sum() for i in range(102) for j in range(102) if i != j)
+    assert inv.extended_laplace_scale(0.5, Q) == pytest.approx(l1b / 0.5)
     rot, _ = np.linalg.qr(np.random.default_rng(9).normal(size=(101, 101)))
     assert inv.extended_sensitivity(Q @ rot) == pytest.approx(s2)
     # Custom differences: one person in 3 cells at once.

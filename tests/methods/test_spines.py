@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -333,13 +334,78 @@ def test_optimize_spine_regroups_block_groups_by_entity_intersections():
     assert res.count(spines.TRACT) == 2 and res.count(spines.COUNTY) == 1
 
 
-def test_block_groups_respect_the_fanout_cutoff():
+def _production_block_groups(n_blocks: int, fanout_cutoff: int) -> list[int]:
+    """The block-group sizes of one intersection in one tract, by production's rule as
+    optimize_spine.py states it: cutoff = int(sqrt(n) + fanout_cutoff); a block opens a
+    new block group when the current one already holds more than cutoff blocks."""
+    cutoff = int(math.sqrt(n_blocks) + fanout_cutoff)
+    sizes, current = [], 0
+    for _ in range(n_blocks):
+        if current > cutoff:
+            sizes.append(current)
+            current = 0
+        current += 1
+    return sizes + [current]
+
+
+def test_block_groups_follow_productions_cap():
+    """Production's cap is int(sqrt(n) + fanout_cutoff) + 1 blocks, not floor(sqrt(n) +
+    fanout_cutoff): 40 blocks with cutoff 2 make block groups of 9 (6 + 2 + 1)."""
+    assert spines.group_size_cap(40, 2) == 9 == max(_production_block_groups(40, 2))
     tract = np.zeros(40, dtype=np.int64)
     bg = np.ones(40, dtype=np.int64)
     ent = np.full((1, 40), -1)
-    res = spines.optimize_spine(tract, bg, ent, fanout_cutoff=2)  # floor(sqrt(40) + 2) = 8
+    res = spines.optimize_spine(tract, bg, ent, fanout_cutoff=2)
     kids = np.bincount(res.parents_after[:40])
-    assert kids[kids > 0].tolist() == [8] * 5
+    assert kids[kids > 0].tolist() == [9, 9, 9, 9, 4] == _production_block_groups(40, 2)
+    for n in (1, 2, 3, 4, 15, 16, 17, 99, 100, 101, 5000):
+        for c in (0, 1, 12):
+            cap = spines.group_size_cap(n, c)
+            assert cap == int(math.sqrt(n) + c + 1) and max(_production_block_groups(n, c)) == min(n, cap)
+            assert spines.group_size_cap(n, c, "tract group") == max(1, int(math.sqrt(n) + c))
+
+
+def test_lowest_max_fanout_is_the_ceiling_of_the_square_root():
+    """The seed, section 4: n units in g groups have largest fan-out max(g, ceil(n/g)),
+    smallest at ceil(sqrt(n)); a tract of 100 blocks: 10 groups of 10."""
+    assert spines.lowest_max_fanout(100) == 10
+    for n in range(1, 400):
+        brute = min(max(g, -(-n // g)) for g in range(1, n + 1))
+        assert spines.lowest_max_fanout(n) == brute == math.ceil(math.sqrt(n) - 1e-12)
+    with pytest.raises(ValueError, match="whole number"):
+        spines.group_size_cap(0, 12)
+    with pytest.raises(ValueError, match="unit"):
+        spines.group_size_cap(10, 12, "county")
+
+
+def test_tract_groups_without_far_entities_are_packed_as_production_does():
+    """No far entity: production merges every cutoff consecutive tract groups into one,
+    counting groups, not tracts. 20 tracts, pairs of alike tracts (10 groups of 2), cutoff
+    int(sqrt(20) + 0) = 4: groups of 4, 4 and 2 initial groups, i.e. 8, 8 and 4 tracts."""
+    tract = np.repeat(np.arange(20), 2)
+    bg = np.ones(40, dtype=np.int64)
+    place = (tract // 2)[None, :]  # tracts 0-1 in place 0, 2-3 in place 1, ...
+    res = spines.optimize_spine(tract, bg, place, fanout_cutoff=0, entity_threshold=100)
+    assert not res.far.any()
+    tg = np.flatnonzero(res.level_after == spines.TRACT_GROUP)
+    tracts = np.flatnonzero(res.level_after == spines.TRACT)
+    sizes = np.bincount(res.parents_after[tracts] - tg[0]).tolist()
+    assert sizes == [8, 8, 4]
+
+
+def test_aian_areas_are_productions_categories():
+    codes = np.array([1, 4799, 4800, 5000, 5500, 5999, 6000, 7999, 8000, 8999, 9000, 9499, 9500, 9998, 9999])
+    on = spines.aian_area(codes)
+    # Tribal designated (8000-8999) and state designated (9500-9998) statistical areas are
+    # not on the AIAN branch; 9999 is no area.
+    assert on.tolist() == [True] * 8 + [False, False, True, True, False, False, False]
+    assert spines.aian_area(["0010", "9999", "8001"]).tolist() == [True, False, False]
+    every = spines.aian_area(codes, categories=tuple(spines.AIAN_AREA_RANGES))
+    assert every.tolist() == [True] * 14 + [False]
+    with pytest.raises(ValueError, match="4990"):
+        spines.aian_area([4995])
+    with pytest.raises(ValueError, match="unknown"):
+        spines.aian_area([1], categories=("Reservations",))
 
 
 def test_tract_groups_bring_a_far_entity_closer():
@@ -401,9 +467,13 @@ def test_optimised_spines_are_valid_trees_within_the_fanout_bounds(data):
     kids = np.bincount(res.parents_after[res.parents_after >= 0], minlength=len(res.parents_after))
     bgs = np.flatnonzero(res.level_after == spines.BLOCK_GROUP)
     blocks_of_tract = np.bincount(np.unique(tract, return_inverse=True)[1].ravel())
-    assert kids[bgs].max() <= int(np.sqrt(blocks_of_tract.max()) + cutoff)
+    assert kids[bgs].max() <= int(np.sqrt(blocks_of_tract.max()) + cutoff + 1)
     tgs = np.flatnonzero(res.level_after == spines.TRACT_GROUP)
-    assert kids[tgs].max() <= max(1, int(np.sqrt(n_tracts) + cutoff))
+    cut_t = max(1, int(np.sqrt(n_tracts) + cutoff))
+    if res.far.any():
+        assert kids[tgs].max() <= cut_t
+    else:  # production packs cut_t groups at a time
+        assert len(tgs) <= -(-n_tracts // cut_t)
     for e in range(len(res.entity_id)):
         inside = ent[res.entity_type[e]] == res.entity_id[e]
         assert spines.osed(res.parents_after, inside)[0] == res.osed_after[e]

@@ -131,3 +131,15 @@ def test_labels_and_durations():
     assert cmp.level_label(PopulationGroupLevel("AIANNH", 2)) == "AIANNH Detailed"
     assert cmp.seconds(0.0123) == "12 ms" and cmp.seconds(12.34) == "12.3 s"
     assert len(cmp.legend_frame()) == len(cmp.STATUS_COLORS)
+
+
+def test_paper_numbers_check_massells_statements():
+    t = cmp.paper_numbers().set_index("The paper says")
+    assert t.loc["Audit bounds: each value between 0 and the grand total", "Paper's value"] == "≤ 17"
+    assert "x[0,0] in [0, 5]" in t.loc["Audit bounds: each value between 0 and the grand total", "Computed here"]
+    assert t.loc["Capacity = the cell's value: zero cells protect nothing", "Computed here"] == \
+        "0 (value); 2 with unbounded capacity"
+    assert t.loc["Frozen cells: the largest protection they allow", "Computed here"].startswith("0 of 2")
+    assert t.loc["LP-based suppression protects 3-D tables at the cell level", "Computed here"].startswith("Yes")
+    assert (t.drop("Backtracking across linked tables (60 → 100 units)")["Match"] == "yes").all()
+    assert t.loc["Backtracking across linked tables (60 → 100 units)", "Match"] == "—"

@@ -90,3 +90,26 @@ def test_verdict_quotes_this_comparison():
 def test_table7_view_of_other_values(value):
     t = cc.table7_view(_comparison(), 2, ["none", "tree-dp"], value=value)
     assert list(t.columns)[-2:] == ["SafeTab-P (none)", "Tree DP"]
+
+
+def test_group_size_settings_are_parsed_exactly_or_refused():
+    assert cc.parse_epsilons("0.1, 0.5, 1") == (0.1, 0.5, 1.0)
+    assert cc.parse_epsilons("2;2 3") == (2.0, 3.0)
+    for bad, msg in (("", "Type one"), ("0", "out of range"), ("x", "not a number"), ("1,2,3,4,5,6,7", "At most")):
+        with pytest.raises(ValueError, match=msg):
+            cc.parse_epsilons(bad)
+    assert cc.parse_whole(" 7 ", "Trials", 1, 20) == 7
+    for bad, msg in (("2.5", "not a whole number"), ("-1", "not a whole number"), ("21", "out of range")):
+        with pytest.raises(ValueError, match=msg):
+            cc.parse_whole(bad, "Trials", 1, 20)
+
+
+def test_paper_numbers_of_the_running_example():
+    """Example 2's printed counts (2, 1 and 3 households of one person in GA, NY and the
+    US) and Lemmas 4 and 6 (sensitivities 2 and 1), computed from Table 3's households."""
+    t = cc.paper_numbers().set_index("The paper says")
+    printed = t[t["Match"] != "—"]
+    assert (printed["Match"] == "yes").all() and len(printed) == 6
+    assert (printed["Paper's value"] == printed["Computed here"]).all()
+    assert t.loc["The root of H_DP: the number of groups n", "Computed here"] == "6"
+    assert t.loc["The root of H_DP: the number of groups n", "Paper's value"] == "lost in the text"

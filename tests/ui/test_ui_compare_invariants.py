@@ -248,3 +248,29 @@ def test_level_study_agrees_with_the_engine_release(sample_study, tmp_path):
     g = study.groups[study.groups["Invariant"] == "COUNTY within STATE"]
     got = county.loc[list(zip(g["Region"], g["Iteration"]))].to_numpy()
     np.testing.assert_array_equal(got, g["True count"].to_numpy())
+
+
+def test_paper_numbers_match_the_papers_printed_figures():
+    """Each computed figure equals the paper's within its printed precision (one unit of
+    the last digit): 6,720 cells, rank 740, 0.88 (0.86, 0.91) as the variance factor's
+    law, epsilon 0.192; the standard-deviation reading does not match."""
+    from scipy.stats import chi2
+
+    t = ci.paper_numbers().set_index("The paper says")
+    assert t.loc["Query dimension, 14 × 24 × 20", "Computed here"] == "6,720"
+    assert t.loc["Invariant dimension, (24 + 14 − 1) × 20", "Computed here"] == "740 (rank of C)"
+    med = chi2.median(5980) / 6720
+    assert abs(med - 0.88) <= 0.01 and abs(med - 299 / 336) < 1e-3
+    assert abs(chi2.ppf(0.05, 5980) / 6720 - 0.86) <= 0.01 and abs(chi2.ppf(0.95, 5980) / 6720 - 0.91) <= 0.01
+    assert abs(math.sqrt(med) - 0.88) > 0.05  # as a standard deviation it is 0.943
+    assert (t.loc[["Query dimension, 14 × 24 × 20", "Invariant dimension, (24 + 14 − 1) × 20",
+                   "Median 'standard deviation' of the errors (50 runs)", "… its 5% quantile", "… its 95% quantile",
+                   "Budget ε = 4 (total) × 0.16 (county) × 0.3 (population)"], "Match"] == "yes").all()
+    assert t.loc["The same figures read as standard deviations", "Match"] == "no"
+    # The seeded rerun agrees with the exact law.
+    rerun = float(t.loc["Median 'standard deviation' of the errors (50 runs)", "Computed here"].split("; ")[1].split()[0])
+    assert abs(rerun - med) < 0.01
+    m = ci.gaussian_multipliers().set_index(["ε", "δ"])
+    assert m.loc[(1.0, 1e-5), "c, paper (Lemma 3.4)"] == pytest.approx(4.5374, abs=5e-5)
+    assert m.loc[(0.5, 1e-5), "c, paper (Lemma 3.4)"] == pytest.approx(9.0747, abs=5e-5)
+    assert m.loc[(2.0, 1e-5), "σ of e_N, total of 5 cells, paper"] == pytest.approx(4.5374 / 2 * math.sqrt(2), abs=1e-3)

@@ -111,8 +111,11 @@ def test_spine_study_tables_and_histogram(sample):
     study = rs.spine_study(geo)
     fig, data = cs.osed_histogram(study.entities)
     per = data.groupby(["entities", "spine"])["count"].sum()
-    assert per[("places", "Census spine")] == per[("places", "optimised spine")] == 13
-    assert per[("AIANNH areas", "Census spine")] == 3 and len(fig.data) == 4
+    assert per[("places", "Census spine")] == per[("places", "AIAN spine")] == per[("places", "optimised spine")] == 13
+    assert per[("AIANNH areas", "Census spine")] == 3 and len(fig.data) == 6  # 3 spines x 2 kinds
+    s = cs.osed_summary(study.entities).set_index(["Entities", "Spine"])
+    assert s.loc[("AIANNH areas", "AIAN spine"), "Mean OSED"] == round(study.entities.loc[
+        study.entities["level"] == "AIANNH", "osed_aian"].mean(), 2)
     s = cs.osed_summary(study.entities).set_index(["Entities", "Spine"])
     assert s.loc[("Places", "Census spine"), "Mean OSED"] == round(study.entities.loc[
         study.entities["level"] != "AIANNH", "osed_census"].mean(), 2)
@@ -121,10 +124,11 @@ def test_spine_study_tables_and_histogram(sample):
     table = cs.entities_table(study.entities)
     assert table["OSED, Census spine"].is_monotonic_decreasing
     assert "—" in set(table["SafeTab-P from tracts (— = not composable)"])
-    assert cs.units_table(study).set_index("Level").loc["Block group"].tolist() == [32, 30]
+    assert cs.units_table(study).set_index("Level").loc["Block group"].tolist() == [32, 36, 30]
+    assert "OSED, AIAN spine" in table.columns
     assert list(cs.bypass_table(study).columns) == ["Level", "Pure DP (geometric)", "zCDP (Gaussian)"]
     v = cs.spine_verdict(study)
-    assert "16 places and AIANNH areas" in v and "3.2 units" in v
+    assert "16 places and AIANNH areas" in v and "3.2 units" in v and "AIAN spine alone" in v
 
 
 def test_unit_labels():
@@ -132,3 +136,16 @@ def test_unit_labels():
     assert cs.unit_label("PR-PLACE 7200100") == "PR place 7200100"
     assert cs.unit_label("") == ""
     assert cs.table_name(-1).startswith("total only") and cs.table_name(3) == "sex x age23"
+
+
+def test_paper_numbers_match_the_papers_printed_values():
+    """Sec. 4: a tract of 100 blocks has a lowest largest fan-out of 10 (10 block groups
+    of 10, 11 units with the tract); Theorem 2: with equal shares a parent of at most 3
+    children is bypassed under pure DP, only single children under zCDP."""
+    t = cs.paper_numbers().set_index("The paper says")
+    printed = t[t["Match"] != "—"]
+    assert (printed["Match"] == "yes").all() and len(printed) == 5
+    assert (printed["Paper's value"].str.replace("(equality)", "", regex=False).str.strip().replace("", None).dropna()
+            .tolist() == ["10", "11", "3", "1"])
+    assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Paper's value"] == "lost in the text"
+    assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Computed here"].startswith("23 ")

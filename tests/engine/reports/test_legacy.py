@@ -17,7 +17,7 @@ import pytest
 from scipy.optimize import linprog
 
 from engine.cli import main
-from engine.reports.legacy import WITHHELD, LegacyOptions, legacy_release, write_legacy
+from engine.reports.legacy import COMPLEMENTARY, WITHHELD, LegacyOptions, legacy_release, write_legacy
 from engine.run import prepare
 from tests.engine.conftest import BLOCKS, person, read_part_files
 
@@ -178,6 +178,26 @@ def test_places_that_do_not_cover_their_state_leave_a_remainder(dataset, tmp_pat
     assert place.values[g].tolist() == _truth(COUNTY_A).tolist()
 
 
+def test_massells_capacity_never_uses_a_zero_count_and_refinement_keeps_a_subset(two_counties):
+    """The seed's capacity model (the default): a count moves by at most its value in a
+    deviation, so no zero count is a complement; "unbounded" may use them. The
+    refinement run's complements are a subset of the first pass's. Every primary stays
+    protected under the audit in all three."""
+    prepared = prepare(two_counties.params, two_counties.data)
+    seed = legacy_release(prepared, LegacyOptions(**OPTIONS))
+    free = legacy_release(prepared, LegacyOptions(**OPTIONS, capacity="unbounded"))
+    refined = legacy_release(prepared, LegacyOptions(**OPTIONS, refine=True))
+    assert seed.options.capacity == "value"
+    for rel in (seed, free, refined):
+        assert all(s["audit"]["primaries_underprotected"] == 0 for s in rel.summary().values())
+    for t in seed.tables + refined.tables:
+        assert not ((t.status == COMPLEMENTARY) & (t.values == 0)).any()
+    for a, b in zip(refined.tables, seed.tables):
+        assert not ((a.status == COMPLEMENTARY) & (b.status != COMPLEMENTARY)).any()
+    with pytest.raises(ValueError, match="--capacity"):
+        legacy_release(prepared, LegacyOptions(capacity="infinite"))
+
+
 def test_study_options_are_checked(two_counties):
     prepared = prepare(two_counties.params, two_counties.data)
     with pytest.raises(ValueError, match="--ages"):
@@ -224,7 +244,8 @@ def test_help_explains_the_study_and_every_option():
     out = subprocess.run([sys.executable, "-m", "engine", "legacy", "--help"], cwd=repo, capture_output=True, text=True)
     assert out.returncode == 0
     for word in ("--geo", "--iteration-level", "--min-population", "--min-cell", "--protection", "--ages",
-                 "--no-hierarchy", "--no-singletons", "--sliding", "--cost", "--time-limit", "--time-budget",
+                 "--no-hierarchy", "--no-singletons", "--sliding", "--cost", "--capacity", "--refine",
+                 "--time-limit", "--time-budget",
                  "NOT a SafeTab-P release", "COUNT = D", "exit codes"):
         assert word in out.stdout, word
     top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=repo, capture_output=True, text=True)

@@ -76,19 +76,49 @@ def test_spine_study_osed_matches_the_whole_spine_and_known_cases(sample):
     assert ent.loc[("PLACE", "0600200"), "osed_safetab_tree"] == 1
     # AIANNH area 0010 crosses a state line (Illinois and New York).
     assert ent.loc[("AIANNH", "0010"), "counties"] == 2
-    assert (study.entities["osed_optimised"] <= study.entities["osed_census"]).all()
-    assert study.entities["osed_optimised"].sum() < study.entities["osed_census"].sum()
+    # Production's AIAN spine (AIAN and non-AIAN branches under each state): the same check
+    # on that whole tree, and what it does: AIANNH area 0020 (5 blocks of one county, 5
+    # units on the Census spine) is the AIAN branch of its state (1 unit), while place
+    # 17-00100, a whole Census unit, is cut in two by the AIAN branch.
+    aian = rs.census_spine(geo, aian=True)
+    usable = aian.level != rs.SPINE_LEVELS.index("NATION")
+    assert study.entities["osed_aian"].tolist() == spines.osed_distances(aian.parents, member, usable).tolist()
+    assert ent.loc[("AIANNH", "0020"), "osed_census"] == 5 and ent.loc[("AIANNH", "0020"), "osed_aian"] == 1
+    assert ent.loc[("PLACE", "1700100"), "osed_census"] == 1 and ent.loc[("PLACE", "1700100"), "osed_aian"] == 2
+    # The optimisation runs on the AIAN spine, as production's, and never worsens it here.
+    assert (study.entities["osed_optimised"] <= study.entities["osed_aian"]).all()
+    assert study.entities["osed_optimised"].sum() < study.entities["osed_aian"].sum()
     units = study.units.set_index("level")
     assert units.loc["TRACT GROUP", "before"] == 0 and units.loc["TRACT GROUP", "after"] >= 9
-    assert units.loc["TRACT", "after"] == units.loc["TRACT", "before"] == 14
-    assert study.counties == 9 and study.seconds > 0
+    assert units.loc["TRACT", "before"] == 14 and units.loc["TRACT", "aian"] == units.loc["TRACT", "after"] == 17
+    assert units.loc["STATE", "aian"] == 12  # 9 states, 3 of them with an AIAN branch
+    assert study.counties == 9 and study.county_parts == 12 and study.seconds > 0
+
+
+def test_the_aian_spine_splits_every_unit_below_the_nation_by_production_categories(sample):
+    _p, _t, geo, sp, _u = sample
+    aian = rs.census_spine(geo, aian=True)
+    lv = {name: i for i, name in enumerate(rs.SPINE_LEVELS)}
+    nb = aian.n_blocks
+    codes = np.where(geo.block_region["AIANNH"][aian.blocks] >= 0,
+                     geo.regions["AIANNH"].astype(str)[np.maximum(geo.block_region["AIANNH"][aian.blocks], 0)], "9999")
+    on = spines.aian_area(codes)
+    node = np.arange(nb)
+    for name in ("BLOCK GROUP", "TRACT", "COUNTY", "STATE"):
+        node = aian.parents[node]
+        assert (aian.level[node] == lv[name]).all()
+        # every unit holds blocks of one side only, and its label says which
+        side = np.array([str(aian.label[v]).endswith(" AIAN") for v in node])
+        assert np.array_equal(side, on)
+    assert set(aian.level[aian.parents[node]]) <= {lv["USA"], lv["NATION"]}
 
 
 def test_optimised_national_osed_matches_an_assembled_optimised_spine(sample):
-    """Assemble every county's optimised tree under the states and check the national
-    OSED of each entity against `osed_distances` on that whole tree."""
-    _p, _t, geo, sp, _u = sample
+    """Assemble every county part's optimised tree under the AIAN spine's states and check
+    the national OSED of each entity against `osed_distances` on that whole tree."""
+    _p, _t, geo, _sp, _u = sample
     study = rs.spine_study(geo)
+    sp = rs.census_spine(geo, aian=True)
     nb = sp.n_blocks
     county_node = sp.parents[sp.parents[sp.parents[np.arange(nb)]]]
     counties = np.unique(county_node)

@@ -493,7 +493,7 @@ def test_parquet_has_the_same_rows_as_text(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"persons": 999}, "from 1,000 to 300,000,000"),
+        ({"persons": 999}, "from 1,000 to 340,000,000"),
         ({"persons": 340_000_001}, "from 1,000 to 340,000,000"),
         ({"persons": 1500.0}, "whole number"),
         ({"persons": 2000, "fmt": "csv"}, "fmt must be one of txt, parquet"),
