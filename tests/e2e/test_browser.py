@@ -542,6 +542,10 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
     _open(page, f"{server}/compare_spines", "Custom area, composed of published units")
     page.get_by_text("Verdict").first.wait_for(timeout=90_000)
     _settle(page, 1.0)
+    assert "Plan: sample-data plan (the data's own config.json)" in page.inner_text("body")  # by default
+    page.get_by_text("The 2020 production plan", exact=True).first.click()  # one click away
+    page.get_by_text("Plan: 2020 production plan.").first.wait_for(timeout=300_000)
+    _settle(page, 1.0)
     body = page.inner_text("body")
     assert "2 published unit(s)" in body and "Place 0600100" in body and "Tract 06001000100" in body
     _screenshot(page, "compare_spines")
