@@ -221,9 +221,9 @@ if mode == LEVEL:
              "inv_sim_moe")):
             st.markdown(f"**{title}**")
             widgets.table(sim_table[ident + cols], "invariants_simulation.csv", key=key, data=sim_table,
-                          column_config={"Region": st.column_config.TextColumn(width=110),
-                                         "Published as": st.column_config.TextColumn(width=150)}
-                          | {c: st.column_config.NumberColumn(label, format="%.2f", width=125, help=c)
+                          column_config={"Region": st.column_config.TextColumn(width=100),
+                                         "Published as": st.column_config.TextColumn(width=132)}
+                          | {c: st.column_config.NumberColumn(label, format="%.2f", width=118, help=c)
                              for c, label in zip(cols, short)})
 
     paper, multipliers = _paper()

@@ -516,7 +516,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     row = next(line for line in lines[i + 1:] if line.startswith("COUNTY Detailed")).split()
     moe_r1 = str(int(budget.moe_for_rho(0.159, 3, 0.1, exact=True)))
     # a new browser session starts on the 2020 plan: current plan, "r = 1 draft", "Production copy"
-    assert row[2:] == ["11", moe_r1, "11", "yes"]
+    assert row[2:5] == ["11", moe_r1, "11"] and row[5].startswith("yes")  # the next cell's text may abut it
     t = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 3), 0.9999)
     assert f"(T = {t})" in text
     assert sum(len(p.images) for p in reader.pages) >= 5
@@ -558,7 +558,7 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
         assert zf.read("area.txt").decode().startswith("# custom area")
     page.get_by_text("Spine optimisation", exact=True).first.click()
     page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
-        timeout=60_000)
+        timeout=300_000)  # the spine study takes minutes on a loaded machine
     _settle(page, 1.0)
     assert "Optimised 9 counties" in page.inner_text("body")
     _screenshot(page, "compare_spines_optimisation")
