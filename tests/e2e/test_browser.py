@@ -518,7 +518,9 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     # a new browser session starts on the 2020 plan: current plan, "r = 1 draft", "Production copy"
     assert row[2:5] == ["11", moe_r1, "11"] and row[5].startswith("yes")  # the next cell's text may abut it
     t = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 3), 0.9999)
-    assert f"(T = {t})" in text
+    i = lines.index("Suppression T")  # the comparison's table of T by level, one column per plan
+    row = next(line for line in lines[i + 1:] if line.startswith("COUNTY Detailed")).split()
+    assert row[3] == str(t)  # the "r = 1 draft" column
     assert sum(len(p.images) for p in reader.pages) >= 5
 
 
