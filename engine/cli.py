@@ -1,4 +1,5 @@
-"""Command line: `python -m engine {validate,run,truth,accuracy,legacy,sample,check-output,spines} ...`.
+"""Command line: `python -m engine {validate,run,truth,accuracy,legacy,sample,check-output,spines,profile,
+project} ...`.
 
 Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
 OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
@@ -187,6 +188,8 @@ def _parser() -> argparse.ArgumentParser:
                  "exit codes:\n  0  OUT_DIR passes every check\n  1  problems found (file, line, column, value,\n"
                  "     expected: the first 20 and the total), or PARAMS_DIR/DATA_DIR invalid\n  2  usage error")
 
+    _profile_parsers(sub, common)
+
     sp = sub.add_parser("spines", help="geographic spines: how far places and AIANNH areas are from a TopDown-style "
                                        "spine, before and after its optimisation; compose an area from published units")
     common(sp, out=False)
@@ -208,6 +211,71 @@ def _parser() -> argparse.ArgumentParser:
                  "county > state; the optimisation regroups block groups and tract groups county by\n"
                  "county.\n\n" + _EPILOG)
     return p
+
+
+def _profile_parsers(sub, common) -> None:
+    """`profile` and `project`: the national projection (engine.reports.profile, calculators.projection)."""
+    sp = sub.add_parser("profile", help="write a group-size profile of DATA_DIR (CONFIDENTIAL for real data): "
+                                        "per population group level, the number of groups of each true size")
+    common(sp, out=False)
+    sp.add_argument("out", metavar="OUT.json", type=Path,
+                    help="the profile to create (a new file; OUT.json.gz writes it gzip-compressed)")
+    sp.add_argument("--name", default=None, help="the data's name in the profile (default: the folder names)")
+    sp.add_argument("--synthetic", action="store_true",
+                    help="declare the persons invented (e.g. a nation of `python -m engine sample`): the profile "
+                         "is then not marked confidential")
+    sp.add_argument("--description", default="", help="a sentence stored with the profile")
+    sp.epilog = ("Counts the persons exactly as `run` does (PARAMS_DIR/config.json: max_race_codes, runs and\n"
+                 "state filter) and lists, for every population group level of the runs that are on (any\n"
+                 "budget), how many groups of the public universe have each true size: every size exactly.\n"
+                 "A profile of confidential data is itself confidential (exact, noise-free counts): compute\n"
+                 "it inside the secure environment, and load it in the app or `python -m engine project`\n"
+                 "there. OUT is created whole or not at all and never replaces a file.\n\n" + _EPILOG)
+
+    sp = sub.add_parser("project", help="the national projection of a plan: expected groups with each table, "
+                                        "suppressed groups, T1/T2 rows and errors per level, from a profile")
+    sp.add_argument("config", metavar="CONFIG.json", type=Path, help="the plan (a SafeTab-P config.json)")
+    sp.add_argument("profile", metavar="PROFILE.json", type=Path, help="a profile of `python -m engine profile`")
+    sp.add_argument("out", metavar="OUT.csv", type=Path, help="the CSV to create (a new file)")
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter
+    sp.epilog = ("Columns: geo, iteration_level, groups, total_only, age4, age9, age23, suppressed, t1_rows,\n"
+                 "t2_rows (expected numbers over the noise), the same with _sd (standard deviations), and\n"
+                 "mean_abs_error, mean_abs_error_sd (expected |published - true| of published totals); one\n"
+                 "row per level the plan tabulates, then TOTAL. Coterminous copying is ignored (compare with\n"
+                 "`run --no-coterminous`). The CSV starts with '#' lines saying so: read it with\n"
+                 "pandas.read_csv(OUT, comment='#').\n\n"
+                 "exit codes:\n  0  success\n  1  CONFIG.json or PROFILE.json invalid, or OUT cannot be written\n"
+                 "  2  usage error (OUT exists)")
+
+
+def _profile_commands(args, progress) -> int:
+    from engine.reports.profile import compute_profile, profile_bytes, read_profile, summary
+
+    if args.command == "profile":
+        inputs = (args.params_dir, args.data_dir)
+        _check_new_file(args.out, inputs)  # before the long work
+        prof = compute_profile(args.params_dir, args.data_dir, name=args.name, synthetic=args.synthetic,
+                               description=args.description, progress=progress)
+        progress.close()
+        _write_new_file(args.out, profile_bytes(prof, args.out), inputs)
+        print(summary(prof))
+        print(f"Wrote {args.out}")
+        return EXIT_OK
+    from calculators.config import SafeTabConfig
+    from calculators.projection import project
+
+    config = SafeTabConfig.read(args.config)
+    prof = read_profile(args.profile)
+    _check_new_file(args.out, ())
+    proj = project(config, prof)
+    _write_new_file(args.out, proj.to_csv().encode("utf-8"), ())
+    for line in proj.header_lines()[1:]:
+        print(line)
+    t = proj.total
+    print(f"In total: {t['groups']:,.0f} groups; expected {t['age4'] + t['age9'] + t['age23']:,.0f} with a sex x "
+          f"age table, {t['suppressed']:,.0f} suppressed, {t['t1_rows']:,.0f} T1 and {t['t2_rows']:,.0f} T2 rows.")
+    print(f"Wrote {args.out}")
+    return EXIT_OK
 
 
 def _cut(text: object) -> str:
@@ -454,6 +522,8 @@ def _dispatch(args, progress: _Progress) -> int:
             return EXIT_INVALID
         print(format_summary(summary))
         return EXIT_OK
+    if args.command in ("profile", "project"):
+        return _profile_commands(args, progress)
     if args.command == "spines":
         return _spines(args, progress)
     raise AssertionError(args.command)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from calculators.config import THRESHOLD_LIMIT, ConfigError
 from calculators.levels import PopulationGroupLevel
-from ui import analysis, charts, history, planner, state, typed, widgets
+from ui import analysis, charts, history, planner, projection_panel, state, typed, widgets
 
 state.page_setup()
 
@@ -175,6 +175,10 @@ def _page() -> None:
                   f"expected_moe_{level.geo}_{level.iteration_level}.csv", key="ad_moe_chart")
     st.caption("Each published cell has the same MOE whatever the group's size; what changes with size is how many "
                "cells the group is split into, hence the relative MOE of a cell and the MOE of the group total.")
+
+    st.subheader(f"National outcome: {planner.level_label(level)} and every level")
+    projection_panel.outcome(cfg, "ad_nat", level=level, columns=(
+        "groups", "tables", "age4", "age9", "age23", "total_only", "t2_rows", "mean_abs_error"))
 
     st.subheader("Thresholds of every level")
     all_th = analysis.thresholds_table(cfg)

@@ -4,7 +4,7 @@ group level, r, gamma, presets, MOE against the budget (plans side by side: the 
 import streamlit as st
 
 from calculators.config import GAMMA_RANGE, ConfigError
-from ui import analysis, charts, planner, state, typed, widgets
+from ui import analysis, charts, planner, projection_panel, state, typed, widgets
 
 state.page_setup()
 ss = st.session_state
@@ -314,6 +314,9 @@ def _plan() -> None:
     m[3].metric("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}")
     st.caption(f"US run {u['budget']} = {s['rho_us']:.4g} (sum of its levels), Puerto Rico run {s['rho_pr']:.4g}."
                + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
+
+    st.subheader("National outcome of this plan")
+    projection_panel.outcome(cfg, "pl_nat")
 
     # ----------------------------------------------------------------- charts and comparison (only the open tab runs)
     tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",

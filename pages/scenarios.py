@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
-from ui import comparison, plan_controls, planner, scenario_charts, scenarios, state, widgets
+from ui import comparison, plan_controls, planner, projection_panel, scenario_charts, scenarios, state, widgets
 
 state.page_setup()
 ss = st.session_state
@@ -230,6 +230,9 @@ s_show = _shown(summ)
 widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
               styler=comparison.styled(s_show, names), caption="Settings and privacy accounting. Budgets are ρ "
               "(zCDP) or ε (pure DP); smaller budgets and smaller ε mean more privacy and more noise.")
+
+st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
+projection_panel.compare(plans, names)
 
 st.markdown("**By population group level**")
 # only the open tab is drawn (each holds a table and a chart per plan): a page of 5 plans opens in a blink

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from calculators.levels import PopulationGroupLevel
-from ui import analysis, charts, planner, state, typed, widgets
+from ui import analysis, charts, planner, projection_panel, state, typed, widgets
 
 state.page_setup()
 
@@ -75,6 +75,10 @@ def _page() -> None:
                 "engine does (the download also has it). USA, STATE and PR-STATE totals are never suppressed "
                 "(— = does not apply).",
     )
+
+    st.subheader("Suppressed groups nationally")
+    projection_panel.outcome(cfg, "sup_nat", columns=("groups", "total_only", "suppressed", "t1_rows",
+                                                      "mean_abs_error"))
 
     if p == 0:
         st.info("Suppression is off (p = 0): every total is released.")

@@ -1,0 +1,137 @@
+"""The national outcome on the planner, adaptive-tables, suppression and scenarios pages
+(AppTest): the numbers shown are the projection of the current plan on the chosen profile,
+they follow every control, the profile is named and its nature said."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators import projection as P
+from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
+from calculators.presets import production_2020
+from engine.reports.profile import compute_profile
+from tests.app.conftest import SAMPLE, config, frame, metric, open_app, texts
+from ui import projection as pj
+from ui import scenarios
+
+COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+LEVEL, WITH_TABLE, SUPP = pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"]
+
+
+def _national(at):
+    return frame(at, LEVEL, WITH_TABLE)
+
+
+def _row(df, label="COUNTY Detailed"):
+    return df[df[LEVEL] == label].iloc[0]
+
+
+def _expected(cfg, which=pj.NATIONAL):
+    return pj.display_table(P.project(cfg, pj.shipped(which)))
+
+
+def test_the_planner_shows_the_national_outcome_of_the_plan():
+    at = open_app("budget")
+    shown = _national(at)
+    want = _expected(config(at))
+    assert shown.to_dict("records") == want.to_dict("records")
+    # the 2020 plan at national scale: thousands of county groups get a table; every level and the total are there
+    assert _row(shown)[WITH_TABLE] > 1000
+    assert list(shown[LEVEL])[-1] == "All levels" and len(shown) == 20
+    t = texts(at)
+    assert "Synthetic nation of 330,000,000 persons" in t and "synthetic (invented persons)" in t
+    assert "Coterminous copying is ignored" in t
+    assert "python -m engine profile" in t and "confidential" in t  # how an agency makes its own
+    assert "(scale)" in t  # why the nation differs from the 50,000-person sample
+
+
+def test_the_outcome_follows_a_new_budget():
+    at = open_app("budget")
+    before = _row(_national(at))
+    row = POPULATION_GROUP_LEVELS.index(COUNTY2)
+    at.session_state["planner_0"] = {"edited_rows": {row: {"ρ": 0.02}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert config(at).rho(COUNTY2) == 0.02
+    after = _row(_national(at))
+    assert after.to_dict() == _row(_expected(config(at))).to_dict()
+    assert after[pj.LABELS["mean_abs_error"]] > before[pj.LABELS["mean_abs_error"]]  # more noise
+
+
+def test_the_adaptive_page_shows_its_level_and_follows_the_thresholds():
+    at = open_app("adaptive")
+    s = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
+    assert metric(at, "With a sex × age table") == f"{s['tables']:,.0f}"
+    assert metric(at, "… of them sex × age23") == f"{s['age23']:,.0f}"
+    at.number_input(key="ad_t1").set_value(100).run()
+    s2 = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
+    assert s2["tables"] > s["tables"]
+    assert metric(at, "With a sex × age table") == f"{s2['tables']:,.0f}"
+    assert _national(at).to_dict("records") == pj.display_table(
+        P.project(config(at), pj.shipped(pj.NATIONAL)),
+        ("groups", "tables", "age4", "age9", "age23", "total_only", "t2_rows", "mean_abs_error")).to_dict("records")
+
+
+def test_the_suppression_page_follows_p():
+    at = open_app("suppression")
+    cols = ("groups", "total_only", "suppressed", "t1_rows", "mean_abs_error")
+    shown = frame(at, LEVEL, SUPP)
+    assert shown.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
+                                                        cols).to_dict("records")
+    at.number_input(key="w_p").set_value(0.5).run()
+    after = frame(at, LEVEL, SUPP)
+    assert after.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
+                                                        cols).to_dict("records")
+    assert _row(after)[SUPP] < _row(shown)[SUPP]
+
+
+def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
+    at = open_app("budget")
+    at.selectbox(key="pl_nat_profile").set_value(pj.SAMPLE).run()
+    assert _national(at).to_dict("records") == _expected(config(at), pj.SAMPLE).to_dict("records")
+    assert "Shipped sample" in texts(at)
+    at.switch_page("pages/suppression.py").run()
+    assert at.selectbox(key="sup_nat_profile").value == pj.SAMPLE
+    assert "(scale)" not in texts(at)  # the sample is not compared with itself
+
+
+def test_an_uploaded_confidential_profile_is_named_and_marked():
+    prof = compute_profile(SAMPLE / "params", SAMPLE / "data", name="Agency *data* 2030")
+    at = open_app("budget")
+    at.session_state["proj_uploaded"] = prof
+    at.session_state["proj_choice"] = pj.UPLOADED
+    at.run()
+    assert at.selectbox(key="pl_nat_profile").value == pj.UPLOADED
+    assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof)).to_dict("records")
+    err = " ".join(e.value for e in at.error)
+    assert "CONFIDENTIAL" in err and r"Agency \*data\* 2030" in err  # named, as typed (not Markdown)
+
+
+def test_scenarios_compare_plans_on_the_national_outcome(tmp_path, monkeypatch):
+    monkeypatch.setenv(scenarios.ENV_DATA, str(tmp_path / "data"))
+    store = scenarios.ScenarioStore()
+    lower = production_2020().with_thresholds(COUNTY2, [100, 4971, 19971])
+    store.save("Lower county threshold", lower)
+    at = open_app("scenarios")
+    at.multiselect(key="sc_compare").set_value(["2020 production plan", "Lower county threshold"]).run()
+    assert not at.exception
+    df = frame(at, LEVEL, "Lower county threshold")
+    nat = pj.shipped(pj.NATIONAL)
+    want = pj.compare_plans([("2020 production plan", production_2020()), ("Lower county threshold", lower)], nat,
+                            "tables")
+    assert df.to_dict("records") == want.to_dict("records")
+    row = _row(df)
+    assert row["Lower county threshold"] > row["2020 production plan"] and row["Differs"]
+    at.radio(key="sc_nat_measure").set_value("t2_rows").run()
+    df = frame(at, LEVEL, "Lower county threshold")
+    assert df.to_dict("records") == pj.compare_plans(
+        [("2020 production plan", production_2020()), ("Lower county threshold", lower)], nat,
+        "t2_rows").to_dict("records")
+    assert _row(df)["Lower county threshold"] > 2 * _row(df)["2020 production plan"]
+
+
+@pytest.mark.parametrize("page", ["budget", "adaptive", "suppression"])
+def test_no_profile_no_traceback(page, monkeypatch):
+    monkeypatch.setattr(pj, "PROFILES", SAMPLE / "no-such-folder")
+    at = open_app(page)
+    assert not at.exception
+    assert "No group-size profile is available" in texts(at)

@@ -1,0 +1,120 @@
+"""`python -m engine profile` and `python -m engine project`: outputs, safety, exit codes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from calculators.config import SafeTabConfig
+from calculators.projection import COLUMNS, Profile, project
+from engine.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "sample_data"
+PARAMS, DATA = str(SAMPLE / "params"), str(SAMPLE / "data")
+
+
+def test_help_names_the_commands_and_their_columns():
+    top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=REPO, capture_output=True, text=True)
+    assert "profile" in top.stdout and "project" in top.stdout
+    out = subprocess.run([sys.executable, "-m", "engine", "project", "--help"], cwd=REPO, capture_output=True,
+                         text=True)
+    for word in ("geo, iteration_level, groups, total_only, age4, age9, age23, suppressed, t1_rows",
+                 "_sd", "mean_abs_error", "Coterminous copying is ignored", "comment='#'"):
+        assert word in out.stdout, word
+    out = subprocess.run([sys.executable, "-m", "engine", "profile", "--help"], cwd=REPO, capture_output=True,
+                         text=True)
+    for word in ("CONFIDENTIAL", "--synthetic", "secure environment", ".gz"):
+        assert word in out.stdout, word
+
+
+def test_profile_writes_a_confidential_profile_and_never_replaces_a_file(tmp_path, capsys):
+    out = tmp_path / "p.json.gz"
+    assert main(["profile", PARAMS, DATA, str(out), "--quiet", "--name", "test data"]) == 0
+    prof = Profile.parse(out.read_bytes())
+    assert prof.confidential and prof.name == "test data" and prof.persons == 50_000
+    assert json.loads(gzip.decompress(out.read_bytes()))["confidential"] is True
+    assert "CONFIDENTIAL" in capsys.readouterr().out
+    before = out.read_bytes()
+    assert main(["profile", PARAMS, DATA, str(out), "--quiet"]) == 2
+    assert out.read_bytes() == before
+    assert "exists" in capsys.readouterr().err
+    assert not [p for p in tmp_path.iterdir() if p.name != "p.json.gz"]  # no partial file left
+
+
+def test_profile_refuses_a_file_inside_an_input_folder(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    for f in Path(DATA).iterdir():
+        (data / f.name).symlink_to(f)
+    assert main(["profile", PARAMS, str(data), str(data / "p.json"), "--quiet"]) == 2
+    assert "inside the input folder" in capsys.readouterr().err
+    assert not (data / "p.json").exists()
+
+
+def test_profile_of_invalid_input_exits_1_and_writes_nothing(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "GRF-C.txt").write_text((SAMPLE / "data" / "GRF-C.txt").read_text())
+    lines = (SAMPLE / "data" / "person-records.txt").read_text().splitlines()[:5]
+    lines[3] = lines[3].replace("|1|", "|7|", 1) if "|1|" in lines[3] else lines[3] + "|extra"
+    (data / "person-records.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "p.json"
+    assert main(["profile", PARAMS, str(data), str(out), "--quiet"]) == 1
+    assert "Nothing was written" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_project_writes_exactly_the_named_columns(tmp_path, capsys):
+    prof = tmp_path / "p.json"
+    assert main(["profile", PARAMS, DATA, str(prof), "--quiet", "--synthetic"]) == 0
+    out = tmp_path / "proj.csv"
+    assert main(["project", str(SAMPLE / "params" / "config.json"), str(prof), str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Coterminous copying is ignored" in printed and "SYNTHETIC" in printed
+    text = out.read_text()
+    assert text.startswith("# SafeTab-P Studio national projection")
+    assert "# Coterminous copying is ignored" in text
+    df = pd.read_csv(out, comment="#")
+    assert list(df.columns) == list(COLUMNS)
+    assert list(df.columns[:10]) == ["geo", "iteration_level", "groups", "total_only", "age4", "age9", "age23",
+                                     "suppressed", "t1_rows", "t2_rows"]
+    assert all(f"{c}_sd" in df.columns for c in COLUMNS[2:10])
+    assert df["geo"].iloc[-1] == "TOTAL" and len(df) == 20  # 19 tabulated levels + TOTAL
+    config = SafeTabConfig.read(SAMPLE / "params" / "config.json")
+    expected = project(config, Profile.parse(prof.read_bytes())).frame()
+    pd.testing.assert_frame_equal(df.drop(columns="iteration_level"), expected.drop(columns="iteration_level"),
+                                  rtol=1e-9, check_dtype=False)
+    # a confidential profile makes a confidential projection
+    prof2 = tmp_path / "p2.json"
+    assert main(["profile", PARAMS, DATA, str(prof2), "--quiet"]) == 0
+    assert main(["project", str(SAMPLE / "params" / "config.json"), str(prof2), str(tmp_path / "c.csv")]) == 0
+    assert "# CONFIDENTIAL" in (tmp_path / "c.csv").read_text()
+
+
+@pytest.mark.parametrize("content,words", [
+    (b'{"kind": "SafeTab-P Studio group-size profile", "format_version": 1}', "synthetic must be true or false"),
+    (b"not json", "not valid JSON"),
+])
+def test_project_with_a_bad_profile_exits_1_naming_it(tmp_path, capsys, content, words):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    out = tmp_path / "o.csv"
+    assert main(["project", str(SAMPLE / "params" / "config.json"), str(bad), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert words in err and "bad.json" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_project_refuses_an_existing_output(tmp_path, capsys):
+    out = tmp_path / "o.csv"
+    out.write_text("mine")
+    assert main(["project", str(SAMPLE / "params" / "config.json"),
+                 str(SAMPLE / "profiles" / "sample.profile.json"), str(out)]) == 2
+    assert out.read_text() == "mine"
