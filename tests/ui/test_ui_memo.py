@@ -302,3 +302,34 @@ def test_a_browser_kept_open_draws_the_same_pictures_and_closes():
     finally:
         r.close()
     assert r._loop is None
+
+
+def test_page_one_national_outcome_is_the_projection_of_each_plan(plan):
+    """The decision sheet's national block is the national projection (issue 23) of each
+    plan on the shipped synthetic profile, named, and differs between plans that differ."""
+    from calculators.projection import project
+    from ui import projection
+
+    profile = projection.shipped(projection.NATIONAL)
+    assert profile is not None and profile.persons == 330_000_000
+    ref = Plan("2020 production plan", production_2020(), planner.production_targets())
+    (block,) = memo.national_outcome([plan, ref])
+    assert isinstance(block, memo.Table), getattr(block, "text", block)
+    df = block.df.set_index("Plan")
+    for p in (plan, ref):
+        total = project(p.config, profile).frame().query("geo == 'TOTAL'").iloc[0]
+        assert df.loc[p.name, "Groups"] == round(float(total["groups"]))
+        for col, label in (("age4", "Sex × age4"), ("suppressed", "Suppressed"), ("total_only", "Total only")):
+            assert df.loc[p.name, label] == f"{100 * float(total[col]) / float(total['groups']):.1f}%"
+    assert profile.name in block.caption and "synthetic" in block.caption
+    # r = 3 instead of 8 changes which groups are published at every level
+    assert (df.loc[plan.name] != df.loc[ref.name]).any()
+
+
+def test_page_one_says_so_when_the_profile_cannot_be_read(plan, tmp_path):
+    class Broken:
+        name = "broken"
+
+    (block,) = memo.national_outcome([plan], profile=Broken())
+    assert isinstance(block, memo.Text) and block.kind == "warning"
+    assert "national projection could not be made" in block.text
