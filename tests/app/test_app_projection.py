@@ -62,7 +62,7 @@ def test_the_adaptive_page_shows_its_level_and_follows_the_thresholds():
     s = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
     assert metric(at, "With a sex × age table") == f"{s['tables']:,.0f}"
     assert metric(at, "… of them sex × age23") == f"{s['age23']:,.0f}"
-    at.number_input(key="ad_t1").set_value(100).run()
+    at.text_input(key="ad_t1").input("100").run()
     s2 = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
     assert s2["tables"] > s["tables"]
     assert metric(at, "With a sex × age table") == f"{s2['tables']:,.0f}"
@@ -77,7 +77,7 @@ def test_the_suppression_page_follows_p():
     shown = frame(at, LEVEL, SUPP)
     assert shown.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
                                                         cols).to_dict("records")
-    at.number_input(key="w_p").set_value(0.5).run()
+    at.text_input(key="w_p").input("0.5").run()
     after = frame(at, LEVEL, SUPP)
     assert after.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
                                                         cols).to_dict("records")
