@@ -316,7 +316,7 @@ def _plan() -> None:
                + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
 
     st.subheader("National outcome of this plan")
-    projection_panel.outcome(cfg, "pl_nat")
+    projection_panel.outcome(cfg, "pl_nat", columns=projection_panel.PLANNER_COLUMNS)
 
     # ----------------------------------------------------------------- charts and comparison (only the open tab runs)
     tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",

@@ -104,8 +104,10 @@ def fit_columns(df: pd.DataFrame, column_config: dict | None) -> dict:
             continue
         label = cfg.get("label") or str(col)
         need = text_px(label) + CELL_PADDING_PX
-        if pd.api.types.is_numeric_dtype(df[col]) and len(df) and cfg.get("type_config", {}).get("format") is None:
-            need = max(need, max(text_px(f"{v:,}" if float(v).is_integer() else f"{v:.4g}")
+        # "localized" prints thousands separators like the default: the same width
+        if pd.api.types.is_numeric_dtype(df[col]) and len(df) and cfg.get("type_config", {}).get("format") in (
+                None, "localized"):
+            need = max(need, max(text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}")
                                  for v in df[col].dropna().head(500)) + CELL_PADDING_PX if df[col].notna().any()
                        else 0)
         if width < need:

@@ -12,7 +12,7 @@ from calculators.presets import production_2020
 from engine.reports.profile import compute_profile
 from tests.app.conftest import SAMPLE, config, frame, metric, open_app, texts
 from ui import projection as pj
-from ui import scenarios
+from ui import projection_panel, scenarios
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 LEVEL, WITH_TABLE, SUPP = pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"]
@@ -27,7 +27,7 @@ def _row(df, label="COUNTY Detailed"):
 
 
 def _expected(cfg, which=pj.NATIONAL):
-    return pj.display_table(P.project(cfg, pj.shipped(which)))
+    return pj.display_table(P.project(cfg, pj.shipped(which)), projection_panel.PLANNER_COLUMNS)
 
 
 def test_the_planner_shows_the_national_outcome_of_the_plan():
@@ -101,7 +101,7 @@ def test_an_uploaded_confidential_profile_is_named_and_marked():
     at.session_state["proj_choice"] = pj.UPLOADED
     at.run()
     assert at.selectbox(key="pl_nat_profile").value == pj.UPLOADED
-    assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof)).to_dict("records")
+    assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof), projection_panel.PLANNER_COLUMNS).to_dict("records")
     err = " ".join(e.value for e in at.error)
     assert "CONFIDENTIAL" in err and r"Agency \*data\* 2030" in err  # named, as typed (not Markdown)
 
