@@ -12,11 +12,22 @@ ss = st.session_state
 
 st.title("Decision memo")
 st.caption(
-    "One document a committee can file and print: the plan's parameters, its privacy accounting (budgets, ε per "
-    "level, bounded and unbounded neighbours), every table and chart of the planner, adaptive-table and "
-    "suppression pages, the last run's accuracy if you ran the mechanism in this session, the date and the "
-    "app's version. As a PDF, or as one HTML file that opens offline."
+    "One document a committee can file and print. Page 1 is a decision sheet: the plan(s), the release's privacy "
+    "loss (ρ or ε, unbounded and bounded neighbours), which levels meet their MOE targets, the national outcome and "
+    "what differs from the reference plan. The appendix holds the detail: parameters, privacy accounting per level, "
+    "the planner, adaptive-table and suppression tables and charts, the last run's accuracy if you ran the "
+    "mechanism in this session, the date and the app's version. As a PDF (US Letter or A4), or as one HTML file "
+    "that opens offline."
 )
+
+
+@st.cache_resource(show_spinner=False)
+def _renderer() -> images.Renderer:
+    """One browser per server, kept open to draw the memo's charts (closed after 10 minutes unused)."""
+    return images.Renderer(idle=600)
+
+
+_renderer().start()  # opens in the background while the user chooses; a click then only draws
 
 store = plan_controls.store()
 try:
@@ -74,11 +85,17 @@ def _build() -> memo.Memo:
 
 stem = f"decision-memo-{scenarios.file_stem(label)}-{datetime.now():%Y%m%d}"
 ok, why = images.available()
+state.bind("memo_paper", ss.get("memo_paper_value", "US Letter"))  # kept while the user is on other pages
+paper = st.radio("Paper", list(memo_pdf.PAPERS), key="memo_paper", horizontal=True,
+                 on_change=lambda: ss.__setitem__("memo_paper_value", ss["memo_paper"]),
+                 help="The PDF's page size (landscape).")
+renderer = _renderer()
 with st.container(horizontal=True, vertical_alignment="center"):
-    st.download_button("Decision memo (PDF)", lambda: memo_pdf.render(_build()), file_name=f"{stem}.pdf",
-                       mime="application/pdf", key="memo_pdf", on_click="ignore", type="primary",
-                       icon=":material/picture_as_pdf:", help="Takes a few seconds: every chart is drawn.")
-    st.download_button("Decision memo (HTML)", lambda: memo_html.render(_build()).encode("utf-8"),
+    st.download_button("Decision memo (PDF)", lambda: memo_pdf.render(_build(), paper=paper, renderer=renderer),
+                       file_name=f"{stem}.pdf", mime="application/pdf", key="memo_pdf", on_click="ignore",
+                       type="primary", icon=":material/picture_as_pdf:",
+                       help="Made when clicked, in a few seconds: every chart is drawn.")
+    st.download_button("Decision memo (HTML)", lambda: memo_html.render(_build(), renderer=renderer).encode("utf-8"),
                        file_name=f"{stem}.html", mime="text/html", key="memo_html", on_click="ignore",
                        icon=":material/html:")
     st.markdown(f"**{widgets.plain(label)}**" + (" with the last run" if with_run else ""))
@@ -89,4 +106,6 @@ else:
     st.caption(f"Charts are drawn by Kaleido with the browser at `{why}`.")
 
 st.subheader("What the memo holds")
-st.markdown("\n".join(f"{i}. {title}" for i, title in enumerate(memo.outline(plans, with_run), start=1)))
+titles = memo.outline(plans, with_run)
+st.markdown(f"Page 1. {titles[0]}  \n" + "  \n".join(
+    f"Appendix {memo.appendix_label(i)}. {title}" for i, title in enumerate(titles[1:])))

@@ -241,9 +241,12 @@ st.markdown("**National outcome of each plan** (from a group-size profile, expec
 projection_panel.compare(plans, names)
 
 st.markdown("**By population group level**")
-tabs = st.tabs([comparison.MEASURES[m][0] for m in comparison.MEASURES])
+# only the open tab is drawn (each holds a table and a chart per plan): a page of 5 plans opens in a blink
+tabs = st.tabs([comparison.MEASURES[m][0] for m in comparison.MEASURES], key="sc_tabs", on_change="rerun")
 fmt_float = {n: "{:.5g}" for n in names}
 for tab, m in zip(tabs, comparison.MEASURES, strict=True):
+    if not tab.open:
+        continue
     with tab:
         title, helptext = comparison.MEASURES[m]
         df = _shown(plan_controls.cached_by_level(key, m, method, delta))

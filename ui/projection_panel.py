@@ -160,6 +160,12 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
     return proj
 
 
+#: The planner's columns: the three sex x age tables counted together ("With table") so that
+#: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
+#: split them.
+PLANNER_COLUMNS = ("groups", "tables", "age23", "total_only", "suppressed", "t1_rows", "t2_rows", "mean_abs_error")
+
+
 #: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
 _HEADERS = {
     "groups": ("Groups", "Population groups of the level (every region x iteration, empty or not)."),

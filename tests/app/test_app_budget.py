@@ -154,7 +154,7 @@ def test_the_verdict_says_which_moe_it_uses():
 
 def test_changing_gamma_offers_to_rederive_with_a_before_after_view():
     at = open_app("budget")
-    at.number_input(key="w_gamma").set_value(0.5).run()
+    at.text_input(key="w_gamma").input("0.5").run()
     assert config(at).gamma == 0.5 and config(at).rho(COUNTY2) == 0.159  # offered, not applied
     assert "You changed γ 0.1 → 0.5" in texts(at)
     change = frame(at, "Budget ρ before", "Budget ρ after", "MOE before", "MOE after")
@@ -175,7 +175,7 @@ def test_changing_r_offer_can_be_declined_and_can_rederive_thresholds():
     assert "You changed" not in texts(at) and config(at).max_race_codes == 4 and config(at).rho(COUNTY2) == 0.159
     at.slider(key="w_r").set_value(2).run()
     at.checkbox(key="rederive_th").check().run()
-    at.number_input(key="rederive_rel").set_value(20.0).run()
+    at.text_input(key="rederive_rel").input("20.0").run()
     change = frame(at, "Θ before", "Θ after")
     assert (change["Θ before"] != change["Θ after"]).any()
     at.button(key="chg_apply").click().run()

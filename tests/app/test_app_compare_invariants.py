@@ -12,7 +12,10 @@ from tests.app.paper_tables import static_table
 @needs_sample
 def test_level_study_states_and_tracts():
     at = open_app("compare_invariants", timeout=120)
+    assert at.radio(key="inv_plan").value == "data"  # the sample's own plan by default
+    at.radio(key="inv_plan").set_value("production").run(timeout=120)
     body = texts(at)
+    assert "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: 2020 production plan." in body
     assert at.title[0].value == "Invariants"
     assert "Invariants are not SafeTab-P" in body
     # Default: tracts held to their county's true count (some sample counties hold 2-3

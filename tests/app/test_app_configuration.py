@@ -85,7 +85,7 @@ def test_url_restores_the_configuration():
     assert any("restored from the link" in s.value for s in at.success)
     assert "S = 4" in texts(at)
     at.switch_page("pages/budget.py").run()
-    assert at.slider(key="w_r").value == 3 and at.number_input(key="w_gamma").value == 0.2
+    assert at.slider(key="w_r").value == 3 and at.text_input(key="w_gamma").value == "0.2"
 
 
 def test_damaged_url_is_a_message_and_the_default_plan():
