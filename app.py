@@ -18,9 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ui import compare, plan_controls, state, widgets
 
 st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
-# Narrower side margins than Streamlit's 5rem, so tables of 10 columns fit beside the
-# sidebar at 1280 px (what a laptop shows); at 1920 px the margins are still wide.
-st.html("<style>[data-testid='stMainBlockContainer'] {padding-left: 2.5rem; padding-right: 2.5rem;}</style>")
+st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kept in view, focus, contrast
 
 state.init()
 state.keep_widgets()

@@ -11,21 +11,32 @@ dispatched, the end on the first animation frame at which the page is settled.
 
 Actions (``--rounds`` rounds, 6 by default, each round going through all of them):
 
-* control changes (5 per round): race multiplicity r (slider, keyboard) and the stage-1
-  fraction gamma on the planner; Theta_1 on the adaptive-tables page; the
-  zero-suppression chance p and the true count n on the suppression page;
-* page switches (5 per round): sidebar links between those pages and the overview.
+* control changes (7 per round): race multiplicity r (slider, keyboard), the stage-1
+  fraction gamma and a MOE-target cell of the planner table (COUNTY Detailed, typed
+  as a user does: select, Enter, type, Enter) on the planner; Theta_1 on the
+  adaptive-tables page; the zero-suppression chance p and the true count n on the
+  suppression page; "Only rows that differ" on the Scenarios page with 5 plans;
+* page switches (6 per round): sidebar links between those pages, the Scenarios page
+  comparing 5 plans (four saved scenarios in a temporary store, $SAFETAB_STUDIO_DATA,
+  and the current plan) and the overview.
+
+Then, once (not with --small): the Run page's "Everything (zip)" on the sample, from
+the click to the finished download, clicked as soon as the results show and again a
+while later (the accuracy of the release is computed in the background after the
+run), and the decision memo's PDF of one plan, from the click to the download.
 
 Prints every timing, then the median and 90th percentile of control changes and of
 page switches (and per control), the machine's load average before and after, and
 whether the targets are met (median control change < 200 ms, median page switch
-< 500 ms). Run from the repository root:
+< 500 ms, "Everything (zip)" < 3 s, the memo < 5 s). Run from the repository root:
 
-    python benchmarks/bench_app.py               # 6 rounds: 30 control changes, 30 page switches
+    python benchmarks/bench_app.py               # 6 rounds: 42 control changes, 36 page switches
     python benchmarks/bench_app.py --rounds 10 --width 1400
+    python benchmarks/bench_app.py --small       # one round, no run, zip or memo: checks it works
 
-Needs /usr/bin/chromium and the playwright package (requirements-test.txt). The first
-round warms the server (imports, caches) and is not counted unless --count-warmup.
+Needs /usr/bin/chromium and the playwright package (requirements-test.txt); with
+--small and no Chromium it says so and exits 0. The first round warms the server
+(imports, caches) and is not counted unless --count-warmup.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -95,12 +107,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_server(port: int, log: Path) -> subprocess.Popen:
+#: The saved scenarios the Scenarios page compares with the current plan (5 plans).
+SCENARIOS = {"Bench r = 3": {"max_race_codes": 3}, "Bench r = 5": {"max_race_codes": 5},
+             "Bench gamma 0.2": {"privacy_budget_p_stage_1_fraction": 0.2},
+             "Bench p 0.99": {"zero_suppression_chance": 0.99}}
+
+
+def _scenario_store(folder: Path) -> None:
+    """Four saved scenarios in `folder` (the server's $SAFETAB_STUDIO_DATA)."""
+    sys.path.insert(0, str(ROOT))
+    from calculators.presets import production_2020
+    from ui import planner, scenarios
+
+    store = scenarios.ScenarioStore(folder / "scenarios.sqlite3")
+    for name, changes in SCENARIOS.items():
+        store.save(name, production_2020().updated(**changes), planner.production_targets(), overwrite=True)
+
+
+def _start_server(port: int, log: Path, data: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
            str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
+    env = {**os.environ, "SAFETAB_STUDIO_DATA": str(data)}
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     deadline = time.monotonic() + 90
     while True:
         try:
@@ -163,15 +193,62 @@ class Timer:
 
 def _type_into(page, label: str, value: str):
     def act():
-        box = page.get_by_role("spinbutton", name=label)
+        box = page.get_by_role("textbox", name=label)
         box.fill(value)
         box.press("Enter")
     return act
 
 
+def _cell_edit(page, right: int, down: int, value: str):
+    """Type into the planner table's cell as a user does (the timer starts at the Enter
+    that commits it): select the cell with the arrow keys, Enter, type, Enter."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    def act():
+        cell = page.locator("#portal textarea.gdg-input")
+        for _ in range(5):  # a key press can be lost while the grid redraws on a loaded machine: try again
+            editor = page.locator("[class*='st-key-planner_'] [data-testid='stDataFrame']").first
+            editor.scroll_into_view_if_needed()
+            box = editor.bounding_box()
+            page.mouse.click(box["x"] + 30, box["y"] + 52)  # the first body cell
+            for key in ["ArrowRight"] * right + ["ArrowDown"] * down:
+                page.keyboard.press(key)
+                time.sleep(0.05)
+            try:
+                editor.locator(f"td[data-testid='glide-cell-{right}-{down}']"
+                             f"[aria-selected='true']").first.wait_for(state="attached", timeout=5_000)
+                page.keyboard.press("Enter")
+                cell.wait_for(timeout=5_000)
+                break
+            except PlaywrightTimeout:
+                page.keyboard.press("Escape")
+                page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
+        cell.fill(value)
+        page.evaluate("() => { window.__bench.input = null; }")  # the commit below is the user's action
+        cell.press("Enter")
+    return act
+
+
+def _pick_five(page) -> None:
+    """Compare 5 plans on the Scenarios page: the default shows the current plan and two
+    scenarios; add the other two."""
+    box = page.get_by_role("combobox", name="Plans to compare (any number; the first is the reference)")
+    for name in SCENARIOS:
+        if name in page.locator("[data-testid='stMultiSelect']").first.inner_text():
+            continue
+        box.click()
+        box.fill(name)
+        page.get_by_role("option", name=name).first.click()
+        page.keyboard.press("Escape")
+        time.sleep(0.5)
+        page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
+    page.get_by_text("5 plans:").first.wait_for(timeout=120_000)
+
+
 #: The sidebar link and the title of each page the benchmark switches to.
 _TITLES = {"Budget and MOE planner": "Budget and MOE planner", "Adaptive tables": "Adaptive tables",
-           "Suppression": "Suppression", "Configuration": "Configuration", "Overview": "SafeTab-P Studio"}
+           "Suppression": "Suppression", "Configuration": "Configuration", "Overview": "SafeTab-P Studio",
+           "Scenarios": "Scenarios"}
 
 
 def _nav(page, name: str):
@@ -192,8 +269,9 @@ def _record(store: dict, key: str, ms: float | None, rnd: int, counted: bool) ->
     print(f"{tag} {ms:8.1f} ms", flush=True)
 
 
-def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: dict) -> None:
-    """One round: 5 control changes and 5 page switches (see the module docstring)."""
+def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: dict, small: bool = False) -> None:
+    """One round: 7 control changes and 6 page switches (see the module docstring);
+    `small`: r, gamma, the cell edit and two page switches."""
     _record(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"), rnd, counted)
     slider = page.locator("[data-testid='stSlider'] input[type='range']").first
     key = "ArrowLeft" if rnd % 2 == 0 else "ArrowRight"
@@ -205,6 +283,11 @@ def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: di
     _record(controls, "r", t.time(move_r), rnd, counted)
     gamma = f"{0.1 + 0.01 * ((rnd % 5) + 1):.2f}"
     _record(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)), rnd, counted)
+    # column 3: MOE target, row 5: COUNTY Detailed
+    _record(controls, "planner cell", t.time(_cell_edit(page, 3, 5, str(10 + rnd % 2))), rnd, counted)
+    if small:
+        _record(switches, "planner -> overview", _switch(t, page, "Overview"), rnd, counted)
+        return
     _record(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"), rnd, counted)
     _record(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))), rnd, counted)
     _record(switches, "adaptive -> suppression", _switch(t, page, "Suppression"), rnd, counted)
@@ -212,33 +295,81 @@ def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: di
     _record(controls, "p", t.time(_type_into(page, "Zero-suppression chance p", p)), rnd, counted)
     _record(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))), rnd, counted)
     _record(switches, "suppression -> configuration", _switch(t, page, "Configuration"), rnd, counted)
-    _record(switches, "configuration -> overview", _switch(t, page, "Overview"), rnd, counted)
+    _record(switches, "configuration -> scenarios (5 plans)", _switch(t, page, "Scenarios"), rnd, counted)
+    if rnd == 0:
+        _pick_five(page)
+    toggle = page.get_by_text("Only rows that differ", exact=True).first
+    _record(controls, "only rows that differ", t.time(lambda: toggle.click()), rnd, counted)
+    _record(switches, "scenarios -> overview", _switch(t, page, "Overview"), rnd, counted)
 
 
-def run(args) -> dict[str, list[float]]:
+def _download_seconds(page, button: str, timeout: float = 600) -> float:
+    """Seconds from the click on a download button to the finished download."""
+    with page.expect_download(timeout=timeout * 1000) as info:
+        t0 = time.perf_counter()
+        page.get_by_role("button", name=button).first.click()
+    info.value.path()  # waits for the whole file
+    return time.perf_counter() - t0
+
+
+def _once(page, url: str, later: float) -> dict[str, float]:
+    """The Run page's "Everything (zip)" (right after the results show, and `later`
+    seconds after a second run) and the memo's PDF of one plan."""
+    out = {}
+    page.get_by_role("link", name="Run the mechanism").click()
+    page.get_by_text("Shipped sample data").first.wait_for()
+    page.get_by_text("Seeded (reproducible, NOT FOR RELEASE)").click()
+    page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
+    for label, wait in (("Everything (zip), clicked at once", 0.0), (f"Everything (zip), clicked after {later:g} s",
+                                                                       later)):
+        page.get_by_role("button", name="Run SafeTab-P").click()
+        page.get_by_text("Persons counted").first.wait_for(timeout=600_000)
+        page.wait_for_function(_SETTLED, timeout=600_000, polling=100)
+        time.sleep(wait)
+        out[label] = _download_seconds(page, "Everything (zip)")
+        print(f"{label:<44} {out[label]:8.2f} s", flush=True)
+    page.get_by_role("link", name="Decision memo").click()
+    page.get_by_text("What the memo holds").first.wait_for()
+    page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
+    time.sleep(8)  # the page opens the browser that draws the charts while the user reads it
+    out["memo PDF, one plan"] = _download_seconds(page, "Decision memo (PDF)")
+    print(f"{'memo PDF, one plan':<44} {out['memo PDF, one plan']:8.2f} s", flush=True)
+    return out
+
+
+def run(args) -> dict:
     from playwright.sync_api import sync_playwright
 
     port = _free_port()
     log = Path(args.log)
-    proc = _start_server(port, log)
+    data = Path(tempfile.mkdtemp(prefix="bench-app-"))
+    _scenario_store(data)
+    proc = _start_server(port, log, data)
     url = f"http://127.0.0.1:{port}"
-    controls: dict[str, list[float]] = {k: [] for k in ("r", "gamma", "Theta1", "p", "n")}
+    names = ("r", "gamma", "planner cell") if args.small else \
+        ("r", "gamma", "planner cell", "Theta1", "p", "n", "only rows that differ")
+    controls: dict[str, list[float]] = {k: [] for k in names}
     switches: dict[str, list[float]] = {}
+    once: dict[str, float] = {}
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            page = browser.new_context(viewport={"width": args.width, "height": 1000}).new_page()
+            page = browser.new_context(viewport={"width": args.width, "height": 1000},
+                                       accept_downloads=True).new_page()
             page.set_default_timeout(120_000)
             t = Timer(page)
             page.goto(url)
             page.get_by_text("SafeTab-P Studio").first.wait_for()
             t.settle()
-            for rnd in range(args.rounds + 1):
-                _round(t, page, rnd, rnd > 0 or args.count_warmup, controls, switches)
+            rounds = 1 if args.small else args.rounds + 1
+            for rnd in range(rounds):
+                _round(t, page, rnd, rnd > 0 or args.count_warmup or args.small, controls, switches, args.small)
+            if not args.small:
+                once = _once(page, url, args.later)
             browser.close()
     finally:
         _stop(proc)
-    return {"controls": controls, "switches": switches}
+    return {"controls": controls, "switches": switches, "once": once}
 
 
 def _summary(name: str, xs: list[float]) -> str:
@@ -255,10 +386,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count-warmup", action="store_true", help="count the first (warm-up) round too")
     ap.add_argument("--log", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "bench_app_streamlit.log"),
                     help="where the server's output goes")
+    ap.add_argument("--later", type=float, default=30.0,
+                    help="seconds between the run's results and the second click on Everything (zip)")
+    ap.add_argument("--small", action="store_true",
+                    help="one round of r, gamma, a planner cell and two page switches, no run, zip or memo "
+                         "(seconds: checks that the benchmark works)")
     args = ap.parse_args(argv)
     if not Path(CHROMIUM).exists():
-        print(f"{CHROMIUM} is missing (apt-get install chromium)")
-        return 1
+        print(f"{CHROMIUM} is missing (apt-get install chromium)" + ("; nothing measured" if args.small else ""))
+        return 0 if args.small else 1
     print(f"{platform.python_version()} on {os.cpu_count()} CPUs; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     res = run(args)
@@ -276,10 +412,15 @@ def main(argv: list[str] | None = None) -> int:
     print(_summary("page switches (all)", sw))
     for k, v in res["switches"].items():
         print(_summary(f"  {k}", v))
+    for k, v in res["once"].items():
+        print(f"{k:<44} {v:8.2f} s")
     print(f"load average after: {load}")
     c_ok, s_ok = statistics.median(ctrl) < 200, statistics.median(sw) < 500
     print(f"target median control change < 200 ms: {'met' if c_ok else 'NOT met'}; "
           f"median page switch < 500 ms: {'met' if s_ok else 'NOT met'}")
+    for k, v in res["once"].items():
+        limit = 5.0 if k.startswith("memo") else 3.0
+        print(f"target {k} < {limit:g} s: {'met' if v < limit else 'NOT met'}")
     return 0
 
 

@@ -3,9 +3,9 @@ relative error; which table a group gets and how accurate it is, by true size.""
 
 import streamlit as st
 
-from calculators.config import ConfigError
+from calculators.config import THRESHOLD_LIMIT, ConfigError
 from calculators.levels import PopulationGroupLevel
-from ui import analysis, charts, history, planner, projection_panel, state, widgets
+from ui import analysis, charts, history, planner, projection_panel, state, typed, widgets
 
 state.page_setup()
 
@@ -28,16 +28,41 @@ def _set_thresholds(lvl: PopulationGroupLevel, th) -> bool:
         return False
 
 
+#: What the typed boxes accept: thresholds as the configuration does (whole numbers
+#: within ±THRESHOLD_LIMIT), a target relative error from 0.1 to 1000 %.
+THETA_RULE = typed.Rule(whole=True, lo=-THRESHOLD_LIMIT, hi=THRESHOLD_LIMIT, unit="persons")
+TARGET_RULE = typed.Rule(lo=0.1, hi=1000.0, unit="%")
+
+
 def _derived(lvl: PopulationGroupLevel) -> tuple[int, int, int]:
-    return analysis.derive(state.config(), lvl, st.session_state["ad_target"] / 100, st.session_state["ad_rule"])
+    return analysis.derive(state.config(), lvl, st.session_state.get("ad_target_value", 10.0) / 100,
+                           st.session_state["ad_rule"])
 
 
-def _on_typed(lvl: PopulationGroupLevel) -> None:
-    _set_thresholds(lvl, [int(st.session_state[f"ad_t{j}"]) for j in (1, 2, 3)])
+def _on_typed(lvl: PopulationGroupLevel, j: int, value: int) -> str | None:
+    """Θj of a level typed: applied, or why not (e.g. it would exceed Θj+1)."""
+    th = list(state.config().thresholds(lvl))
+    th[j - 1] = value
+    try:
+        state.set_config(state.config().with_thresholds(lvl, th))
+    except ConfigError as exc:
+        return "Not applied: " + "; ".join(exc.problems) + "."
+    return None
 
 
 def _on_derive_inputs(lvl: PopulationGroupLevel) -> None:
     _set_thresholds(lvl, _derived(lvl))
+
+
+def _on_target(lvl: PopulationGroupLevel, value: float) -> str | None:
+    """A target relative error typed: kept, and this level's thresholds derived from it."""
+    st.session_state["ad_target_value"] = value
+    derived = _derived(lvl)
+    try:
+        state.set_config(state.config().with_thresholds(lvl, derived))
+    except ConfigError as exc:
+        return "Thresholds not changed: " + "; ".join(exc.problems) + "."
+    return None
 
 
 @st.fragment
@@ -45,6 +70,7 @@ def _page() -> None:
     """Everything below the title: a change of level or thresholds redraws only this
     part (`state.fragment_done` redraws the rest when the sidebar must change)."""
     ss = st.session_state
+    widgets.fragment_start()  # a change the sidebar shows: the whole app at once, not twice
     state.show_flashes()
     cfg = state.config()
     levels = cfg.tabulated_levels()
@@ -82,18 +108,19 @@ def _page() -> None:
     if mode == "typed":
         tc = st.columns(3)
         for j in (1, 2, 3):
-            state.bind(f"ad_t{j}", int(th[j - 1]))
-            tc[j - 1].number_input(f"Θ{j} (persons)", min_value=0, step=1, key=f"ad_t{j}", on_change=_on_typed,
-                                   args=(level,),
-                                   help=f"A group whose stage-1 noisy total is at least Θ{j} gets "
-                                        f"{analysis.TABLE_NAMES[j]}.")
+            widgets.number_box(f"Θ{j} (persons)", f"ad_t{j}", THETA_RULE, int(th[j - 1]), container=tc[j - 1],
+                               on_change=lambda v, j=j: _on_typed(level, j, v),
+                               help=f"A group whose stage-1 noisy total is at least Θ{j} gets "
+                                    f"{analysis.TABLE_NAMES[j]}. A whole number, used exactly as typed; "
+                                    "Θ₁ ≤ Θ₂ ≤ Θ₃.")
     else:
         dc = st.columns([1, 2.2, 1.4])
-        ss.setdefault("ad_target", 10.0)
         ss.setdefault("ad_rule", "average_cell")
-        dc[0].number_input("Target relative error (%)", min_value=0.1, max_value=1000.0, step=1.0, format="%.1f",
-                           key="ad_target", on_change=_on_derive_inputs, args=(level,),
-                           help="Relative MOE = MOE / expected count. Changing it sets this level's thresholds.")
+        widgets.number_box(
+            "Target relative error (%)", "ad_target", TARGET_RULE, ss.get("ad_target_value", 10.0),
+            container=dc[0], on_change=lambda v: _on_target(level, v),
+            help="Relative MOE = MOE / expected count, from 0.1 to 1000 (%), used exactly as typed. Changing it "
+                 "sets this level's thresholds.")
         dc[1].radio("Θⱼ is the smallest size at which", list(analysis.RULES), key="ad_rule",
                     format_func=lambda r: analysis.RULES[r], on_change=_on_derive_inputs, args=(level,))
         derived = _derived(level)
@@ -129,7 +156,8 @@ def _page() -> None:
                       "When (stage-1 noisy total)": st.column_config.TextColumn(width=220),
                       "Cells": st.column_config.NumberColumn(width=48),
                       "Cell MOE (exact)": st.column_config.NumberColumn(width=98),
-                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn(width=98),
+                      "Cell MOE ⌊1.96σ⌋": st.column_config.NumberColumn("Cell ⌊1.96σ⌋", width=98,
+                                                                        help="Cell MOE ⌊1.96σ⌋ (design-paper bound)"),
                       "Total T1 MOE (exact)": st.column_config.NumberColumn("T1 MOE (exact)", width=96),
                       "Total T1 MOE ⌊1.96σ√c⌋": st.column_config.NumberColumn(
                           "T1 ⌊1.96σ√c⌋", width=96, help="Design-paper bound of the sum of c cells."),
@@ -159,8 +187,9 @@ def _page() -> None:
                                  planner.ITER: st.column_config.TextColumn(width=70),
                                  **{c: st.column_config.NumberColumn(width=66) for c in ("Θ₁", "Θ₂", "Θ₃")},
                                  "Cell MOE (exact)": st.column_config.NumberColumn(width=100),
-                                 **{c: st.column_config.NumberColumn(c.replace("Cell rel. MOE", "Rel. MOE"),
-                                                                     format="%.1f", width=140)
+                                 **{c: st.column_config.NumberColumn(
+                                     "Rel. MOE " + c.split(" at ")[1].split(" ")[0].replace("1", "₁").replace(
+                                         "2", "₂").replace("3", "₃") + " (%)", format="%.1f", width=110, help=c)
                                     for c in all_th.columns if "rel." in c}},
                   caption="Relative MOE (%) of a cell of the table a threshold opens, when the group is exactly at "
                           "the threshold and spread evenly over the table's cells.")

@@ -3,11 +3,16 @@ group level, r, gamma, presets, MOE against the budget (plans side by side: the 
 
 import streamlit as st
 
-from calculators.config import ConfigError
-from ui import analysis, charts, planner, projection_panel, state, widgets
+from calculators.config import GAMMA_RANGE, ConfigError
+from ui import analysis, charts, planner, projection_panel, state, typed, widgets
 
 state.page_setup()
 ss = st.session_state
+#: What the typed boxes of this page accept (the configuration's own ranges).
+GAMMA_RULE = typed.Rule(lo=GAMMA_RANGE[0], hi=GAMMA_RANGE[1])
+REL_RULE = typed.Rule(lo=0.1, hi=1000.0, unit="%")
+#: The plan before the last switch of the privacy definition, to switch back to exactly.
+K_ORIGIN = "privacy_origin"
 
 st.title("Budget and MOE planner")
 _b = planner.units(state.config())["budget"]
@@ -30,7 +35,7 @@ if p[1].button("Sample-data plan", key="preset_sample", disabled=not has_sample,
                help="Load sample_data/params/config.json: the 2020 budgets with thresholds scaled to the "
                     "synthetic nation." if has_sample else "sample_data/ is not there.") and state.load_sample():
     st.rerun()
-p[2].markdown(f"Current plan: **{state.source_label()}**")
+p[2].markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
 
 # ----------------------------------------------------------------- controls
 def _remember_change(kind: str, what: str) -> None:
@@ -50,11 +55,12 @@ def _on_r():
         state.update(max_race_codes=new)
 
 
-def _on_gamma():
-    old, new = state.config().gamma, float(ss["w_gamma"])
-    if new != old:
-        _remember_change("gamma", f"γ {old:g} → {new:g}")
-        state.update(privacy_budget_p_stage_1_fraction=new)
+def _on_gamma(new: float) -> str | None:
+    old = state.config().gamma
+    problem = widgets.plan_update(privacy_budget_p_stage_1_fraction=new)
+    if problem is None:
+        _remember_change("gamma", f"γ {typed.show(old)} → {typed.show(new)}")
+    return problem
 
 
 def _on_method():
@@ -67,17 +73,30 @@ def _on_runs():
 
 def _on_privacy():
     """Switching the privacy definition converts every budget to the one of the new
-    noise law that meets the same MOE targets, and shows what changed."""
+    noise law that meets the same MOE targets, and shows what changed. Switching back
+    before anything else changed restores the plan as it was, exactly (the converted
+    budgets meet the same targets but are not the original ones, e.g. the 2020
+    ρ 2.134 would come back as 1.528): the switch is a reversible view."""
     before, targets = state.config(), state.targets()
     defn = ss["w_privacy_defn"]
+    what = [f"{planner.PRIVACY_NAMES[before.privacy_defn]} → {planner.PRIVACY_NAMES[defn]}"]
+    origin = ss.get(K_ORIGIN)
+    if origin is not None and origin["after"] == before.to_dict() and origin["before"].privacy_defn == defn:
+        state.set_config(origin["before"], targets=origin["targets"])
+        ss[state.K_EDITED] = origin["edited"]
+        ss.pop(K_ORIGIN, None)
+        ss[state.K_CHANGE] = {"kind": "privacy", "before": before, "targets": targets, "what": what,
+                              "restored": True}
+        return
     try:
         after, new_targets = planner.convert_privacy(before, targets, state.method(), defn)
     except (ConfigError, ValueError) as exc:
         state.flash("error", f"The privacy definition was not changed: {exc}")
         return
+    edited = bool(ss.get(state.K_EDITED))
     state.set_config(after, targets=new_targets)
-    ss[state.K_CHANGE] = {"kind": "privacy", "before": before, "targets": targets,
-                          "what": [f"{planner.PRIVACY_NAMES[before.privacy_defn]} → {planner.PRIVACY_NAMES[defn]}"]}
+    ss[K_ORIGIN] = {"before": before, "targets": targets, "edited": edited, "after": after.to_dict()}
+    ss[state.K_CHANGE] = {"kind": "privacy", "before": before, "targets": targets, "what": what}
 
 
 # ----------------------------------------------------------------- before / after
@@ -88,9 +107,13 @@ def _change_panel(method: str, u: dict, delta: float) -> None:
     now = state.config()
     if change["kind"] == "privacy":
         with st.container(border=True):
-            st.markdown(f"**Privacy definition changed ({change['what'][0]}).** Every level's budget was "
-                        f"converted so that it meets the same MOE target under the {u['law']} noise "
-                        "(thresholds unchanged). Before and after:")
+            if change.get("restored"):
+                st.markdown(f"**Privacy definition changed back ({change['what'][0]}).** The plan is again exactly "
+                            "as it was before the switch (budgets, MOE targets, thresholds). Before and after:")
+            else:
+                st.markdown(f"**Privacy definition changed ({change['what'][0]}).** Every level's budget was "
+                            f"converted so that it meets the same MOE target under the {u['law']} noise "
+                            "(thresholds unchanged); switching back restores this plan exactly. Before and after:")
             widgets.change_table(planner.change_table(change["before"], now, state.targets(), delta), "chg_priv")
             b = st.columns([1, 2, 3])
             if b[0].button("OK", key="chg_ok", type="primary"):
@@ -102,7 +125,7 @@ def _change_panel(method: str, u: dict, delta: float) -> None:
                 st.rerun()
         return
     # r or gamma changed: offer (not apply) budgets re-derived from the targets
-    rel = float(ss.get("rederive_rel", 10.0)) / 100 if ss.get("rederive_th") else None
+    rel = widgets.typed_value("rederive_rel", 10.0) / 100 if ss.get("rederive_th") else None
     try:
         proposal = analysis.rederive_plan(now, state.targets(), method, rel, ss.get("ad_rule", "average_cell"))
     except (ConfigError, ValueError) as exc:
@@ -126,13 +149,12 @@ def _change_panel(method: str, u: dict, delta: float) -> None:
             st.rerun()
         with b[2]:
             ss.setdefault("rederive_th", False)
-            ss.setdefault("rederive_rel", 10.0)
             st.checkbox("Also re-derive the thresholds Θ from a target relative error", key="rederive_th",
                         help="Each level's Θ₁, Θ₂, Θ₃ become the smallest group sizes whose table cells meet this "
                              "relative MOE at the new noise (the rule chosen on the Adaptive tables page).")
             if ss["rederive_th"]:
-                st.number_input("Target relative error (%)", min_value=0.1, max_value=1000.0, step=1.0,
-                                format="%.1f", key="rederive_rel")
+                widgets.number_box("Target relative error (%)", "rederive_rel", REL_RULE, 10.0,
+                                   help="From 0.1 to 1000 (%), used exactly as typed.")
 
 
 # ----------------------------------------------------------------- the table
@@ -165,11 +187,10 @@ def _controls(cfg) -> None:
                        "noise for the same budget.")
         st.markdown(f"Stability **S = {S}**")
     with c[2]:
-        state.bind("w_gamma", float(cfg.gamma))
-        st.number_input("Stage-1 fraction γ", min_value=0.01, max_value=0.99, step=0.01, format="%.3f",
-                        key="w_gamma", on_change=_on_gamma,
-                        help="Share of each level's budget spent on the (unpublished) stage-1 total that picks the "
-                             "table; the published counts get the rest, 1 − γ.")
+        widgets.number_box("Stage-1 fraction γ", "w_gamma", GAMMA_RULE, cfg.gamma, on_change=_on_gamma,
+                           help="Share of each level's budget spent on the (unpublished) stage-1 total that picks "
+                                "the table; the published counts get the rest, 1 − γ. From 0.0001 to 0.9999, used "
+                                "exactly as typed.")
     with c[3]:
         state.bind("w_method", state.method())
         st.radio("A MOE target is met when", planner.METHODS, key="w_method", on_change=_on_method,
@@ -191,6 +212,7 @@ def _plan() -> None:
     """Everything the plan's controls change: a change of r, gamma, the target rule or a
     table cell redraws only this part (title, presets and sidebar stay; `state.fragment_done`
     redraws the whole app when the sidebar summary or undo / redo must change)."""
+    widgets.fragment_start()  # a change the sidebar shows: the whole app at once, not twice
     state.show_flashes()
     _controls(state.config())
     method = state.method()
@@ -203,6 +225,9 @@ def _plan() -> None:
     ver = ss.get("planner_version", 0)
     editor_key = f"planner_{ver}"
     table = planner.plan_table(cfg, state.targets(), method, delta)
+    # A refused cell's message stays in view while the user scrolls through the table
+    # (`widgets.STICKY`): above the table, and pinned under the page's header.
+    messages = st.container(key=widgets.sticky_key("planner_messages"))
     eps_help = (f"The ε this level's ρ alone gives at δ = {delta:.0e} (tight conversion). Smaller is more private."
                 if not u["puredp"] else "Under pure DP the budget is ε itself (δ = 0). Smaller is more private.")
     st.data_editor(
@@ -216,19 +241,19 @@ def _plan() -> None:
         column_order=[col for col in table.columns
                       if col not in (planner.RUN, planner.SIGMA2) and not (u["puredp"] and col == planner.EPS)],
         placeholder="—",
-        column_config={
+        column_config=widgets.fit_columns(table, {
             planner.GEO: st.column_config.TextColumn(width=86),
             planner.ITER: st.column_config.TextColumn(width=72),
             planner.ON: st.column_config.CheckboxColumn(width=52, help=f"Tabulate this level ({u['budget']} > 0)."),
             planner.TARGET: st.column_config.TextColumn(
                 width=96, alignment="right",
                 help="Type the MOE you want for one published count, in persons (a whole number, 1 or more); "
-                     f"{u['budget']} follows. A value that is not a whole number is refused with a message below."),
+                     f"{u['budget']} follows. A value that is not a whole number is refused with a message above the table."),
             planner.RHO: st.column_config.TextColumn(
                 u["budget"], width=70, alignment="right",
                 help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level (e.g. 0.159 or 1e-3); the MOE "
                      "follows. 0 = off. Smaller is more private. A value that is not a number ≥ 0 is refused with a "
-                     "message below."),
+                     "message above the table."),
             planner.EPS: st.column_config.NumberColumn(planner.epsilon_label(cfg, delta).replace(" of the level", ""),
                                                        width=80, format="%.3g", help=eps_help),
             planner.SHARE: st.column_config.NumberColumn(planner.label("% of run", cfg), width=64, format="%.1f%%",
@@ -244,7 +269,7 @@ def _plan() -> None:
             planner.STATUS: st.column_config.TextColumn(
                 planner.VERDICT_LABEL[method], width=170,
                 help=f"Compares the MOE target with the {planner.METHOD_SHORT[method]} (chosen above)."),
-        },
+        }),
         height=35 * 21 + 3,
     )
     if (ss.get(editor_key) or {}).get("edited_rows"):
@@ -253,7 +278,8 @@ def _plan() -> None:
         st.rerun()
     problems = ss.get("planner_problems") or []
     if problems:
-        widgets.problems("Not used (the table keeps the previous values):", problems)
+        with messages:
+            widgets.problems("Not used (the table keeps the previous values):", problems)
     warn = planner.budget_warnings(cfg, delta)
     if warn:
         widgets.problems("Budgets to double-check:", warn, kind="warning")
@@ -290,7 +316,7 @@ def _plan() -> None:
                + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
 
     st.subheader("National outcome of this plan")
-    projection_panel.outcome(cfg, "pl_nat")
+    projection_panel.outcome(cfg, "pl_nat", columns=projection_panel.PLANNER_COLUMNS)
 
     # ----------------------------------------------------------------- charts and comparison (only the open tab runs)
     tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",

@@ -10,7 +10,7 @@ from calculators.config import ConfigError
 from calculators.levels import PopulationGroupLevel
 from engine.errors import InputError
 from engine.reports.legacy import LegacyOptions
-from ui import compare, runner, state, widgets
+from ui import compare, runner, state, typed, widgets
 from ui import compare_cell_suppression as cmp
 
 state.page_setup()
@@ -31,7 +31,8 @@ for k, v in ss.get("cs_saved", {}).items():  # controls keep their values across
 if not state.has_sample():
     st.warning(f"The sample data is not there ({state.sample_dir()}), so there is nothing to compare on.")
     st.stop()
-cfg = state.config()
+basis = compare.sample_plan("cs_plan")
+cfg = basis.config
 
 
 @st.cache_data(show_spinner=False, max_entries=1)
@@ -55,12 +56,12 @@ if "value" not in prep:
             prep["value"] = prepare(state.sample_dir() / "params", state.sample_dir() / "data",
                                     config=runner.on_files(cfg))  # the files, as the Run page reads them
         except (InputError, ConfigError) as exc:
-            st.error(f"The sample data cannot be used with the current plan:\n\n{exc}")
+            st.error(f"The sample data cannot be used with {basis.plan_text}:\n\n{widgets.plain(str(exc))}")
             st.stop()
 prepared = prep["value"]
 levels = cmp.levels_offered(prepared)
 if not levels:
-    st.warning("The current plan tabulates no level that has regions in the sample data.")
+    st.warning(f"{basis.plan_opening} tabulates no level that has regions in the sample data.")
     st.stop()
 
 # ------------------------------------------------------------------ controls
@@ -68,31 +69,35 @@ keys = [lvl.key for lvl in levels]
 if ss.get("cs_level") not in keys:
     ss["cs_level"] = "(COUNTY, 1)" if "(COUNTY, 1)" in keys else keys[0]
 d = LegacyOptions()
-for k, v in (("cs_minpop", d.min_population), ("cs_mincell", d.min_cell), ("cs_prot", d.protection),
-             ("cs_ages", d.ages), ("cs_parent", True), ("cs_narrow", 2), ("cs_seed", 1),
-             ("cs_capacity", d.capacity), ("cs_refine", d.refine)):
+for k, v in (("cs_ages", d.ages), ("cs_parent", True), ("cs_capacity", d.capacity), ("cs_refine", d.refine)):
     ss.setdefault(k, v)
 c = st.columns([2.2, 1, 1, 1, 1])
 key = c[0].selectbox("Population group level", keys, key="cs_level",
                      format_func=lambda k: cmp.level_label(PopulationGroupLevel.parse(k)),
                      help="The legacy release covers this level and the level above it (e.g. STATE above COUNTY), "
                           "whose cells are sums of this level's. Levels linked to USA or STATE take longer.")
-c[1].number_input("Minimum population (persons)", min_value=0, max_value=1_000_000, step=10, key="cs_minpop",
-                  help="A group's table and total are published only from this many persons; 100 in the 2000 "
-                       "and 2010 detailed-group products.")
-c[2].number_input("Smallest count shown (persons)", min_value=1, max_value=1_000, step=1, key="cs_mincell",
-                  help="Counts of 1 up to one less than this are withheld (primary suppression).")
-c[3].number_input("Protection (persons)", min_value=0, max_value=1_000, step=1, key="cs_prot",
-                  help="How far above, and below (down to 0), each small count must stay possible for an "
-                       "attacker who knows every published count.")
+minpop = widgets.number_box("Minimum population (persons)", "cs_minpop", typed.Rule(whole=True, lo=0, hi=1_000_000),
+                            d.min_population, container=c[1],
+                            help="A group's table and total are published only from this many persons; 100 in the "
+                                 "2000 and 2010 detailed-group products. A whole number from 0 to 1,000,000.")
+mincell = widgets.number_box("Smallest count shown (persons)", "cs_mincell", typed.Rule(whole=True, lo=1, hi=1_000),
+                             d.min_cell, container=c[2],
+                             help="Counts of 1 up to one less than this are withheld (primary suppression). A whole "
+                                  "number from 1 to 1,000.")
+prot = widgets.number_box("Protection (persons)", "cs_prot", typed.Rule(whole=True, lo=0, hi=1_000), d.protection,
+                          container=c[3],
+                          help="How far above, and below (down to 0), each small count must stay possible for an "
+                               "attacker who knows every published count. A whole number from 0 to 1,000.")
 c[4].selectbox("Age bins", [23, 9, 4], key="cs_ages", help="Age bins of the legacy sex by age table.")
 c2 = st.columns([2.2, 1, 1, 2])
 c2[0].toggle("Protect across the geography hierarchy", key="cs_parent",
              help="Off: each level is protected alone, as if nobody could add up the child regions' cells "
                   "against the parent's. The audit still does, and shows what that gives away.")
-c2[1].number_input("Narrow interval (persons)", min_value=0, max_value=100, step=1, key="cs_narrow",
-                   help="A withheld count whose possible range is at most this wide counts as nearly disclosed.")
-c2[2].number_input("Noise seed (SafeTab-P)", min_value=0, max_value=2**31 - 1, step=1, key="cs_seed")
+narrow = float(widgets.number_box("Narrow interval (persons)", "cs_narrow", typed.Rule(whole=True, lo=0, hi=100), 2,
+                                  container=c2[1],
+                                  help="A withheld count whose possible range is at most this wide counts as nearly "
+                                       "disclosed. A whole number from 0 to 100."))
+seed = int(widgets.number_box("Noise seed (SafeTab-P)", "cs_seed", typed.SEED, 1, container=c2[2]))
 c3 = st.columns([2.2, 2, 2])
 c3[0].selectbox("How far a count may move", list(CAPACITY), format_func=CAPACITY.get,
                 key="cs_capacity", help="Massell's capacity model: in the linear program that picks complementary "
@@ -105,12 +110,10 @@ c3[1].toggle("Refinement run", key="cs_refine", help="Massell's second pass: onl
 ss["cs_saved"] = {k: ss[k] for k in KEYS if k in ss}
 
 level = PopulationGroupLevel.parse(key)
-options = LegacyOptions(geo=level.geo, iteration_level=level.iteration_level, min_population=int(ss["cs_minpop"]),
-                        min_cell=int(ss["cs_mincell"]), protection=int(ss["cs_prot"]), ages=int(ss["cs_ages"]),
+options = LegacyOptions(geo=level.geo, iteration_level=level.iteration_level, min_population=int(minpop),
+                        min_cell=int(mincell), protection=int(prot), ages=int(ss["cs_ages"]),
                         hierarchy=bool(ss["cs_parent"]), capacity=str(ss["cs_capacity"]),
                         refine=bool(ss["cs_refine"]), time_budget=300.0)
-narrow = float(ss["cs_narrow"])
-seed = int(ss["cs_seed"])
 
 # ------------------------------------------------------------------ the study (cached)
 slot = _slot("study", json.dumps([str(state.sample_dir()), cfg.to_json(), repr(options), seed]))
@@ -172,7 +175,7 @@ summary = cmp.summary(study, narrow)
 widgets.table(summary, "cell_suppression_summary.csv", key="cs_summary", height=35 * (len(summary) + 1) + 3,
               column_config={"Measure": st.column_config.TextColumn(width="large")},
               caption=f"{cmp.level_label(level)}, the same population groups under both methods. "
-                      "SafeTab-P's figures come from one seeded release of the current plan.")
+                      f"SafeTab-P's figures come from one seeded release. {basis.sentence}")
 
 size = cmp.detail_by_size(study)
 widgets.chart(cmp.size_chart(size), size, "cell_suppression_by_size.csv", key="cs_size_chart")
@@ -228,7 +231,9 @@ compare.paper_numbers(paper, key="cs_paper", caption=(
     "table (audit_table); in this study the group totals are relations of the system, so a published total bounds "
     "its cells already, and a withheld one is no public bound. Linked tables are protected as one system of "
     "relations, so no backtracking is needed."))
-compare.verdict(cmp.verdict(study, narrow))
+compare.verdict(cmp.verdict(study, narrow), basis, nothing=compare.nothing_published(
+    basis, level, "no sex by age table for any group of this level" if spc["groups_published"]
+    else "nothing for this level (every total suppressed)") if not spc["groups_with_table"] else None)
 files = {"cell_suppression_summary.csv": summary, "cell_suppression_by_size.csv": size,
          "cell_suppression_audit.csv": audit, "colour_legend.csv": cmp.legend_frame(), "paper_numbers.csv": paper}
 if grid_legacy is not None:

@@ -7,7 +7,7 @@ import streamlit as st
 from calculators.levels import ITERATION_LEVEL_NAMES
 from engine.reports.consistency import table7
 from engine.tabulation.consistency import DESCRIPTIONS, LABELS
-from ui import compare, state, widgets
+from ui import compare, state, typed, widgets
 from ui import compare_consistency as cc
 
 state.page_setup()
@@ -18,18 +18,19 @@ if not state.has_sample():
     st.error(f"The sample data are not there ({state.sample_dir()}): this comparison runs on them.")
     st.stop()
 
-cfg = state.config()
+basis = compare.sample_plan("cons_plan")
+cfg = basis.config
 ss = st.session_state
 c = st.columns([1, 1.2, 1, 1.4, 2])
-seed = int(c[0].number_input("Seed of the study", min_value=0, max_value=2**31 - 1, value=1, step=1, key="cons_seed",
-                             help="The noise is drawn from a seeded stream: the same seed gives the same releases."))
+seed = int(widgets.number_box("Seed of the study", "cons_seed", typed.SEED, 1, container=c[0],
+                              help="The noise is drawn from a seeded stream: the same seed gives the same releases."))
 trials = int(c[1].slider("Releases to average", 1, 5, 1, key="cons_trials",
                          help="Each release draws SafeTab-P's noise once; every method post-processes the same "
                               "noisy counts. More releases average the noise out (about 10 s each on the sample)."))
 c[4].caption(
-    "The shipped sample (50,000 synthetic persons) with the app's **current plan**, seeded: a study, "
-    "**NOT FOR RELEASE**. Errors are over the published totals of the nested levels (USA, states, counties, "
-    "tracts and Puerto Rico's); suppressed groups are the same for every method and are not counted.")
+    f"{basis.sentence} Seeded: a study, **NOT FOR RELEASE**. Errors are over the published totals of the nested "
+    "levels (USA, states, counties, tracts and Puerto Rico's); suppressed groups are the same for every method and "
+    "are not counted.")
 
 key = (cfg.to_json(), seed, trials)
 cache = ss.setdefault("cons_cache", {})
@@ -72,10 +73,11 @@ summary = comp.summary.set_index("method")
 what = cc.MEASURES[value].split(" (")[0].lower()
 
 # Narrow columns: the paper's Table 7 fits in half the page at 1280 px.
-_T7_COLUMNS = {"Geography level": st.column_config.TextColumn("Geography", width=85),
-               "Published totals": st.column_config.NumberColumn("Totals", width=65,
+_T7_COLUMNS = {"Geography level": st.column_config.TextColumn("Geography", width=80),
+               "Published totals": st.column_config.NumberColumn("Totals", width=60,
                                                                   help="Published totals of the level")}
-_T7_COLUMNS |= {LABELS[m]: st.column_config.NumberColumn(width=78) for m in cc.OTHERS}
+_T7_COLUMNS |= {LABELS[m]: st.column_config.NumberColumn(
+    LABELS[m].replace("Relax then round", "Relax-round"), width=78, help=LABELS[m]) for m in cc.OTHERS}
 left, right = compare.side_by_side("Consistency methods", "SafeTab-P as published")
 with left:
     st.markdown(f"**{what.capitalize()} by geography level** (persons; {ITERATION_LEVEL_NAMES[lvl]} groups), "
@@ -102,11 +104,11 @@ widgets.chart(fig, data, f"consistency_by_level_{lvl}_{value}.csv", key="cons_ch
 st.subheader("All nested levels together")
 sv = cc.summary_view(comp, ["none", *cc.OTHERS])
 widgets.table(sv, "consistency_summary.csv", key="cons_summary", column_config={
-    "Method": st.column_config.TextColumn(width=120),
+    "Method": st.column_config.TextColumn(width=108),
     **{c: st.column_config.NumberColumn(label, width=w, help=c) for c, label, w in (
         ("Mean absolute error (persons)", "Mean |error|", 90), ("Bias (persons)", "Bias", 70),
         ("Negative totals (%)", "Negative %", 85), ("Parents not adding up, per release", "Not adding up", 100),
-        ("Parents checked, per release", "Parents checked", 100), ("Run time per release (s)", "Run time (s)", 90),
+        ("Parents checked, per release", "Parents", 70), ("Run time per release (s)", "Run time (s)", 90),
         ("Table cells: mean absolute error (persons)", "Cells: mean |error|", 115),
         ("Table cells: negative (%)", "Cells: negative %", 105))}},
               caption="Run time: the method's post-processing of one release on this machine (SafeTab-P: none). "
@@ -119,7 +121,10 @@ widgets.table(cc.by_size_table(comp, value), f"consistency_by_size_{value}.csv",
                       f"size. Sizes with fewer than {cc.MIN_COUNTS} published totals are left out of the chart "
                       "(too few to say); the table has them all.")
 
-compare.verdict(cc.verdict_text(comp))
+_none = comp.by_level[(comp.by_level.method == "none") & ~comp.by_level.geo_level.isin(["USA", "STATE", "PR-STATE"])]
+compare.verdict(cc.verdict_text(comp), basis, nothing=compare.nothing_published(
+    basis, None, "no county or tract total (every one is suppressed), so the methods have only the nation and the "
+                 "states to make consistent") if not int(_none.counts.sum()) else None)
 full = table7(comp).rename(columns={"geo_level": "geography_level"})
 compare.downloads({
     "consistency_table7_error.csv": full,

@@ -5,7 +5,7 @@ import streamlit as st
 
 from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
 from engine.errors import InputError
-from ui import analysis, compare, planner, runner, state, widgets
+from ui import analysis, compare, planner, runner, state, typed, widgets
 from ui import compare_invariants as ci
 
 state.page_setup()
@@ -17,13 +17,16 @@ st.warning(
     "`python -m engine run --invariant STATE` for studies, and every such release is marked in its manifest.",
     icon=":material/warning:")
 
-cfg = state.config()
+basis = compare.sample_plan("inv_plan") if state.has_sample() else compare.resolve_plan(
+    compare.CURRENT, None, None, state.config(), state.source_label(), "no data (a custom table)")
+cfg = basis.config
 cfg_json = cfg.to_json()
 u = planner.units(cfg)
 
-LEVEL, CUSTOM = "A SafeTab-P level of the current plan (sample data)", "A custom table"
+REPS_RULE = typed.Rule(whole=True, lo=100, hi=20_000)
+LEVEL, CUSTOM = "A SafeTab-P level of the plan (sample data)", "A custom table"
 mode = st.radio("Table", [LEVEL, CUSTOM], horizontal=True, key="inv_mode",
-                help="A SafeTab-P level runs the current plan on the shipped sample data; a custom table takes any "
+                help="A SafeTab-P level runs the plan chosen above on the shipped sample data; a custom table takes any "
                      "shape and any margins, with the noise of one SafeTab-P cell.")
 
 
@@ -101,26 +104,26 @@ if mode == LEVEL:
                                     "is held the same way (PR-STATE, PR-COUNTY).")
     it_level = c[1].radio("Iteration level", [2, 1], format_func=lambda k: ITERATION_LEVEL_NAMES[k],
                           horizontal=True, key="inv_it")
-    seed = int(c[2].number_input("Seed of the study", min_value=0, max_value=2**31 - 1, value=2020, step=1,
-                                 key="inv_seed", help="A seeded study, not a release: the same seed draws the "
-                                                      "same SafeTab-P noise."))
-    reps = int(c[3].number_input("Simulation runs", min_value=100, max_value=20_000, value=2_000, step=100,
-                                 key="inv_reps"))
+    seed = int(widgets.number_box("Seed of the study", "inv_seed", typed.SEED, 2020, container=c[2],
+                                  help="A seeded study, not a release: the same seed draws the same SafeTab-P noise."))
+    reps = int(widgets.number_box("Simulation runs", "inv_reps", REPS_RULE, 2_000, container=c[3],
+                                  help="A whole number from 100 to 20,000."))
     try:
         with st.spinner("Running SafeTab-P on the sample data (seeded study, not a release)…"):
             prepared = _prepared(cfg_json, str(state.sample_dir()))
             tables = _tables(cfg_json, str(state.sample_dir()), seed)
     except InputError as exc:
-        widgets.problems("The sample data cannot be run with the current plan:", exc.problems[:10])
+        widgets.problems(f"The sample data cannot be run with {basis.plan}:", exc.problems[:10])
         st.stop()
     study = ci.level_study(prepared, tables, chain_key, it_level)
     if study.empty:
-        st.info(f"The current plan tabulates no {ITERATION_LEVEL_NAMES[it_level]} counts at the lower level of "
+        st.info(f"{basis.plan_opening} tabulates no {ITERATION_LEVEL_NAMES[it_level]} counts "
+                "(or publishes none) at the lower level of "
                 "this invariant on the sample data; pick another invariant or iteration level.")
         st.stop()
     s = study.summary()
-    st.caption(f"Seeded study (seed {seed}), NOT a release: SafeTab-P with the current plan ({state.source_label()}) "
-               f"on the shipped sample data. Stat levels are those SafeTab-P drew; each count keeps its own noise "
+    st.caption(f"Seeded study (seed {seed}), NOT a release. {basis.sentence} Stat levels are those SafeTab-P "
+               f"drew; each count keeps its own noise "
                f"variance (one {u['law']} value for a total, the sum of 8, 18 or 46 cells for a table).")
 
     left, right = compare.side_by_side("With the totals held exact", "SafeTab-P")
@@ -218,13 +221,15 @@ if mode == LEVEL:
              "inv_sim_moe")):
             st.markdown(f"**{title}**")
             widgets.table(sim_table[ident + cols], "invariants_simulation.csv", key=key, data=sim_table,
-                          column_config={"Region": st.column_config.TextColumn(width=110),
-                                         "Published as": st.column_config.TextColumn(width=150)}
-                          | {c: st.column_config.NumberColumn(label, format="%.2f", width=125, help=c)
+                          column_config={"Region": st.column_config.TextColumn(width=100),
+                                         "Published as": st.column_config.TextColumn(width=132)}
+                          | {c: st.column_config.NumberColumn(label, format="%.2f", width=118, help=c)
                              for c, label in zip(cols, short)})
 
     paper, multipliers = _paper()
-    compare.verdict(ci.level_verdict(study))
+    compare.verdict(ci.level_verdict(study), basis, nothing=compare.nothing_published(
+        basis, None, "no region count below the held totals (every one is suppressed)")
+        if not s["child_groups"] else None)
     compare.downloads({
         "paper_numbers.csv": paper,
         "gaussian_multipliers.csv": multipliers,
@@ -264,7 +269,7 @@ else:
                                     "exactly.")
     levels = [lvl.key for lvl in cfg.tabulated_levels()]
     if not levels:
-        st.info("The current plan tabulates no level, so it gives no cell noise to study.")
+        st.info(f"{basis.plan_opening} tabulates no level, so it gives no cell noise to study.")
         st.stop()
     c2 = st.columns([2, 1, 1, 1.5])
     if st.session_state.get("inv_noise_level") not in levels:
@@ -272,9 +277,9 @@ else:
     lvl_key = c2[0].selectbox("Noise of one cell: a stage-2 cell of", levels, key="inv_noise_level",
                               format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
     sig = analysis.sigmas(cfg, PopulationGroupLevel.parse(lvl_key))
-    reps = int(c2[1].number_input("Simulation runs", min_value=100, max_value=20_000, value=2_000, step=100,
-                                  key="inv_reps_custom"))
-    seed = int(c2[2].number_input("Seed", min_value=0, max_value=2**31 - 1, value=2020, step=1, key="inv_seed_c"))
+    reps = int(widgets.number_box("Simulation runs", "inv_reps_custom", REPS_RULE, 2_000, container=c2[1],
+                                  help="A whole number from 100 to 20,000."))
+    seed = int(widgets.number_box("Seed", "inv_seed_c", typed.SEED, 2020, container=c2[2]))
     c2[3].markdown(f"{u['scale']} = **{sig['stage2']:.4g}** ({u['law']}, the plan's stage-2 cell at "
                    f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))})")
     preset = next((p for p in ci.PRESETS if p.label == st.session_state.get("inv_preset")), None)
@@ -336,7 +341,9 @@ else:
                   "invariants_cell_errors.csv", key="inv_hist")
 
     paper, multipliers = _paper()
-    compare.verdict(ci.custom_verdict(study))
+    compare.verdict(ci.custom_verdict(study), compare.Basis(
+        cfg, basis.name, f"a custom table of {study.cells:,} cells with the noise of one stage-2 cell of "
+        f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))}", basis.choice))
     compare.downloads({
         "paper_numbers.csv": paper,
         "gaussian_multipliers.csv": multipliers,

@@ -10,7 +10,7 @@ from calculators.config import SafeTabConfig
 from engine.errors import InputError
 from engine.reports import spines as rs
 from methods import spines
-from ui import compare, runner, state, widgets
+from ui import compare, runner, state, typed, widgets
 from ui import compare_spines as cs
 
 state.page_setup()
@@ -58,10 +58,11 @@ if not state.has_sample():
     st.error("The sample data folder is missing, so there is nothing to compose areas from.")
     st.stop()
 folder = str(state.sample_dir())
-cfg = state.config()
 view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="sp_view") or VIEWS[0]
 
 if view == VIEWS[0]:
+    basis = compare.sample_plan("sp_plan")
+    cfg = basis.config
     st.markdown(
         "SafeTab-P publishes **states, counties and tracts** (nested) and **places and AIANNH areas** (which "
         "cross them) — never block groups or blocks. A custom area can therefore be made **exactly** only if it "
@@ -70,26 +71,26 @@ if view == VIEWS[0]:
         "that takes is its off-spine distance (OSED) over SafeTab-P's geography. Each unit brings its own "
         "independent noise, so the variances add up; a unit whose group was suppressed cannot be used."
     )
-    seed = int(st.number_input("Seed of the study", 0, 2**31 - 1, 1, key="sp_seed",
-                               help="The study draws one release with seeded noise: reproducible, NOT a release."))
+    seed = int(widgets.number_box("Seed of the study", "sp_seed", typed.SEED, 1,
+                                  help="The study draws one release with seeded noise: reproducible, NOT a release."))
     try:
-        with st.status("Preparing the sample under the current plan and drawing a seeded release…",
+        with st.status(f"Preparing the sample under {basis.plan_text} and drawing a seeded release…",
                        expanded=False) as status:
             prepared, tables, units, cspine, coterminous = _release(cfg.to_json(), seed, folder)
             status.update(label="Sample prepared and released (seeded study, not a release).", state="complete")
     except (InputError, ValueError) as exc:
-        widgets.problems("The sample cannot be run under the current plan:", str(exc).splitlines())
+        widgets.problems(f"The sample cannot be run under {basis.plan}:", str(exc).splitlines())
         st.stop()
     geo = prepared.inputs.geography
     if not tables:
-        st.error("The current plan tabulates no population group level on the sample.")
+        st.error(f"{basis.plan_opening} tabulates no population group level on the sample.")
         st.stop()
 
     left_c, right_c = st.columns(2, gap="large")
     with left_c:
         st.markdown("**The area**")
         how = st.selectbox("Build the area from", cs.BUILDERS, index=1, key="sp_builder")
-        area, problems = None, []
+        area, problems, n_problems = None, [], 0
         if how == cs.BUILDERS[0]:
             tracts = cs.tract_options(geo)
             chosen = st.multiselect("Tracts", tracts, default=tracts[:2], key="sp_tracts")
@@ -122,8 +123,8 @@ if view == VIEWS[0]:
                 try:
                     area = rs.parse_area(text, geo, file=name)
                 except InputError as exc:
-                    problems = [str(p) for p in exc.problems]
-        widgets.problems("The area cannot be read:", problems)
+                    problems, n_problems = [str(p) for p in exc.problems], exc.total
+        widgets.problems("The area cannot be read:", problems, total=n_problems)
     with right_c:
         st.markdown("**The population group**")
         levels = cs.iteration_levels(tables)
@@ -132,8 +133,8 @@ if view == VIEWS[0]:
         groups = cs.group_options(tables, prepared.inputs.specs, it_level)
         label = st.selectbox("Group (largest first)", groups["label"].tolist(), key="sp_group")
         code = str(groups.loc[groups["label"] == label, "code"].iloc[0])
-        st.caption(f"Seeded study (seed {seed}) under the current plan ({state.source_label()}): stat levels, "
-                   "suppression and published counts come from one reproducible draw; it is **not a release**.")
+        st.caption(f"Seeded study (seed {seed}): stat levels, suppression and published counts come from one "
+                   f"reproducible draw; it is **not a release**. {basis.sentence}")
 
     if area is None or not area.any():
         if not problems:
@@ -207,7 +208,9 @@ if view == VIEWS[0]:
     paper = cs.paper_numbers()
     compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_area")
     files["paper_numbers.csv"] = paper
-    compare.verdict(cs.area_verdict(res, direct))
+    compare.verdict(cs.area_verdict(res, direct), basis, nothing=compare.nothing_published(
+        basis, None, "no total of this group in any unit the area could be made of (all suppressed)")
+        if direct is None and not res.composable and res.needed_but_suppressed else None)
     compare.downloads(files, "custom_area.zip", key="sp_dl_area")
 
 else:
@@ -223,17 +226,20 @@ else:
     source = c1.radio("Geography", ("The shipped sample", "A synthetic nation (geography only)"), key="sp_source")
     persons, gseed = 0, 0
     if source != "The shipped sample":
-        persons = int(c1.number_input("Persons of the synthetic nation", 1_000, 50_000_000, 5_000_000, 1_000_000,
-                                      key="sp_persons",
-                                      help="About 4,000 persons a tract, 100,000 a county, 10,000 a place."))
-        gseed = int(c1.number_input("Seed of the generator", 0, 2**31 - 1, 0, key="sp_gseed"))
-    fanout = int(c2.number_input("Fan-out cutoff", 0, 100, spines.FANOUT_CUTOFF, key="sp_fanout",
-                                 help="As production: a block group holds at most int(√n + cutoff + 1) of its "
-                                      "tract's n blocks, a tract group at most int(√T + cutoff) of the county's T "
-                                      "tracts (production: 12)."))
-    threshold = int(c3.number_input("Entity threshold", 0, 100, spines.ENTITY_THRESHOLD, key="sp_threshold",
-                                    help="Tract groups are optimised for the entities farther than this "
-                                         "(production: 9)."))
+        persons = int(widgets.number_box("Persons of the synthetic nation", "sp_persons",
+                                         typed.Rule(whole=True, lo=1_000, hi=50_000_000), 5_000_000, container=c1,
+                                         help="About 4,000 persons a tract, 100,000 a county, 10,000 a place. A "
+                                              "whole number from 1,000 to 50,000,000."))
+        gseed = int(widgets.number_box("Seed of the generator", "sp_gseed", typed.SEED, 0, container=c1))
+    fanout = int(widgets.number_box("Fan-out cutoff", "sp_fanout", typed.Rule(whole=True, lo=0, hi=100),
+                                    spines.FANOUT_CUTOFF, container=c2,
+                                    help="As production: a block group holds at most int(√n + cutoff + 1) of its "
+                                         "tract's n blocks, a tract group at most int(√T + cutoff) of the county's T "
+                                         "tracts (production: 12). A whole number from 0 to 100."))
+    threshold = int(widgets.number_box("Entity threshold", "sp_threshold", typed.Rule(whole=True, lo=0, hi=100),
+                                       spines.ENTITY_THRESHOLD, container=c3,
+                                       help="Tract groups are optimised for the entities farther than this "
+                                            "(production: 9). A whole number from 0 to 100."))
     bar = st.progress(0.0, text="Optimising the spine, county by county…")
 
     def progress(stage: str, done: float, total: float) -> None:
@@ -275,7 +281,10 @@ else:
     widgets.table(table, "osed_by_entity.csv", key="sp_entities", height=380)
     paper = cs.paper_numbers()
     compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_spine")
-    compare.verdict(cs.spine_verdict(study))
+    compare.verdict(cs.spine_verdict(study), compare.Basis(
+        state.config(), "none needed (the spine and the OSED depend on the geography only)",
+        "the geography of the shipped sample" if source == "The shipped sample" else
+        f"the geography of a synthetic nation of {persons:,} persons (generator seed {gseed})", ""))
     compare.downloads({"paper_numbers.csv": paper, "osed_by_entity.csv": table, "osed_distribution.csv": hist,
                        "osed_summary.csv": cs.osed_summary(ent), "spine_units.csv": cs.units_table(study),
                        "bypassed_units.csv": cs.bypass_table(study),

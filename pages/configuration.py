@@ -7,7 +7,7 @@ import streamlit as st
 
 from calculators.config import ConfigError
 from calculators.levels import US_STATE_CODES
-from ui import planner, scenarios, state, urlcodec, widgets
+from ui import planner, scenarios, state, typed, urlcodec, widgets
 
 state.page_setup()
 
@@ -55,7 +55,7 @@ with left:
             try:
                 new = urlcodec.config_from_text(text, "pasted text")
             except ConfigError as exc:
-                widgets.problems(f"Not applied; {len(exc.problems)} problem(s):", exc.problems)
+                widgets.problems(f"Not applied; {exc.total:,} problem(s):", exc.problems)
             else:
                 state.set_config(new, "pasted config.json")
                 state.flash("success", "The pasted configuration is now the plan on every page.")
@@ -64,7 +64,7 @@ with left:
 # ------------------------------------------------------------------ export
 with right:
     st.subheader("Export")
-    st.markdown(f"Current plan: **{state.source_label()}**")
+    st.markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
     st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
                        key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
     st.download_button("Download the plan file (name, config.json and MOE targets)",
@@ -112,12 +112,13 @@ with o[1]:
                       "`python -m engine` refuses it (set \"csv\" to read DATA_DIR's text or Parquet files); the "
                       "Run page reads the files chosen there as \"csv\" and says so.")
 with o[2]:
-    state.bind("w_max_race_codes", cfg.max_race_codes)
-    st.number_input("max_race_codes (r)", min_value=1, max_value=8, step=1, key="w_max_race_codes",
-                    on_change=_on("max_race_codes", int))
-    state.bind("w_zero_suppression_chance", float(cfg.zero_suppression_chance))
-    st.number_input("zero_suppression_chance (p)", min_value=0.0, max_value=0.999999, step=0.0001, format="%.6f",
-                    key="w_zero_suppression_chance", on_change=_on("zero_suppression_chance", float))
+    widgets.number_box("max_race_codes (r)", "w_max_race_codes", typed.Rule(whole=True, lo=1, hi=8),
+                       cfg.max_race_codes, on_change=lambda v: widgets.plan_update(max_race_codes=v),
+                       help="A whole number from 1 to 8, used exactly as typed.")
+    widgets.number_box("zero_suppression_chance (p)", "w_zero_suppression_chance",
+                       typed.Rule(lo=0.0, hi=1.0, hi_open=True), float(cfg.zero_suppression_chance),
+                       on_change=lambda v: widgets.plan_update(zero_suppression_chance=v),
+                       help="At least 0 and below 1, used exactly as typed; 0 turns suppression off.")
 with o[3]:
     state.bind("w_state_filter_us", list(cfg.state_filter_us))
     st.multiselect("state_filter_us", list(US_STATE_CODES), key="w_state_filter_us",

@@ -18,6 +18,10 @@ _u = planner.units(cfg)
 _b = _u["budget"]
 st.subheader("The two-stage flow")
 st.graphviz_chart(charts.flow_dot(cfg), width="stretch", height="content")
+st.caption(f"Diagram summary: persons are counted in population groups (S = {planner.stability_of(cfg)} per person "
+           f"and level); stage 1 draws a noisy total with a share γ = {cfg.gamma:g} of the budget, never published; "
+           "comparing it with Θ₁, Θ₂, Θ₃ picks a total only or a sex × age table with 4, 9 or 23 age groups, drawn "
+           "in stage 2 with the rest of the budget; post-processing then publishes T1 and T2.")
 st.caption(
     "Numbers in the boxes are those of the current plan. Each population group level (a geography "
     f"level × Regional or Detailed iterations) runs this flow with its own budget {_b}. The persons' records are "
@@ -56,7 +60,7 @@ def _on_delta():
 
 
 with right:
-    st.subheader(f"The current plan: {state.source_label()}")
+    st.subheader(f"The current plan: {widgets.plain(state.source_label())}")
     u = planner.units(cfg)
     if u["puredp"]:
         st.info("This plan uses **pure DP** (privacy_defn = puredp): level budgets are ε, noise is two-sided "
@@ -110,8 +114,9 @@ widgets.table(
         planner.TARGET: st.column_config.NumberColumn("Target", width=54, help="The planner's MOE target."),
         planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g", width=56,
                                                                        help="The level's budget."),
-        eps_col: st.column_config.NumberColumn(f"ε (δ = {state.delta():.0e})", format="%.3g", width=80,
-                                               help="The ε this level's ρ alone gives (tight conversion)."),
+        eps_col: st.column_config.NumberColumn("ε", format="%.3g", width=52,
+                                               help=f"The ε this level's ρ alone gives at δ = {state.delta():.0e} "
+                                                    "(tight conversion)."),
         planner.label("σ² stage 1", cfg): None,
         planner.label(planner.SIGMA2, cfg): st.column_config.NumberColumn(
             planner.label("σ² st. 2", cfg), format="%.4g", width=62, help="Noise scale of a published count."),

@@ -12,11 +12,13 @@ from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
 from ui import (
     analysis,
     charts,
+    compare,
     files,
     planner,
     run_report,
     runner,
     state,
+    typed,
     urlcodec,
     widgets,
     workdir,
@@ -75,11 +77,11 @@ if source == "sample":
                    "instead, or upload files.")
 elif source == "generated":
     g = st.columns([1, 1, 1, 2])
-    ss.setdefault("gen_persons", 50_000)
-    ss.setdefault("gen_seed", 0)
-    persons = g[0].number_input("Persons", min_value=1_000, max_value=5_000_000, step=10_000,
-                                key="gen_persons", help="1,000 to 5,000,000 here (the command line goes further).")
-    gseed = g[1].number_input("Generator seed", min_value=0, step=1, key="gen_seed")
+    persons = widgets.number_box("Persons", "gen_persons", typed.Rule(whole=True, lo=1_000, hi=5_000_000), 50_000,
+                                 container=g[0],
+                                 help="A whole number from 1,000 to 5,000,000 here (the command line goes further).")
+    gseed = widgets.number_box("Generator seed", "gen_seed", typed.SEED, 0, container=g[1],
+                               help="A whole number from 0 to 2,147,483,647.")
     with g[2]:
         st.write("")
         gen_go = st.button("Generate", key="gen_button", icon=":material/factory:")
@@ -97,7 +99,7 @@ elif source == "generated":
                                           f"{summary.counties:,} counties, {summary.tracts:,} tracts, "
                                           f"{summary.places:,} places, {summary.aiannh_areas} AIANNH areas"}
         except (ValueError, OSError) as exc:
-            st.error(f"Could not generate the data: {exc}")
+            st.error(widgets.plain(f"Could not generate the data: {exc}"))
         bar.clear()
     gen = ss.get("generated")
     if gen and Path(gen["dir"]).is_dir():
@@ -113,22 +115,21 @@ else:
     if ups:
         sig = tuple((u.name, u.size) for u in ups)
         if ss.get("upload_sig") != sig:
-            up_dir = work / f"upload-{len(sig)}-{abs(hash(sig)) % 10**8}"
-            try:
-                staged = files.stage_uploads([(u.name, u.getvalue()) for u in ups], up_dir)
+            try:  # one set of uploads per session: the one it replaces is removed
+                staged = files.stage_session_upload([(u.name, u.getvalue()) for u in ups], work)
             except OSError as exc:
                 staged = None
-                st.error(f"Could not store the uploaded files: {exc}")
+                st.error(widgets.plain(f"Could not store the uploaded files: {exc}"))
             ss["upload_sig"], ss["upload_staged"] = sig, staged
         staged = ss.get("upload_staged")
         if staged is not None:
             if staged.ignored:
-                st.warning("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored))
+                st.warning(widgets.plain("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored)))
             if staged.problems:
                 widgets.problems("The upload is not complete:", staged.problems)
             else:
                 params_dir, data_dir = staged.params_dir, staged.data_dir
-                st.success("Files in place: " + ", ".join(staged.placed))
+                st.success(widgets.plain("Files in place: " + ", ".join(staged.placed)))
             if staged.config_text is not None:
                 if st.button("Use the uploaded config.json as the app's plan", key="up_cfg"):
                     try:
@@ -139,7 +140,8 @@ else:
                         widgets.problems("The uploaded config.json is not valid:", exc.problems)
     else:
         ss.pop("upload_sig", None)
-        ss.pop("upload_staged", None)
+        if ss.pop("upload_staged", None) is not None:
+            files.clear_uploads(work)
 
 # ------------------------------------------------------------------ plan and noise
 app_cfg = state.config()
@@ -151,45 +153,36 @@ if params_dir is not None and (params_dir / "config.json").is_file():
         widgets.problems("The data's config.json is not valid, so only the app's plan can run:", exc.problems,
                          kind="warning")
 own_label = {"sample": state.SAMPLE, "generated": "generated data's config.json",
-             "upload": "uploaded config.json"}[source]
-plans = {"app": f"The app's plan: {state.source_label()}"}
-if own is not None:
-    plans = {"data": f"The data's own plan: {own_label}", **plans}
-if ss.get("run_plan") not in plans or not ss.get("run_plan_chosen"):
-    # until the user picks, a run on data that has its own config.json uses that plan, unless
-    # the user has made a plan of their own: the 2020 plan's thresholds were set for 330 million
-    # persons and leave almost every group of a small nation with a suppressed total only
-    ss["run_plan"] = "data" if own is not None and state.is_default_plan() else "app"
-
-
-def _plan_chosen() -> None:
-    ss["run_plan_chosen"] = True
+             "upload": "uploaded config.json"}[source] if own is not None else None
+if source == "sample":
+    n_persons = compare.sample_persons(state.sample_dir())
+    data_words = (f"the shipped synthetic sample ({n_persons:,} persons, {state.sample_dir().name}/)"
+                  if n_persons is not None else "the shipped synthetic sample")
+elif source == "generated" and ss.get("generated"):
+    data_words = (f"generated synthetic data ({ss['generated']['persons']:,} persons, "
+                  f"generator seed {ss['generated']['seed']})")
+else:
+    data_words = "the uploaded files"
 
 
 def _adopt_data_plan(plan: SafeTabConfig, label: str) -> None:
     state.set_config(plan, label)
-    ss["run_plan"], ss["run_plan_chosen"] = "app", True
+    ss[compare.K_CHOICE] = compare.CURRENT
 
 
 pc = st.columns([3, 1.3])
-plan_key = pc[0].radio("Plan to run", list(plans), format_func=plans.get, key="run_plan", on_change=_plan_chosen,
-                       help="Which config.json the run uses. The data's own plan has thresholds made for its size; "
-                            "the app's plan is the one the planner pages show.")
+basis = compare.choose_plan(own, own_label, data_words, key="run_plan", container=pc[0])
 if own is not None and own.to_dict() != app_cfg.to_dict():
-    if plan_key == "data":
-        pc[0].caption("The app's plan is one click away above. The 2020 production plan's thresholds were made for "
-                      "330 million persons: on a small nation they leave most groups with a total only, often "
-                      "suppressed.")
-    else:
-        pc[0].info(f"This data has its own config.json, which differs from the app's plan "
-                   f"(**{state.source_label()}**). The thresholds of a plan made for 330 million persons leave most "
-                   "groups of a small nation with a total only.", icon=":material/info:")
+    if basis.choice == compare.DATA:
+        pc[0].caption(f"The current plan ({widgets.plain(state.source_label())}) differs from the data's own config.json and is one "
+                      "click away above. The 2020 production plan's thresholds were made for 330 million persons: "
+                      "on a small nation they leave most groups with a total only, often suppressed.")
     pc[1].button("Make the data's plan the app's plan", key="use_data_cfg", on_click=_adopt_data_plan,
                  args=(own, own_label),
                  help="Load the data's config.json as the plan of every page (planner, adaptive tables, ...) "
                       "and run it.")
-cfg = own if plan_key == "data" and own is not None else app_cfg
-plan_name = own_label if plan_key == "data" and own is not None else state.source_label()
+cfg = basis.config
+plan_name = basis.name
 
 if runner.reads_as_csv(cfg):
     st.caption(f'The plan says reader "{cfg.reader}" (production\'s Census Edited File reader). This page reads the '
@@ -200,8 +193,8 @@ noise = n1.radio("Noise", ["secure", "seeded"], key="run_noise", horizontal=True
                                         "seeded": "Seeded (reproducible, NOT FOR RELEASE)"}[k])
 seed = None
 if noise == "seeded":
-    ss.setdefault("run_seed", 1)
-    seed = int(n2.number_input("Seed", min_value=0, step=1, key="run_seed"))
+    seed = int(widgets.number_box("Seed", "run_seed", typed.SEED, 1, container=n2,
+                                  help="A whole number from 0 to 2,147,483,647."))
 with n3:
     st.write("")
     go = st.button("Run SafeTab-P", type="primary", key="run_button", icon=":material/play_arrow:",
@@ -212,18 +205,20 @@ if go:
     try:
         ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar,
                                           plan=plan_name)
-        ss["run_meta"] = {"plan": plan_name, "data": SOURCES[source]}
+        ss["run_meta"] = {"plan": basis.plan, "data": data_words}
+        ss["run_basis"] = basis
+        run_report.prepare(ss["run"])  # the accuracy of this release, for "Everything (zip)", while the user reads
     except Exception as exc:  # noqa: BLE001 - shown below, in plain words, never as a traceback
         from engine.errors import InputError
 
         if isinstance(exc, InputError):
-            st.error("The inputs are not valid, so nothing was run.\n\n" + exc.report().replace("\n", "\n\n"))
+            st.error("The inputs are not valid, so nothing was run.\n\n" + widgets.plain(exc.report()))  # values echoed as typed
         elif isinstance(exc, ConfigError):
             widgets.problems("The configuration is not valid, so nothing was run:", exc.problems)
         elif isinstance(exc, (ValueError, OSError)):
-            st.error(f"The run stopped: {exc}")
+            st.error(widgets.plain(f"The run stopped: {exc}"))
         else:
-            st.error(f"The run stopped unexpectedly ({type(exc).__name__}: {exc}).")
+            st.error(widgets.plain(f"The run stopped unexpectedly ({type(exc).__name__}: {exc})."))
     bar.clear()
 
 out = ss.get("run")
@@ -239,8 +234,11 @@ if out.seeded:
                icon=":material/warning:")
 else:
     st.success("Noise from the cryptographically secure random source.", icon=":material/lock:")
-st.markdown(f"Plan run: **{out.plan or meta.get('plan', '')}** "
-            f"(r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
+run_basis = ss.get("run_basis")
+st.markdown(f"Plan run: **{widgets.plain(out.plan or meta.get('plan', ''))}**"
+            + (f" ({run_basis.role})" if run_basis is not None and run_basis.role else "")
+            + (f" on {widgets.plain(meta['data'])}" if meta.get("data") else "") +
+            f" (r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
             f"{planner.units(out.config)['budget']} of the release "
             f"{planner.plan_summary(out.config, state.delta())['rho_release']:.4g}).")
 if out.config.to_dict() != cfg.to_dict():
@@ -265,9 +263,13 @@ if trunc:
                f"beyond QRACE{trunc['max_race_codes']} that is not among their first r codes; as in production, "
                f"only QRACE1..QRACE{trunc['max_race_codes']} are read. Exact count from the confidential input, "
                "never for publication.")
-st.caption(f"Plan: {out.plan or meta.get('plan', '')}. Data: {meta.get('data', '')}. "
+st.caption(f"Plan: {widgets.plain(out.plan or meta.get('plan', ''))}. Data: {widgets.plain(meta.get('data', ''))}. "
            f"Output folder: `{out.release_dir}`.")
 
+if run_basis is not None and (len(released) == 0 or len(out.t2) == 0):
+    st.warning(compare.nothing_published(
+        run_basis, None, "no total and no sex by age table" if len(released) == 0
+        else "totals only, no sex by age table for any group"), icon=":material/visibility_off:")
 levels = files.stat_level_counts(man)
 if len(levels):
     stat0 = levels["Total only (stat 0)"].sum()
@@ -285,7 +287,8 @@ if len(levels):
             + ". A smaller S means a class of geographies has no race or no ethnicity iteration at that level; "
             "those levels get " + ("less" if max(diff_s.values()) < planned_s else "different")
             + " noise than the planner pages show.", icon=":material/info:")
-    with st.expander(f"Tables published per level (stat levels, suppression), plan {out.plan}", expanded=False):
+    with st.expander(f"Tables published per level (stat levels, suppression), plan {widgets.plain(out.plan)}",
+                     expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
 rel_dir = out.release_dir
@@ -300,7 +303,8 @@ d[2].download_button("manifest.json", (rel_dir / "manifest.json").read_bytes(),
                      on_click="ignore", icon=":material/download:",
                      help="What the run did; the exact person counts are not in it (see the operator file).")
 d[3].download_button("Plan (config.json)", out.config.to_json(), f"config_{out.plan_slug}.json", "application/json",
-                     help=f"The plan that ran: {out.plan}.", key="dl_config", on_click="ignore", icon=":material/download:")
+                     help=f"The plan that ran: {widgets.plain(out.plan)}.", key="dl_config", on_click="ignore",
+                     icon=":material/download:")
 d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, runner.production_reports(
                          ss.get("accuracy_dir"))), run_report.EVERYTHING_DOWNLOAD, "application/zip", key="dl_all",
                      on_click="ignore", icon=":material/download:",
@@ -370,9 +374,9 @@ else:
 st.markdown("**Accuracy report**: observed errors over repeated releases against the predicted MOE "
             "(computed from the confidential true counts; for checking, not for publication)")
 a = st.columns([1, 1.5, 3])
-ss.setdefault("acc_trials", 3)
-trials = a[0].number_input("Trials", min_value=1, max_value=50, step=1, key="acc_trials",
-                           help="Independent releases drawn on the same inputs (each takes about as long as a run).")
+trials = widgets.number_box("Trials", "acc_trials", typed.Rule(whole=True, lo=1, hi=50), 3, container=a[0],
+                            help="Independent releases drawn on the same inputs (each takes about as long as a run): "
+                                 "a whole number from 1 to 50.")
 with a[1]:
     st.write("")
     acc_go = st.button("Compute the accuracy report", key="acc_button", icon=":material/query_stats:")
@@ -383,7 +387,7 @@ if acc_go:
         ss["accuracy"] = runner.accuracy(out, acc_dir, int(trials), report=bar)
         ss["accuracy_dir"] = str(acc_dir)
     except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
-        st.error(f"The accuracy report stopped: {exc}")
+        st.error(widgets.plain(f"The accuracy report stopped: {exc}"))
     bar.clear()
 acc = ss.get("accuracy")
 if acc is not None:

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from calculators.levels import PopulationGroupLevel
-from ui import analysis, charts, planner, projection_panel, state, widgets
+from ui import analysis, charts, planner, projection_panel, state, typed, widgets
 
 state.page_setup()
 
@@ -19,8 +19,10 @@ st.caption(
 )
 
 
-def _on_p():
-    state.update(zero_suppression_chance=float(st.session_state["w_p"]))
+#: What the typed boxes accept: p as the configuration does (0 <= p < 1), n a whole
+#: number of persons.
+P_RULE = typed.Rule(lo=0.0, hi=1.0, hi_open=True)
+N_RULE = typed.Rule(whole=True, lo=0, hi=10**9, unit="persons")
 
 
 @st.fragment
@@ -29,15 +31,16 @@ def _page() -> None:
     part (the sidebar does not show them; `state.fragment_done` redraws the rest when
     it must)."""
     ss = st.session_state
+    widgets.fragment_start()  # a change the sidebar shows: the whole app at once, not twice
     state.show_flashes()
     cfg = state.config()
     c = st.columns([1.3, 1.1, 2.2])
     with c[0]:
-        state.bind("w_p", float(cfg.zero_suppression_chance))
-        st.number_input("Zero-suppression chance p", min_value=0.0, max_value=0.999999, step=0.0001, format="%.6f",
-                        key="w_p", on_change=_on_p,
-                        help="config key zero_suppression_chance (2020: 0.9999): the chance that a group with "
-                             "nobody in it has its total hidden. 0 turns suppression off.")
+        widgets.number_box("Zero-suppression chance p", "w_p", P_RULE, float(cfg.zero_suppression_chance),
+                           on_change=lambda v: widgets.plan_update(zero_suppression_chance=v),
+                           help="config key zero_suppression_chance (2020: 0.9999): the chance that a group with "
+                                "nobody in it has its total hidden. At least 0 and below 1, used exactly as typed; "
+                                "0 turns suppression off.")
     cfg = state.config()
     p = cfg.zero_suppression_chance
     sub_state = [lvl for lvl in cfg.tabulated_levels() if not lvl.is_state_or_above]
@@ -50,8 +53,9 @@ def _page() -> None:
         column_config={
             planner.label(planner.RHO, cfg): st.column_config.NumberColumn(format="%.5g", width=56),
             planner.epsilon_label(cfg, state.delta()): st.column_config.NumberColumn(
-                f"ε (δ = {state.delta():.0e})", format="%.3g", width=80,
-                help="The ε this level's ρ alone gives (tight conversion). Smaller is more private."),
+                "ε", format="%.3g", width=52,
+                help=f"The ε this level's ρ alone gives at δ = {state.delta():.0e} (tight conversion). Smaller is "
+                     "more private."),
             planner.label("σ² stage 2", cfg): None,
             planner.GEO: st.column_config.TextColumn(width=86),
             planner.ITER: st.column_config.TextColumn(width=70),
@@ -101,7 +105,7 @@ def _page() -> None:
         ss.setdefault("sup_frac", False)
         as_fraction = st.toggle("x axis as a fraction of T (n / T)", key="sup_frac", disabled=t <= 0)
 
-    ss.setdefault("sup_n", max(t, 0))
+    widgets.typed_value("sup_n", max(t, 0))  # the first n shown is T
     _curves(level, t, s2, nz, as_fraction and t > 0, p, cfg)
     state.fragment_done()
 
@@ -109,7 +113,7 @@ def _page() -> None:
 @st.fragment
 def _curves(level: PopulationGroupLevel, t: int, s2: float, nz: str, frac: bool, p: float, cfg) -> None:
     """The curves and the chosen true count n: a change of n redraws only this part."""
-    n = int(st.session_state["sup_n"])
+    n = int(widgets.typed_value("sup_n", max(t, 0)))
     v = analysis.value_at(n, t, s2, nz)
     curves = analysis.suppression_curves(t, s2, noise=nz)
     left, right = st.columns([1, 1.6], gap="large")
@@ -123,8 +127,9 @@ def _curves(level: PopulationGroupLevel, t: int, s2: float, nz: str, frac: bool,
 
     st.subheader("One true count")
     vc = st.columns([1, 4])
-    vc[0].number_input("True count n (persons)", min_value=0, step=1, key="sup_n",
-                       help="A group's true (confidential) size; the figures below are what happens to its total.")
+    widgets.number_box("True count n (persons)", "sup_n", N_RULE, max(t, 0), container=vc[0],
+                       help="A group's true (confidential) size, a whole number from 0 to 1,000,000,000; the "
+                            "figures below are what happens to its total.")
     m = st.columns(5)
     m[0].metric("P(suppressed)", f"{v['P(suppressed)']:.4f}")
     m[1].metric("P(released)", f"{v['P(released)']:.4f}")

@@ -41,3 +41,12 @@ def test_requirements_pin_compatible_ranges():
             line = line.split("#")[0].strip()
             if line and not line.startswith("-r"):
                 assert ">=" in line and "<" in line, f"{name}: {line} has no compatible range"
+
+
+def test_readme_says_the_app_keeps_the_terminal_and_chromium_comes_before_the_tests():
+    text = (REPO / "README.md").read_text()
+    section = " ".join(text.split("## Set up", 1)[1].split("\n## ", 1)[0].split())
+    first, second = section.index("streamlit run app.py"), section.index("python -m pytest")
+    notes = section[first:second]  # between the two commands, where a new user reads them
+    assert "keeps the terminal" in notes and "second terminal" in notes
+    assert "Install Chromium **before** running the tests" in notes and "skipped" in notes

@@ -51,8 +51,10 @@ def _figure(title: str, x: str, y: str, height: int = 400, legend_room: int = 11
             "legend": {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "xanchor": "left",
                        "x": 0},
             "hovermode": "closest",
-            "xaxis": {"title": {"text": x}},
-            "yaxis": {"title": {"text": y}},
+            # ticks outside move the tick labels off the axes, so that the first labels of
+            # the two axes do not touch at the corner
+            "xaxis": {"title": {"text": x}, "automargin": True, "ticks": "outside", "ticklen": 4},
+            "yaxis": {"title": {"text": y}, "automargin": True, "ticks": "outside", "ticklen": 4},
             "shapes": [],
             "annotations": [],
         },
@@ -67,9 +69,51 @@ def style(fig: go.Figure, title: str, x: str, y: str, height: int = 400, legend_
     for k in ("shapes", "annotations", "xaxis", "yaxis"):
         lay.pop(k)
     fig.update_layout(**{**lay, **layout})  # the caller's settings (e.g. margin) win
-    fig.update_xaxes(title_text=x)
-    fig.update_yaxes(title_text=y)
+    fig.update_xaxes(title_text=x, automargin=True, ticks="outside", ticklen=4)
+    fig.update_yaxes(title_text=y, automargin=True, ticks="outside", ticklen=4)
     return fig
+
+
+def fit(fig: go.Figure) -> go.Figure:
+    """The figure with every axis's margin sized to its tick labels and title (plotly's
+    automargin), so that no label is cut off and no title overlaps its ticks, whoever
+    built it. The figures of this module already have it (no work is done then)."""
+    lay = fig.layout
+    axes = [k for k in lay if k.startswith(("xaxis", "yaxis"))] if hasattr(lay, "__iter__") else []
+    if any(getattr(lay, k).automargin is not True for k in axes) or not axes:
+        fig.update_xaxes(automargin=True, ticks="outside", ticklen=4)
+        fig.update_yaxes(automargin=True, ticks="outside", ticklen=4)
+    return fig
+
+
+def _kind(t) -> str:
+    if t.type in ("bar", "histogram"):
+        return "bars"
+    if t.type == "heatmap":
+        return "cells"
+    return "lines" if "lines" in (t.mode or "lines") else "points"
+
+
+def summary(fig: go.Figure) -> str:
+    """One sentence that says what a chart shows, for readers who cannot see it: its
+    title, what is plotted against what, and its series (the numbers are in the chart's
+    CSV download beside it)."""
+    lay = fig.layout
+    title = (lay.title.text or "Chart").rstrip(".")
+    x = lay.xaxis.title.text if lay.xaxis and lay.xaxis.title else None
+    y = lay.yaxis.title.text if lay.yaxis and lay.yaxis.title else None
+    by_kind: dict[str, list[str]] = {}
+    for t in fig.data:
+        if t.showlegend is not False:
+            by_kind.setdefault(_kind(t), []).append(t.name or "")
+    parts = []
+    for kind, names in by_kind.items():
+        named = [n for n in names if n]
+        listed = "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5 else "")
+        parts.append(f"{kind} ({listed})" if named else kind)
+    what = f": {y} against {x}" if x and y else f" by {x}" if x else ""
+    return (f"Chart summary: {title}{what}; it shows {', '.join(parts) or 'no data'}. Its data are in the CSV "
+            "download.")
 
 
 def _two_panels(spec: Spec, titles: tuple[str, str], gap: float = 0.1) -> None:
@@ -78,8 +122,12 @@ def _two_panels(spec: Spec, titles: tuple[str, str], gap: float = 0.1) -> None:
     lay = spec["layout"]
     lay["xaxis"].update(domain=[0, w], anchor="y")
     lay["yaxis"].update(anchor="x")
-    lay["xaxis2"] = {"domain": [1 - w, 1], "anchor": "y2", "title": {"text": lay["xaxis"]["title"]["text"]}}
-    lay["yaxis2"] = {"anchor": "x2", "title": {"text": ""}}
+    lay["xaxis2"] = {"domain": [1 - w, 1], "anchor": "y2", "title": {"text": lay["xaxis"]["title"]["text"]},
+                     "automargin": True, "ticks": "outside", "ticklen": 4}
+    # the right-hand plot's axis on the right edge, where the margin grows to fit it (in
+    # the gap between the plots its title would overlap the left plot at 1280 px)
+    lay["yaxis2"] = {"anchor": "x2", "title": {"text": ""}, "side": "right", "automargin": True, "ticks": "outside",
+                     "ticklen": 4}
     for i, t in enumerate(titles):
         lay["annotations"].append({"text": t, "x": w / 2 if i == 0 else 1 - w / 2, "y": 1.0, "xref": "paper",
                                    "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,

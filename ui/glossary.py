@@ -1,5 +1,7 @@
 """The glossary of the app: every term a policy committee meets, in plain words
-(pure; no Streamlit). Facts from SPEC §1-§3."""
+(pure; no Streamlit). Facts from SPEC §1-§3 and, for the other methods, the papers the
+"Compare methods" pages follow. Pages link to an entry with `link_params`; the glossary
+page shows the linked entry first."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ STRUCTURE = "What is counted"
 MECHANISM = "How the noise is added"
 ACCURACY = "Accuracy"
 RELEASE = "What is published"
+METHODS = "Other methods (Compare methods)"
 
-TOPICS = (PRIVACY, STRUCTURE, MECHANISM, ACCURACY, RELEASE)
+TOPICS = (PRIVACY, STRUCTURE, MECHANISM, ACCURACY, RELEASE, METHODS)
 
 TERMS: tuple[Term, ...] = (
     # ------------------------------------------------------------------ privacy
@@ -141,6 +144,79 @@ TERMS: tuple[Term, ...] = (
     Term("True counts (confidential)", RELEASE,
          "The noise-free counts of the input. The app tabulates them beside a release only to show what the "
          "noise does; they are confidential and never for publication."),
+    # ------------------------------------------------------------------ other methods
+    Term("Geographic spine", METHODS,
+         "The nested areas a TopDown-style release measures, each inside exactly one parent: nation > state > "
+         "county > tract > block group > block (Abowd et al. 2021). Areas that cross it, such as places and "
+         "AIANNH areas, are off the spine and must be built from spine units. SafeTab-P needs no spine: it "
+         "tabulates places and AIANNH areas directly, each with its own budget."),
+    Term("Off-spine entity distance (OSED)", METHODS,
+         "The fewest published units that must be added or subtracted to build an area exactly, e.g. 2 for "
+         "\"place minus one tract\". Every unit brings its own independent noise, so the noise variance of the "
+         "built area grows with its OSED (Abowd et al. 2021). The spine optimisation lowers the OSED of places "
+         "and tribal areas."),
+    Term("Spine optimisation", METHODS,
+         "The Census TopDown Algorithm's regrouping of block groups and tract groups, county by county, so that "
+         "places and AIANNH areas need few spine units (a small OSED); the fan-out cutoff limits how many units a "
+         "group may hold."),
+    Term("Bypassing", METHODS,
+         "In a spine, a unit whose own measurement cannot lower any variance (for example a parent with a single "
+         "child, which has the same count) is bypassed: it gets no budget, which moves down to its children "
+         "(Abowd et al. 2021, Theorem 2 and Algorithm 3). Under zCDP only such single-child units go."),
+    Term("Invariant", METHODS,
+         "A figure published exactly, with no noise at all, such as each state's total population in the 2020 "
+         "redistricting data. The counts below it are adjusted to add up to it. An invariant has no privacy "
+         "protection: it is the disclosure that differential privacy exists to prevent, accepted on purpose."),
+    Term("Subspace differential privacy", METHODS,
+         "Differential privacy for the part of the data the invariants leave free (Gao, Gong and Yu 2022): the "
+         "noise is projected so that the released counts meet the invariants exactly, and the guarantee holds "
+         "for every question about the counts that the invariants do not already answer."),
+    Term("Projection", METHODS,
+         "Removing from the noise the part that would break a set of sums, leaving the rest: the released "
+         "counts then add up exactly and each keeps a smaller, still unbiased noise. Invariants and least-squares "
+         "consistency both work this way; the share of a count's noise variance that is left is its variance "
+         "factor."),
+    Term("Hierarchical consistency", METHODS,
+         "Making a group's published counts add up across nested areas (nation = sum of states, state = sum of "
+         "counties, ...), after the noise. It is post-processing: it costs no privacy budget. SafeTab-P's own "
+         "release is not consistent; the Consistency page compares the methods that make it so."),
+    Term("Least squares", METHODS,
+         "The consistent counts closest to the noisy ones, each move weighted by the count's noise variance, so "
+         "the noisiest counts move most (Hay, Rastogi, Miklau and Suciu 2010). Unbiased and accurate, but it can "
+         "give fractions and negative counts, which then have to be rounded."),
+    Term("Tree dynamic program", METHODS,
+         "The exact method of Fioretto, Van Hentenryck and Zhu: it finds the consistent, non-negative whole "
+         "counts closest to the noisy ones, working up the tree of areas from the leaves (tracts) to the root "
+         "(the nation). No negative counts; the price is some upward bias on small groups."),
+    Term("Relax-then-round", METHODS,
+         "A shortcut: solve the consistency problem without requiring whole numbers, then round each count on its "
+         "own. Cheap, but rounding breaks the sums again, which is why the exact tree dynamic program is needed."),
+    Term("Cell suppression", METHODS,
+         "The method used for detailed-group tables before differential privacy: publish exact counts, but "
+         "withhold the cells that would disclose someone (primary suppression) and enough other cells that they "
+         "cannot be worked out (complementary suppression)."),
+    Term("Primary suppression", METHODS,
+         "Withholding a cell because it is sensitive in itself: a small count (here: 1 up to one less than the "
+         "smallest count shown), or, for business data, a cell that fails a dominance rule (p% or (n, k))."),
+    Term("Complementary suppression", METHODS,
+         "Withholding further, non-sensitive cells so that the primary ones cannot be worked out from the "
+         "published totals by subtraction; chosen by linear programming to withhold as little as possible "
+         "(Massell 2001)."),
+    Term("Audit interval", METHODS,
+         "The smallest and largest value a withheld cell can still take given everything published, found by "
+         "two linear programs (minimise and maximise the cell subject to the published sums). If both are equal, "
+         "the cell is recovered exactly; if the interval is narrower than the protection, it is not protected."),
+    Term("Protection", METHODS,
+         "How far above and below its true value a withheld cell's audit interval must reach (in persons here) "
+         "for the cell to count as protected: an attacker who knows every published count must not be able to "
+         "pin it down more closely than that."),
+    Term("p% dominance rule", METHODS,
+         "A primary-suppression rule for magnitude data (e.g. sales): a cell is sensitive if the other "
+         "contributors' total would let the second-largest contributor estimate the largest one's value to within "
+         "p percent (Massell 2001). Person counts use a minimum count instead."),
+    Term("(n, k) dominance rule", METHODS,
+         "A primary-suppression rule for magnitude data: a cell is sensitive if its n largest contributors make "
+         "up more than k percent of its total, e.g. (1, 80): one business has more than 80% of the cell."),
 )
 
 
@@ -156,3 +232,16 @@ def search(query: str = "", topic: str | None = None) -> list[Term]:
         if all(w in text for w in words):
             out.append(t)
     return out
+
+
+def find(name: str) -> Term | None:
+    """The term of this exact name (case-insensitive), or None."""
+    low = name.strip().lower()
+    return next((t for t in TERMS if t.term.lower() == low), None)
+
+
+def link_params(name: str) -> dict[str, str]:
+    """The glossary page's query parameters that open it on `name` (a term of TERMS)."""
+    if find(name) is None:
+        raise KeyError(f"no glossary term {name!r}")
+    return {"term": name}

@@ -3,8 +3,8 @@
 Charts are inline SVG drawn by `ui.images` (the same pictures as in the PDF). Without
 a browser to draw them, each chart is embedded as an interactive plotly chart instead
 (plotly.js is inlined once, so the file still opens offline). Tables are plain HTML
-tables with the memo's highlighting; numbers are printed by `ui.memo.cell_text`, as in
-the PDF. The page prints well (A4 landscape).
+tables with the memo's highlighting; numbers are printed by `ui.memo.memo_text`, as in
+the PDF. The decision sheet comes first, on a page of its own when printed.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 from ui import images
 from ui.comparison import HIGHLIGHT, HIGHLIGHT_ROW
-from ui.memo import Figure, Memo, Table, Text, cell_text
+from ui.memo import SHEET_TITLE, Figure, Memo, Table, Text, appendix_label, cell_text
 
 CSS = f"""
-@page {{ size: A4 landscape; margin: 14mm; }}
+@page {{ size: landscape; margin: 14mm; }}
 body {{ font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; font-size: 12px; color: #222;
        max-width: 1200px; margin: 24px auto; padding: 0 16px; }}
 h1 {{ font-size: 22px; margin-bottom: 2px; }} h2 {{ font-size: 18px; margin-top: 28px;
@@ -38,6 +38,7 @@ td.row {{ background: {HIGHLIGHT_ROW}; }}
 figure {{ margin: 8px 0 14px; page-break-inside: avoid; }}
 figure svg, figure img {{ max-width: 100%; height: auto; }}
 section {{ page-break-before: auto; }}
+#sheet {{ page-break-after: always; }}
 """
 
 
@@ -70,14 +71,16 @@ def table_html(t: Table) -> str:
             f"<tbody>{''.join(body)}</tbody></table>{cap}")
 
 
-def render(memo: Memo, svgs: Sequence[bytes] | None = None, charts_note: str = "") -> str:
-    """The memo as HTML. `svgs`: one SVG per figure of the memo (in `memo.figures()`
-    order); None draws them here with `ui.images` if a browser is found, else embeds
+def render(memo: Memo, svgs: Sequence[bytes] | None = None, charts_note: str = "", renderer=None) -> str:
+    """The memo as HTML: the decision sheet, then the appendix. `svgs`: one SVG per
+    figure of the memo (in `memo.figures()` order); None draws them here with `renderer`
+    (a `ui.images.Renderer`) or `ui.images` if a browser is found, else embeds
     interactive charts."""
     figs = memo.figures()
     if svgs is None and figs:
         try:
-            svgs = images.render([f.fig for f in figs], fmt="svg")
+            draw = renderer.render if renderer is not None else images.render
+            svgs = draw([f.fig for f in figs], fmt="svg", sizes=[f.size for f in figs], scale=1.0)
         except images.ImageError as exc:
             svgs, charts_note = None, charts_note or str(exc)
     fig_html: dict[int, str] = {}
@@ -100,10 +103,18 @@ def render(memo: Memo, svgs: Sequence[bytes] | None = None, charts_note: str = "
     if charts_note:
         parts.append(f'<p class="note">Charts are interactive here because they could not be drawn as pictures: '
                      f'{html.escape(charts_note)}.</p>')
-    parts.append("<nav><h2>Contents</h2><ol>" + "".join(
+    parts.append(f'<section id="sheet"><h2>{SHEET_TITLE}</h2>')
+    for b in memo.sheet:
+        if isinstance(b, Text):
+            parts.append(f'<p class="{ {"note": "note", "warning": "warning"}.get(b.kind, "") }">'
+                         f'{html.escape(b.text)}</p>')
+        elif isinstance(b, Table):
+            parts.append(table_html(b))
+    parts.append("</section>")
+    parts.append("<nav><h2>Appendix</h2><ol type=\"A\">" + "".join(
         f'<li><a href="#s{i}">{html.escape(s.title)}</a></li>' for i, s in enumerate(memo.sections)) + "</ol></nav>")
     for i, s in enumerate(memo.sections):
-        parts.append(f'<section id="s{i}"><h2>{html.escape(s.title)}</h2>')
+        parts.append(f'<section id="s{i}"><h2>{appendix_label(i)}. {html.escape(s.title)}</h2>')
         for b in s.blocks:
             if isinstance(b, Text):
                 cls = {"note": "note", "warning": "warning"}.get(b.kind, "")

@@ -19,7 +19,6 @@ what the level's rho achieves.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -35,6 +34,7 @@ from calculators.levels import (
     PopulationGroupLevel,
 )
 from calculators.presets import PRODUCTION_MOE_TARGETS, PRODUCTION_THRESHOLDS
+from ui import typed
 
 BOUND = "bound"
 EXACT = "exact"
@@ -439,32 +439,10 @@ def _echo(value: Any, limit: int = 24) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
-_THOUSANDS = re.compile(r"^[+]?\d{1,3}(,\d{3})+$")
-
-
 def _parse_number(value: Any) -> float:
-    """A typed number: digits with an optional point, sign and exponent ("0.159",
-    "1e-3", ".5"), or a whole number with thousands commas ("1,000"). A comma used as a
-    decimal mark ("2,5") is refused rather than read as 25."""
-    if isinstance(value, bool):  # a ValueError like every other refused value: it becomes a message
-        raise ValueError("is not a number")  # noqa: TRY004
-    if isinstance(value, (int, float)):
-        x = float(value)
-    else:
-        text = str(value).strip()
-        if not text:
-            raise ValueError("is empty")
-        if "," in text:
-            if not _THOUSANDS.match(text):
-                raise ValueError("is not a number (use a point for decimals, e.g. 2.5)")
-            text = text.replace(",", "")
-        try:
-            x = float(text)
-        except ValueError:
-            raise ValueError("is not a number") from None
-    if not math.isfinite(x):
-        raise ValueError("is not a finite number")
-    return x
+    """A typed number (`ui.typed.to_number`): "0.159", "1e-3", ".5" or "1,000"; a
+    comma used as a decimal mark ("2,5") is refused rather than read as 25."""
+    return typed.to_number(value)
 
 
 def parse_target(value: Any) -> int:

@@ -88,12 +88,12 @@ def picker(key: str) -> Profile | None:
         st.caption("It stays in this session's memory only and is never saved.")
     err = ss.get(f"{widget}_upload_error")
     if err is not None:
-        widgets.problems(f"This profile ({pj.plain(err.source or 'the upload')}) cannot be used; the one shown "
-                         "before stays:", [pj.plain(x) for x in err.problems])
+        widgets.problems(f"This profile ({err.source or 'the upload'}) cannot be used; the one shown "
+                         "before stays:", err.problems)  # widgets.problems shows them as plain text
     try:
         prof = chosen()
     except ProfileError as exc:
-        widgets.problems("The shipped profile cannot be used:", [pj.plain(x) for x in exc.problems])
+        widgets.problems("The shipped profile cannot be used:", exc.problems)
         return None
     if prof is not None:
         if prof.confidential:
@@ -158,6 +158,12 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
     with st.expander("Where the profile comes from, and how to use your own"):
         st.markdown(pj.HOW_TO_OWN)
     return proj
+
+
+#: The planner's columns: the three sex x age tables counted together ("With table") so that
+#: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
+#: split them.
+PLANNER_COLUMNS = ("groups", "tables", "age23", "total_only", "suppressed", "t1_rows", "t2_rows", "mean_abs_error")
 
 
 #: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -44,14 +45,32 @@ EVERYTHING_DOWNLOAD = "everything-NOT-FOR-RELEASE.zip"
 
 def release_accuracy(out: RunOutput) -> pd.DataFrame:
     """The accuracy report of the run's own release against the truth (one "trial");
-    computed once per run and kept on it (`out.release_report`)."""
+    computed once per run and kept on it (`out.release_report`); a call while it is
+    being computed (`prepare`) waits for that computation."""
     from engine.reports.accuracy import accuracy_report
 
-    if out.release_report is None:
-        with tempfile.TemporaryDirectory(prefix="safetab-accuracy-") as tmp:
-            out.release_report = accuracy_report(out.params_dir, out.data_dir, Path(tmp) / "report",
-                                                 release_dir=out.release_dir, overwrite=True, prepared=out.prepared)
+    with out.lock:
+        if out.release_report is None:
+            with tempfile.TemporaryDirectory(prefix="safetab-accuracy-") as tmp:
+                out.release_report = accuracy_report(out.params_dir, out.data_dir, Path(tmp) / "report",
+                                                     release_dir=out.release_dir, overwrite=True,
+                                                     prepared=out.prepared)
     return out.release_report
+
+
+def prepare(out: RunOutput) -> threading.Thread:
+    """Compute `release_accuracy` in the background, right after the run: while the user
+    reads the results, so that "Everything (zip)" and the memo are ready when clicked. A
+    failure is left for the click, which computes it again and says why."""
+    def work() -> None:
+        try:
+            release_accuracy(out)
+        except Exception:  # noqa: BLE001 - the download that needs it reports the problem
+            pass
+
+    t = threading.Thread(target=work, name="release-accuracy", daemon=True)
+    t.start()
+    return t
 
 
 def everything_zip(out: RunOutput, production: dict[str, bytes] | None = None) -> bytes:

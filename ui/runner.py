@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +62,9 @@ class RunOutput:
     trials: pd.DataFrame | None = field(default=None, repr=False)
     release_report: pd.DataFrame | None = field(default=None, repr=False)
     plan: str = ""  #: the name of the plan that ran, as the app shows it
+    #: Held while the accuracy of this release is computed (`ui.run_report`), so that a
+    #: download and the computation started after the run never do it twice.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def plan_slug(self) -> str:

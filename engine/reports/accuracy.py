@@ -284,18 +284,23 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
         stat[detailed_only[np.arange(counts.n_groups) % n_it]] = TOTAL_ONLY
         cells_by_group = {}
         if len(sub2):
+            # One sort of all the level's cells (group, then sex 1 ascending ages, then sex 2,
+            # as the engine orders them), not a pandas sort per group: the same tables in a
+            # fraction of the time (10,000 groups of the sample took half a minute).
             g2 = group_index(sub2)
             found["t2"][sub2.index[g2 >= 0]] = True
-            sub2 = sub2.assign(_g=g2)
-            for g, rows in sub2[sub2["_g"] >= 0].groupby("_g", sort=True):
-                body = rows[rows["AGESTART"] != "*"]
-                k = {8: 1, 18: 2, 46: 3}.get(len(body))
+            keep = (g2 >= 0) & (sub2["AGESTART"] != "*").to_numpy()
+            body = sub2[keep]
+            gb = g2[keep]
+            order = np.lexsort((body["AGESTART"].astype(int).to_numpy(), body["SEX"].astype(int).to_numpy(), gb))
+            gb, vals = gb[order], body["COUNT"].to_numpy(np.int64)[order]
+            starts = np.flatnonzero(np.r_[True, gb[1:] != gb[:-1]]) if len(gb) else np.zeros(0, np.int64)
+            for a, b in zip(starts, np.r_[starts[1:], len(gb)].astype(np.int64)):
+                k = {8: 1, 18: 2, 46: 3}.get(int(b - a))
                 if k is None:
                     continue
-                stat[g] = k
-                # Order cells as the engine does: sex 1 ascending ages, then sex 2.
-                body = body.assign(_s=body["SEX"].astype(int), _a=body["AGESTART"].astype(int)).sort_values(["_s", "_a"])
-                cells_by_group[int(g)] = body["COUNT"].to_numpy(np.int64)
+                stat[gb[a]] = k
+                cells_by_group[int(gb[a])] = vals[a:b]
         from engine.tabulation.postprocess import Published
 
         ok = g1 >= 0

@@ -21,3 +21,8 @@ def test_every_method_page_opens_without_error():
     for m in compare.METHODS:
         at = open_app(m.path.removeprefix("pages/").removesuffix(".py"), timeout=600)  # studies take a while
         assert at.title and at.title[0].value == m.title
+        # every term of the page is linked to its glossary entry
+        links = {link.proto.label: link.proto.query_string for link in at.get("page_link")
+                 if "glossary" in link.proto.page}
+        assert set(m.terms) <= set(links), (m.title, links)
+        assert all("term=" in links[t] for t in m.terms)

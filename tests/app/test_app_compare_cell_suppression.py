@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calculators.levels import PopulationGroupLevel
-from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, texts
+from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
 
 PAGE = "compare_cell_suppression"
@@ -32,12 +32,25 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
     assert at.success and "Legacy suppression publishes exact tables" in at.success[0].value
     labels = [b.label for b in at.get("download_button")]
     assert "cell_suppression_audit.csv" in labels and any("cell_suppression.zip" in lab for lab in labels)
+    # the data's own plan by default, named with the data beside the verdict; SafeTab-P publishes tables
+    assert at.radio(key="cs_plan").value == "data"
+    assert any(shown(c.value) == "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: sample-data "
+                          "plan (the data's own config.json)." for c in at.caption)
+    safetab_tables = [m.value for m in at.metric if m.label == "Groups with a table"][1]
+    assert int(safetab_tables.replace(",", "")) > 0
+    assert not any("SafeTab-P publishes" in w.value for w in at.warning)  # no "publishes nothing" words here
+    # the 2020 production plan, one click away: its thresholds publish no table here, said in words
+    at.radio(key="cs_plan").set_value("production").run(timeout=600)
+    assert [m.value for m in at.metric if m.label == "Groups with a table"][1] == "0"
+    warning = "\n".join(w.value for w in at.warning)
+    assert "Under 2020 production plan, SafeTab-P publishes no sex by age table for any group of this level" in warning
+    assert "set for a nation of 330 million persons" in warning and "Choose the data's own plan" in warning
 
 
 @needs_sample
 def test_a_higher_threshold_publishes_fewer_groups():
     at = open_app(PAGE, timeout=600)
-    at.number_input(key="cs_minpop").set_value(1000).run(timeout=600)
+    at.text_input(key="cs_minpop").input("1000").run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
     assert metric(at, "Groups with a table") == f"{_groups_at_least(1000):,}"
     summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")

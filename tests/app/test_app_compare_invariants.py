@@ -5,14 +5,17 @@ from __future__ import annotations
 import math
 
 from calculators import budget, discrete_gaussian
-from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.conftest import frame, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
 
 
 @needs_sample
 def test_level_study_states_and_tracts():
     at = open_app("compare_invariants", timeout=120)
+    assert at.radio(key="inv_plan").value == "data"  # the sample's own plan by default
+    at.radio(key="inv_plan").set_value("production").run(timeout=120)
     body = texts(at)
+    assert "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: 2020 production plan." in body
     assert at.title[0].value == "Invariants"
     assert "Invariants are not SafeTab-P" in body
     # Default: tracts held to their county's true count (some sample counties hold 2-3
@@ -59,7 +62,7 @@ def test_custom_table_presets_and_errors():
     # A bad shape is a message, not a traceback; the margins follow the shape.
     at.text_input(key="inv_shape").set_value("14 x banana").run()
     assert not at.exception
-    assert any("'banana' is not a whole number" in e.value for e in at.error)
+    assert any("'banana' is not a whole number" in shown(e.value) for e in at.error)
     at.text_input(key="inv_shape").set_value("3 x 4").run()
     assert not at.exception
     assert at.multiselect(key="inv_margins").value == []

@@ -20,3 +20,9 @@ def test_overview_links_to_the_glossary():
     at = open_app()
     assert any(link.proto.page == "pages/glossary.py" or "glossary" in link.proto.page
                for link in at.get("page_link"))
+
+
+def test_a_link_opens_the_glossary_on_its_entry():
+    at = open_app(query={"term": "Off-spine entity distance (OSED)"})
+    at.switch_page("pages/glossary.py").run()
+    assert any(i.value.startswith("**Off-spine entity distance (OSED)**") for i in at.info)

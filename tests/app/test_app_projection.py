@@ -12,7 +12,7 @@ from calculators.presets import production_2020
 from engine.reports.profile import compute_profile
 from tests.app.conftest import SAMPLE, config, frame, metric, open_app, texts
 from ui import projection as pj
-from ui import scenarios
+from ui import projection_panel, scenarios
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 LEVEL, WITH_TABLE, SUPP = pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"]
@@ -27,7 +27,7 @@ def _row(df, label="COUNTY Detailed"):
 
 
 def _expected(cfg, which=pj.NATIONAL):
-    return pj.display_table(P.project(cfg, pj.shipped(which)))
+    return pj.display_table(P.project(cfg, pj.shipped(which)), projection_panel.PLANNER_COLUMNS)
 
 
 def test_the_planner_shows_the_national_outcome_of_the_plan():
@@ -62,7 +62,7 @@ def test_the_adaptive_page_shows_its_level_and_follows_the_thresholds():
     s = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
     assert metric(at, "With a sex × age table") == f"{s['tables']:,.0f}"
     assert metric(at, "… of them sex × age23") == f"{s['age23']:,.0f}"
-    at.number_input(key="ad_t1").set_value(100).run()
+    at.text_input(key="ad_t1").input("100").run()
     s2 = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
     assert s2["tables"] > s["tables"]
     assert metric(at, "With a sex × age table") == f"{s2['tables']:,.0f}"
@@ -77,7 +77,7 @@ def test_the_suppression_page_follows_p():
     shown = frame(at, LEVEL, SUPP)
     assert shown.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
                                                         cols).to_dict("records")
-    at.number_input(key="w_p").set_value(0.5).run()
+    at.text_input(key="w_p").input("0.5").run()
     after = frame(at, LEVEL, SUPP)
     assert after.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
                                                         cols).to_dict("records")
@@ -101,7 +101,7 @@ def test_an_uploaded_confidential_profile_is_named_and_marked():
     at.session_state["proj_choice"] = pj.UPLOADED
     at.run()
     assert at.selectbox(key="pl_nat_profile").value == pj.UPLOADED
-    assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof)).to_dict("records")
+    assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof), projection_panel.PLANNER_COLUMNS).to_dict("records")
     err = " ".join(e.value for e in at.error)
     assert "CONFIDENTIAL" in err and r"Agency \*data\* 2030" in err  # named, as typed (not Markdown)
 

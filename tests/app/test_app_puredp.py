@@ -32,7 +32,7 @@ def test_suppression_page_threshold_is_the_geometric_one():
     b = 9 / (0.9 * config(at).rho(COUNTY2))
     want = suppression.threshold(b, 0.9999, noise="geometric")
     assert f"threshold **T = {want}**" in texts(at)
-    n = at.number_input(key="sup_n").value
+    n = int(at.text_input(key="sup_n").value)
     assert metric(at, "P(suppressed)") == f"{float(suppression.suppression_probability(n, want, b, noise='geometric')):.4f}"
 
 

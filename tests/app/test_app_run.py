@@ -11,7 +11,7 @@ import pytest
 
 from calculators.config import SafeTabConfig
 from calculators.levels import GEO_LEVELS
-from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, texts
+from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, shown, texts
 
 
 @needs_sample
@@ -20,7 +20,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert at.radio(key="run_source").value == "sample"
     assert at.button(key="run_button").disabled is False
     at.radio(key="run_noise").set_value("seeded").run()
-    at.number_input(key="run_seed").set_value(7).run()
+    at.text_input(key="run_seed").input("7").run()
     at.button(key="run_button").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("NOT FOR RELEASE" in w.value and "seed 7" in w.value for w in at.warning)
@@ -43,7 +43,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert out.truth_dir.name == "truth-NOT-FOR-RELEASE" and (out.truth_dir / "NOT-FOR-RELEASE.txt").is_file()
     assert any("marked NOT FOR RELEASE" in c.value for c in at.caption)
     plan_dl = next(b for b in at.download_button if b.label == "Plan (config.json)")
-    assert "sample-data plan" in plan_dl.help
+    assert "sample-data plan" in plan_dl.help.replace("\\", "")  # user text, escaped
     # the true counts are labelled confidential wherever they show
     assert any("confidential" in w.value and "Never publish" in w.value for w in at.warning)
     assert any("with the confidential true counts" in b.label for b in at.download_button)
@@ -56,7 +56,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     assert shown["ITERATION_NAME"].str.contains("alone", case=False).all()
     assert at.session_state["run"] is out
     # accuracy report beside the predicted MOE
-    at.number_input(key="acc_trials").set_value(1).run()
+    at.text_input(key="acc_trials").input("1").run()
     at.button(key="acc_button").click().run()
     acc = frame(at, "Observed 95th percentile of |error|", "Predicted 95% MOE (exact)")
     assert len(acc) > 0 and (acc["Trials"] == 1).all()
@@ -83,12 +83,15 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
 @needs_sample
 def test_the_production_plan_is_one_click_away_and_named():
     at = open_app("run", timeout=120)
-    at.radio(key="run_plan").set_value("app").run()
+    at.radio(key="run_plan").set_value("production").run()
     at.radio(key="run_noise").set_value("seeded").run()
     at.button(key="run_button").click().run()
     out = at.session_state["run"]
     assert out.config.to_dict() == config(at).to_dict() and out.plan == "2020 production plan"
-    assert "Plan run: **2020 production plan**" in texts(at)
+    assert "Plan run: **2020 production plan** on the shipped synthetic sample (50,000 persons" in texts(at)
+    # the 2020 thresholds publish no sex by age table on 50,000 persons: said in words, not a bare 0
+    assert any("Under 2020 production plan, SafeTab-P publishes totals only, no sex by age table" in w.value
+               and "data's own plan" in w.value for w in at.warning) == (len(out.t2) == 0)
     assert any(b.label == "Plan (config.json)" and "2020 production plan" in b.help
                for b in at.download_button)
 
@@ -99,17 +102,22 @@ def test_the_data_config_can_become_the_plan():
     assert at.radio(key="run_plan").value == "data"
     at.button(key="use_data_cfg").click().run()
     assert config(at).to_dict() == SafeTabConfig.read(SAMPLE / "params" / "config.json").to_dict()
-    assert "sample-data plan" in "\n".join(m.value for m in at.sidebar.markdown)
-    assert at.radio(key="run_plan").value == "app"
+    assert "sample-data plan" in "\n".join(shown(m.value) for m in at.sidebar.markdown)
+    assert at.radio(key="run_plan").value == "current"
 
 
 @needs_sample
-def test_an_edited_app_plan_is_the_default_plan_to_run():
+def test_the_data_plan_is_the_default_and_the_choice_is_shared_with_the_compare_pages():
     at = open_app("budget")
     at.slider(key="w_r").set_value(3).run()
     at.switch_page("pages/run.py").run()
-    assert at.radio(key="run_plan").value == "app"
-    assert any("has its own config.json" in i.value for i in at.info)
+    assert at.radio(key="run_plan").value == "data"  # the data's own plan by default, as on every page
+    assert any("(2020 production plan, edited) differs from the data's own config.json and is one click away"
+               in shown(c.value) for c in at.caption)
+    at.radio(key="run_plan").set_value("current").run()
+    at.switch_page("pages/compare_invariants.py").run(timeout=120)
+    assert at.radio(key="inv_plan").value == "current"  # the same choice on the Compare pages
+    assert "Plan: 2020 production plan, edited (the current plan)" in texts(at)
 
 
 def test_incomplete_upload_is_a_message():
@@ -121,9 +129,9 @@ def test_incomplete_upload_is_a_message():
         zf.writestr("readme.md", "hi")
     at.file_uploader(key="run_upload").upload("inputs.zip", buf.getvalue(), "application/zip").run()
     assert not at.exception
-    errors = " ".join(e.value for e in at.error)
+    errors = " ".join(shown(e.value) for e in at.error)
     assert "missing" in errors and "person-records.txt" in errors and "race-characteristic-iterations.txt" in errors
-    assert any("readme.md" in w.value for w in at.warning)
+    assert any("readme.md" in shown(w.value) for w in at.warning)
     assert at.button(key="run_button").disabled is True
 
 
@@ -140,7 +148,7 @@ def test_bad_person_records_are_reported_not_raised():
     assert any("Files in place" in s.value for s in at.success)
     at.button(key="run_button").click().run()
     assert not at.exception
-    text = " ".join(e.value for e in at.error)
+    text = " ".join(shown(e.value) for e in at.error)
     assert "not valid" in text and "person-records.txt" in text and "QAGE" in text
     assert "run" not in at.session_state
     assert "Results" not in texts(at)
@@ -150,14 +158,14 @@ def test_generated_data_of_a_chosen_size_runs():
     at = open_app("run", timeout=120)
     at.radio(key="run_source").set_value("generated").run()
     assert at.button(key="run_button").disabled is True
-    at.number_input(key="gen_persons").set_value(2_000).run()
+    at.text_input(key="gen_persons").input("2000").run()
     at.button(key="gen_button").click().run()
     assert any("2,000 persons" in s.value for s in at.success)
     at.radio(key="run_noise").set_value("seeded").run()
     at.button(key="run_button").click().run()
     assert not at.exception and not at.error
     assert metric(at, "Persons counted") == "2,000"
-    assert "Generated data of a chosen size" in texts(at)
+    assert "on generated synthetic data (2,000 persons, generator seed 0)" in texts(at)
 
 
 _TOY = SAMPLE.parents[1] / "shared" / "reference" / "safetab-p-toy"

@@ -28,14 +28,14 @@ def test_threshold_shown_is_the_calculators_threshold():
 
 def test_changing_p_changes_t_and_the_plan():
     at = open_app("suppression")
-    at.number_input(key="w_p").set_value(0.99).run()
+    at.text_input(key="w_p").input("0.99").run()
     assert config(at).zero_suppression_chance == 0.99
     want = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 9), 0.99)
     assert _t(at)["Threshold T"] == want and want < 21
     s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
-    n = at.number_input(key="sup_n").value
+    n = int(at.text_input(key="sup_n").value)
     assert metric(at, "P(suppressed)") == f"{float(suppression.suppression_probability(n, want, s2)):.4f}"
-    at.number_input(key="sup_n").set_value(0).run()
+    at.text_input(key="sup_n").input("0").run()
     assert metric(at, "P(suppressed)") == f"{float(suppression.suppression_probability(0, want, s2)):.4f}"
     assert float(metric(at, "Bias when released")) == pytest.approx(float(suppression.release_bias(0, want, s2)),
                                                                       abs=0.005)
@@ -43,7 +43,7 @@ def test_changing_p_changes_t_and_the_plan():
 
 def test_p_zero_turns_suppression_off():
     at = open_app("suppression")
-    at.number_input(key="w_p").set_value(0.0).run()
+    at.text_input(key="w_p").input("0.0").run()
     assert any("Suppression is off" in i.value for i in at.info)
     assert not at.get("plotly_chart")
 

@@ -140,7 +140,7 @@ SETTLED = """() => {
 def _settle(page, pause: float = 0.5):
     """Wait until the script run is over and every element (tables, charts) is drawn."""
     time.sleep(0.3)
-    page.wait_for_function(SETTLED, timeout=60_000, polling=200)
+    page.wait_for_function(SETTLED, timeout=600_000, polling=200)  # the method studies take minutes under load
     time.sleep(pause)
 
 
@@ -180,8 +180,73 @@ CUT_OFF = """() => {
 }"""
 
 
+#: What does not fit, measured: the bounding boxes of every chart's title, axis titles,
+#: tick labels, legend entries and labels against the chart and each other (a label cut
+#: off, two labels overlapping; rotated tick labels are laid out by plotly and only
+#: checked against the rest), and every table's column headers and numbers against
+#: their column's width, measured in the table's own font (the grid draws on a canvas:
+#: its columns, theme and cells are read from the grid's own properties).
+FITS = r"""() => {
+  const bad = [];
+  const main = document.querySelector('[data-testid="stMain"]');
+  const ov = (a, b) => a.left < b.right - 2 && b.left < a.right - 2 && a.top < b.bottom - 2 && b.top < a.bottom - 2;
+  const inside = (a, c) => a.left >= c.left - 1 && a.right <= c.right + 1 && a.top >= c.top - 1 && a.bottom <= c.bottom + 1;
+  main.querySelectorAll('[data-testid="stPlotlyChart"]').forEach((chart, i) => {
+    const svgs = chart.querySelectorAll('.main-svg');
+    if (!svgs.length) return;
+    const box = svgs[0].getBoundingClientRect();
+    const t = chart.querySelector('.gtitle');
+    const name = 'chart ' + i + (t ? ' "' + t.textContent.trim().slice(0, 50) + '"' : '');
+    const items = [];
+    const add = (sel, kind) => chart.querySelectorAll(sel).forEach(e => {
+      const r = e.getBoundingClientRect();
+      const text = (e.textContent || '').trim();
+      const rot = /rotate\((?!0[ ,)])/.test(e.getAttribute('transform') || '');
+      if (r.width > 0 && r.height > 0 && text) items.push({kind, text: text.slice(0, 40), r, rot});
+    });
+    add('.gtitle', 'title');
+    add('[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text', 'axis title');
+    add('[class*="xtick"] > text, [class*="x2tick"] > text', 'x tick');
+    add('[class*="ytick"] > text, [class*="y2tick"] > text', 'y tick');
+    add('.legendtext', 'legend');
+    add('.annotation-text', 'label');
+    for (const it of items) if (!inside(it.r, box)) bad.push(`${name}: ${it.kind} '${it.text}' is cut off`);
+    for (let a = 0; a < items.length; a++) for (let b = a + 1; b < items.length; b++) {
+      const A = items[a], B = items[b];
+      if (A.kind === 'legend' && B.kind === 'legend') continue;
+      if ((A.rot && B.rot) || !ov(A.r, B.r)) continue; bad.push(`${name}: ${A.kind} '${A.text}' overlaps ${B.kind} '${B.text}'`);
+    }
+  });
+  main.querySelectorAll('[data-testid="stDataFrame"]').forEach((d, i) => {
+    const c = d.querySelector('canvas');
+    if (!c) return;
+    const key = Object.keys(c).find(k => k.startsWith('__reactFiber'));
+    let f = c[key], p = null;
+    for (let n = 0; f && n < 12; n++, f = f.return)
+      if (f.memoizedProps && f.memoizedProps.getCellContent && f.memoizedProps.columns) { p = f.memoizedProps; break; }
+    if (!p) return;
+    const theme = p.theme || {};
+    const pad = 2 * (theme.cellHorizontalPadding ?? 8);
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = theme.headerFontFull || '400 14px "Source Sans", sans-serif';
+    p.columns.forEach(col => {
+      const w = ctx.measureText(col.title || '').width + pad;
+      if (w > col.width + 0.5) bad.push(`table ${i}: header '${col.title}' needs ${Math.ceil(w)} px, has ${col.width}`);
+    });
+    ctx.font = theme.baseFontFull || '400 14px "Source Sans", sans-serif';
+    for (let r = 0; r < Math.min(p.rows, 300); r++) p.columns.forEach((col, j) => {
+      const cell = p.getCellContent([j, r]);
+      if (!cell || cell.kind !== 'number') return;
+      const w = ctx.measureText(String(cell.displayData ?? '')).width + pad;
+      if (w > col.width + 0.5) bad.push(`table ${i}: number '${cell.displayData}' in '${col.title}' needs ${Math.ceil(w)} px, has ${col.width}`);
+    });
+  });
+  return [...new Set(bad)];
+}"""
+
+
 def _nothing_cut_off(page, where: str):
-    bad = page.evaluate(CUT_OFF)
+    bad = page.evaluate(CUT_OFF) + page.evaluate(FITS)
     assert not bad, f"{where}: " + "; ".join(bad)
 
 
@@ -197,14 +262,15 @@ def _type_in_cell(page, right: int, down: int, text: str) -> None:
     cell = page.locator("#portal textarea.gdg-input")
     selected = f"td[data-testid='glide-cell-{right}-{down}'][aria-selected='true']"
     for _ in range(6):
-        editor = page.locator("[data-testid='stDataFrame']").first
+        editor = page.locator("[class*='st-key-planner_'] [data-testid='stDataFrame']").first
+        editor.scroll_into_view_if_needed()
         box = editor.bounding_box()
         page.mouse.click(box["x"] + 30, box["y"] + 52)  # first body cell
         for key in ["ArrowRight"] * right + ["ArrowDown"] * down:
             page.keyboard.press(key)
             time.sleep(0.05)
         try:  # the grid marks the selected cell for screen readers once it has drawn it
-            page.locator(f"[data-testid='stDataFrame'] {selected}").first.wait_for(state="attached", timeout=3_000)
+            editor.locator(selected).first.wait_for(state="attached", timeout=3_000)
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
             _settle(page)
@@ -294,7 +360,7 @@ def test_budget_planner_r_changes_s_and_the_url(server, page):
 def test_adaptive_thresholds(server, page):
     _open(page, f"{server}/adaptive", "Which table a group gets")
     _screenshot(page, "adaptive")
-    box = page.get_by_role("spinbutton", name="Θ1 (persons)")
+    box = page.get_by_role("textbox", name="Θ1 (persons)")
     box.fill("500")
     box.press("Enter")
     page.get_by_text("Θ = 500, 4,971, 19,971").wait_for()
@@ -308,7 +374,7 @@ def test_suppression_threshold_follows_p(server, page):
     _open(page, f"{server}/suppression", "Threshold T per level")
     page.get_by_text("threshold T = 21").wait_for()
     _screenshot(page, "suppression")
-    box = page.get_by_role("spinbutton", name="Zero-suppression chance p")
+    box = page.get_by_role("textbox", name="Zero-suppression chance p")
     box.fill("0.99")
     box.press("Enter")
     want = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 9), 0.99)
@@ -318,7 +384,7 @@ def test_suppression_threshold_follows_p(server, page):
     assert "config=" in page.url
     assert "2020 production plan, edited" in page.locator("[data-testid='stSidebar']").inner_text()
     # the chosen n is marked on the curves and redraws them
-    box = page.get_by_role("spinbutton", name="True count n (persons)")
+    box = page.get_by_role("textbox", name="True count n (persons)")
     box.fill("3")
     box.press("Enter")
     page.get_by_text("mark the true count n = 3").wait_for()
@@ -442,15 +508,20 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     reader = PdfReader(io.BytesIO(data))
     text = "\n".join(p.extract_text() for p in reader.pages)
     assert "3 plans compared" in text and "r = 1 draft: Suppression" in text
+    page1 = " ".join(reader.pages[0].extract_text().split())
+    assert "Decision sheet" in page1 and "race multiplicity r 8 → 1" in page1  # what differs from the reference
+    assert reader.pages[0].mediabox.upper_right == (792, 612)  # US Letter by default
     lines = text.splitlines()
     i = lines.index("MOE exact")
     row = next(line for line in lines[i + 1:] if line.startswith("COUNTY Detailed")).split()
     moe_r1 = str(int(budget.moe_for_rho(0.159, 3, 0.1, exact=True)))
     # a new browser session starts on the 2020 plan: current plan, "r = 1 draft", "Production copy"
-    assert row[2:] == ["11", moe_r1, "11", "yes"]
+    assert row[2:5] == ["11", moe_r1, "11"] and row[5].startswith("yes")  # the next cell's text may abut it
     t = suppression.threshold(budget.sigma2_stage2(0.159, 0.1, 3), 0.9999)
-    assert f"(T = {t})" in text
-    assert sum(len(p.images) for p in reader.pages) > 10
+    i = lines.index("Suppression T")  # the comparison's table of T by level, one column per plan
+    row = next(line for line in lines[i + 1:] if line.startswith("COUNTY Detailed")).split()
+    assert row[3] == str(t)  # the "r = 1 draft" column
+    assert sum(len(p.images) for p in reader.pages) >= 5
 
 
 def test_a_plan_file_keeps_its_name_when_imported(server, page, tmp_path):
@@ -473,6 +544,10 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
     _open(page, f"{server}/compare_spines", "Custom area, composed of published units")
     page.get_by_text("Verdict").first.wait_for(timeout=90_000)
     _settle(page, 1.0)
+    assert "Plan: sample-data plan (the data's own config.json)" in page.inner_text("body")  # by default
+    page.get_by_text("The 2020 production plan", exact=True).first.click()  # one click away
+    page.get_by_text("Plan: 2020 production plan.").first.wait_for(timeout=300_000)
+    _settle(page, 1.0)
     body = page.inner_text("body")
     assert "2 published unit(s)" in body and "Place 0600100" in body and "Tract 06001000100" in body
     _screenshot(page, "compare_spines")
@@ -483,9 +558,9 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
         rows = zf.read("composition.csv").decode().splitlines()
         assert len(rows) == 3 and "Place 0600100" in rows[2]
         assert zf.read("area.txt").decode().startswith("# custom area")
-    page.get_by_text("Spine optimisation", exact=True).first.click()
+    page.get_by_text("Spine optimisation", exact=True).last.click()  # the view (after the header's glossary link)
     page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
-        timeout=60_000)
+        timeout=300_000)  # the spine study takes minutes on a loaded machine
     _settle(page, 1.0)
     assert "Optimised 9 counties" in page.inner_text("body")
     _screenshot(page, "compare_spines_optimisation")
@@ -570,6 +645,14 @@ def _all_pages() -> list[str]:
     return list(PAGES) + [Path(m.path).stem for m in compare.METHODS]
 
 
+#: Every chart has a one-sentence text summary right under it (for readers who cannot see it).
+SUMMARIES = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]')].filter(c => {
+  const el = c.closest('[data-testid="stElementContainer"]') || c;
+  const next = el.nextElementSibling;
+  return !(next && (next.innerText || '').trim().startsWith('Chart summary:'));
+}).length"""
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_page_fits_at_common_widths(server, browser, width):
     """Nothing is cut off on any page, at a laptop's and a desk screen's width: key
@@ -581,6 +664,7 @@ def test_every_page_fits_at_common_widths(server, browser, width):
         for name in _all_pages():
             _open(page, f"{server}/{name}", "SafeTab-P")
             _nothing_cut_off(page, f"{name or 'overview'} at {width} px")
+            assert page.evaluate(SUMMARIES) == 0, f"{name}: a chart without its text summary"
             if name == "budget":  # the planner's other tabs
                 for tab in ("Race multiplicity r",):
                     page.get_by_role("tab", name=tab).click()
@@ -616,3 +700,85 @@ def test_typed_values_are_used_as_typed_or_refused_in_the_browser(server, page):
     if "ρ = 1e+06 means ε ≈ 1.01e+06" not in body:
         _screenshot(page, "typed_values_failure")
     assert "ρ = 1e+06 means ε ≈ 1.01e+06" in body and "essentially no privacy" in body, body[body.find("Budgets"):][:600]
+
+
+def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(server, page):
+    """Issue 21 item 3: a plan named with Markdown image and link syntax (and HTML) is
+    shown exactly as written; the browser asks no other host for anything and the page
+    holds no link or image made from it."""
+    from calculators.presets import production_2020
+    from ui import urlcodec
+
+    name = "![x](http://attacker.invalid/p.png) [click](http://attacker.invalid) <b>bold</b>"
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "attacker.invalid" in r.url else None)
+    token = urlcodec.encode(production_2020().updated(max_race_codes=4), name=name)
+    _open(page, f"{server}/?config={token}", "Current plan:")
+    sidebar = page.locator("[data-testid='stSidebar']").inner_text().replace("\u2060", "")  # invisible joiner
+    assert name in sidebar  # exactly as written
+    _open(page, f"{server}/scenarios?config={token}", "Compare plans side by side")
+    assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
+    found = page.evaluate("""() => [...document.querySelectorAll('a[href*="attacker"], img[src*="attacker"], b')]
+                             .filter(e => e.closest('[data-testid="stSidebar"], [data-testid="stMain"]'))
+                             .filter(e => e.tagName !== 'B' || e.innerText === 'bold').map(e => e.outerHTML)""")
+    assert found == [] and asked == []
+
+
+def _in_view(page, text: str) -> bool:
+    """Whether `text` is shown inside the browser window (not scrolled out of it)."""
+    box = page.get_by_text(text).first.bounding_box()
+    view = page.viewport_size
+    return box is not None and 0 <= box["y"] and box["y"] + box["height"] <= view["height"]
+
+
+def test_refused_values_are_said_in_view_at_1280_by_800(server, browser):
+    """Typing what a box cannot use shows the reason next to it, inside an 800 px high
+    window, and the plan keeps its value: a planner cell ('abc' as the USA Detailed MOE
+    target), gamma emptied with Ctrl+A, Backspace, Enter."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        _open(page, f"{server}/budget", "Stability S = 9")
+        table = page.locator("[data-testid='stDataFrame']").first
+        table.scroll_into_view_if_needed()
+        _type_in_cell(page, 3, 1, "abc")  # column 3: MOE target, row 1: USA Detailed
+        page.get_by_text("'abc' is not a number").first.wait_for()
+        _settle(page)
+        assert _in_view(page, "'abc' is not a number"), "the planner's message is out of view"
+        _type_in_cell(page, 3, 17, "abc")  # a row near the bottom of the table (PR-TRACT Detailed)
+        page.get_by_text("PR-TRACT Detailed, MOE target").first.wait_for()
+        _settle(page)
+        assert _in_view(page, "PR-TRACT Detailed, MOE target"), "the message scrolled away from the table"
+        page.evaluate("window.scrollTo(0, 0)")
+        _open(page, f"{server}/budget", "Stability S = 9")
+        box = page.get_by_role("textbox", name="Stage-1 fraction γ")
+        box.click()
+        box.press("Control+a")
+        box.press("Backspace")
+        box.press("Enter")
+        page.get_by_text("The box is empty").first.wait_for()
+        _settle(page)
+        assert _in_view(page, "The box is empty"), "the gamma box's message is out of view"
+        assert "Still in use: 0.1." in page.inner_text("[data-testid='stMain']")
+        assert "2020 production plan, edited" not in page.locator("[data-testid='stSidebar']").inner_text()
+        _screenshot(page, "typed_value_refused_1280", 1280)
+    finally:
+        context.close()
+
+
+def test_keyboard_focus_is_visible(server, page):
+    """Tabbing onto a sidebar link draws a clear outline (at least 2 px, contrast >= 3:1
+    with the background)."""
+    _open(page, server, "SafeTab-P Studio")
+    link = page.locator("[data-testid='stSidebarNav'] a").nth(1)
+    link.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    style = page.evaluate("""() => { const e = document.activeElement; const s = getComputedStyle(e);
+        return {tag: e.tagName, width: parseFloat(s.outlineWidth), style: s.outlineStyle, color: s.outlineColor}; }""")
+    assert style["tag"] == "A" and style["style"] != "none" and style["width"] >= 2, style
+    from ui import widgets
+
+    rgb = [int(x) for x in style["color"][style["color"].index("(") + 1:].split(")")[0].split(",")[:3]]
+    assert widgets.contrast("#%02x%02x%02x" % tuple(rgb), "#ffffff") >= 3.0, style

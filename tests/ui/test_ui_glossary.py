@@ -26,3 +26,28 @@ def test_search_matches_every_word_and_topic():
     assert {t.topic for t in glossary.search("", glossary.PRIVACY)} == {glossary.PRIVACY}
     assert glossary.search("no such word anywhere") == []
     assert len(glossary.search()) == len(glossary.TERMS) == len({t.term for t in glossary.TERMS})
+
+
+@pytest.mark.parametrize("word, term", [
+    ("OSED", "Off-spine entity distance (OSED)"), ("off-spine entity distance", "Off-spine entity distance (OSED)"),
+    ("spine", "Geographic spine"), ("bypass", "Bypassing"), ("invariant", "Invariant"),
+    ("subspace differential privacy", "Subspace differential privacy"), ("projection", "Projection"),
+    ("least squares", "Least squares"), ("tree dynamic program", "Tree dynamic program"),
+    ("relax-then-round", "Relax-then-round"), ("primary", "Primary suppression"),
+    ("complementary", "Complementary suppression"), ("audit", "Audit interval"),
+    ("p% dominance", "p% dominance rule"), ("(n, k)", "(n, k) dominance rule"), ("protection", "Protection"),
+])
+def test_every_compare_methods_term_is_found(word, term):
+    assert term in [t.term for t in glossary.search(word)]
+    assert len(glossary.find(term).meaning) > 120
+
+
+def test_every_term_a_compare_page_links_to_is_in_the_glossary():
+    from ui import compare
+
+    linked = [t for m in compare.METHODS for t in m.terms]
+    assert len(linked) >= 15
+    for t in linked:
+        assert glossary.link_params(t) == {"term": t} and glossary.find(t).topic == glossary.METHODS
+    with pytest.raises(KeyError):
+        glossary.link_params("no such term")
