@@ -9,7 +9,7 @@ that depend on the order of the columns and builds what the counting needs.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from engine._jit import jit
 
 #: per-value codes in `lut`: a code index >= 0, or
 NULL, UNKNOWN = -1, -2
@@ -18,7 +18,7 @@ NULL, UNKNOWN = -1, -2
 OK, NULL_FIRST, NOT_A_CODE, AFTER_NULL = 0, 1, 2, 3
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def race_rows(i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, limit, race, truncated, kind):
     """For each row: the problems of its 8 QRACE cells (`kind`), its distinct codes
     among QRACE1..QRACE{limit} in ascending order, -1 padded (`race`), and whether a
@@ -91,7 +91,7 @@ def race_rows(i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, li
     return problems
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def factorize(values):
     """(codes, uniques): codes[i] is the index in `uniques` of values[i] (int64), the
     uniques in order of first appearance (an open-addressing hash table)."""
@@ -120,7 +120,7 @@ def factorize(values):
     return codes, uniques[:m]
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def encode_rows(age_i, age_v, sex_i, sex_v, hh_i, hh_ok, cen_i, cen_ok, block,
                 i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, limit,
                 span_i, eth_v, age_bin, race, truncated, eth, cell):

@@ -15,7 +15,7 @@ tests compare the two).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from engine._jit import jit
 
 PIPE = 124  # "|"
 NEWLINE = 10  # "\n"
@@ -23,7 +23,7 @@ MINUS = 45  # "-"
 ZERO = 48  # "0"
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def format_rows(reg_bytes, reg_off, region, middle, code_bytes, code_off, code, lab_bytes, lab_off, label,
                 values, out):
     """Write len(region) rows into `out` (large enough: see `row_bound`); returns the

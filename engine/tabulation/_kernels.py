@@ -16,7 +16,7 @@ contiguous and `piece_rows[p]:piece_rows[p + 1]` are those of piece p.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from engine._jit import jit
 
 N_CELLS = 46
 #: Capacity of characteristic-key ids inside packed count-table keys (a constant, so
@@ -24,7 +24,7 @@ N_CELLS = 46
 CK_CAP = 1 << 24
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def key_records(combo_of, eth_of, race_off, race_mem, eth_off, eth_mem):
     """The groups of every characteristic key for several memberships at once.
 
@@ -57,7 +57,7 @@ def key_records(combo_of, eth_of, race_off, race_mem, eth_off, eth_mem):
     return rec
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def totals_all(key, count, piece_rows, p0, p1, rec, piece_region, level_cls, level_nit, out_base, out,
                use_priv, priv_base, priv):
     """True totals of several levels in one pass over the pieces p0..p1-1 of the table.
@@ -101,7 +101,7 @@ def totals_all(key, count, piece_rows, p0, p1, rec, piece_region, level_cls, lev
                             out[b + rec[cls, ck, j]] += c
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def level_cells(key, count, piece_rows, p0, p1, rec, cls, piece_region, n_it, wanted_region, slot, out):
     """out[slot[g], cell] += count for the wanted groups g of one level (membership `cls`
     of the records), from the pieces p0..p1-1; slot[g] is -1 for the others. Pieces of
@@ -127,7 +127,7 @@ def level_cells(key, count, piece_rows, p0, p1, rec, cls, piece_region, n_it, wa
             i = j_end
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def _sort_small(a, n):
     for i in range(1, n):
         v = a[i]
@@ -138,7 +138,7 @@ def _sort_small(a, n):
         a[j + 1] = v
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def combo_groups(c_off, c_codes, aoic_off, aoic_mem, alone_off, alone_mem, n_it):
     """The race groups of every combo (CSR offsets, members ascending): the union of
     its codes' alone-or-in-any-combination iterations and the iterations that every
@@ -185,7 +185,7 @@ def combo_groups(c_off, c_codes, aoic_off, aoic_mem, alone_off, alone_mem, n_it)
     return out_off, members
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def merge_runs(keys, counts, starts):
     """Merge sorted runs keys[starts[i]:starts[i + 1]] into one sorted run of distinct
     keys with summed counts (a binary heap over the runs' heads)."""
@@ -237,7 +237,7 @@ def merge_runs(keys, counts, starts):
     return out_k[:m], out_c[:m]
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def count_sorted(keys):
     """Distinct values of a SORTED array and how often each occurs."""
     n = keys.shape[0]
@@ -261,7 +261,7 @@ N_KEYS, N_COMBOS, NEW_KEYS, NEW_COMBOS, FILL_KEYS, FILL_COMBOS = range(6)
 EMPTY = -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _mix(a, b):
     # MurmurHash3's 64-bit finaliser of the two words combined
     x = np.uint64(a) ^ (np.uint64(b) * np.uint64(0x9E3779B97F4A7C15))
@@ -273,7 +273,7 @@ def _mix(a, b):
     return x
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def charkey_ids(race, eth, start, bits, per_word, single, n_single, keys, combos, counters,
                 out, new_key_rows, new_key_combo, new_combo_rows):
     """Characteristic-key id of rows start.. of `race` (n, 8 ascending code indices, -1
@@ -343,7 +343,7 @@ def charkey_ids(race, eth, start, bits, per_word, single, n_single, keys, combos
     return race.shape[0]
 
 
-@njit(cache=True, nogil=True)
+@jit()
 def rehash(keys, combos, new_keys, new_combos):
     """Move both tables into larger (empty, power-of-two sized) ones."""
     k_mask = np.uint64(new_keys.shape[0] - 1)
