@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from benchmarks._shared import SMALL_FLAG, ensure_sample, result, workdir  # noqa: E402
 
 
 def _load() -> str:
@@ -37,17 +39,6 @@ def _load() -> str:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "n/a"
-
-
-def ensure_sample(n: int, spec: Path | None, workdir: Path) -> Path:
-    root = workdir / f"nation-{n}-{spec.name if spec else 'synthetic'}"
-    if not (root / ".complete").exists():
-        print(f"generating {n:,} persons into {root} (not timed) ...", flush=True)
-        cmd = [sys.executable, "-m", "engine", "sample", "--persons", str(n), "--overwrite", "--quiet"]
-        cmd += ["--spec", str(spec), str(root)] if spec else [str(root)]
-        subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-        (root / ".complete").write_text("ok")
-    return root
 
 
 def run_once(root: Path, out: Path, method: str) -> dict:
@@ -61,7 +52,8 @@ def run_once(root: Path, out: Path, method: str) -> dict:
     m = json.loads((out / "manifest.json").read_text())
     c = m["postprocessing"]["consistency"]
     return {"wall": wall, "stage": c.get("seconds", 0.0), "adjust": c.get("adjust_seconds", 0.0),
-            "violations_before": c.get("violations_before"), "groups": c.get("groups_adjusted"),
+            "violations_before": c.get("violations_before"), "violations_after": c.get("violations_after"),
+            "groups": c.get("groups_adjusted"),
             "tracts": m["levels"].get("(TRACT, 2)", {}).get("regions"),
             "iterations": m["levels"].get("(TRACT, 2)", {}).get("iterations")}
 
@@ -72,13 +64,22 @@ def main() -> None:
     ap.add_argument("--spec", type=Path, default=None, help="spec files (and config.json); default: generated")
     ap.add_argument("--methods", nargs="+", default=["least-squares", "tree-dp"])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--workdir", type=Path, default=Path("/tmp/safetab-consistency-bench"))
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="where the sample is generated (default /tmp/safetab-consistency-bench; with --small a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the generated sample")
+    ap.add_argument(SMALL_FLAG, action="store_true", help="20,000 persons, one run per method (CI)")
     args = ap.parse_args()
+    if args.small:
+        args.persons, args.repeat = 2e4, 1
     n = int(args.persons)
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    root = ensure_sample(n, args.spec, args.workdir)
-    out = args.workdir / "out"
+    figures = {}
+    with workdir(args.workdir, args.small, "/tmp/safetab-consistency-bench") as folder:
+        _run(args, n, figures, Path(folder))
+
+
+def _run(args, n: int, figures: dict, folder: Path) -> None:
+    root = ensure_sample(n, args.spec, folder, "txt")
+    out = folder / "out"
     print(f"{n:,} persons, spec {args.spec or 'generated'}, {os.cpu_count()} cores, load average {_load()}")
     print(f"{'method':>14} {'wall s':>8} {'stage s':>8} {'adjust s':>9} {'rest s':>8} {'stage/rest':>10}  target")
     try:
@@ -89,18 +90,24 @@ def main() -> None:
             adjust = statistics.median(r["adjust"] for r in runs)
             rest = statistics.median(r["wall"] - r["stage"] for r in runs)
             verdict = "" if method == "none" else ("met" if stage <= rest else "MISSED")
+            figures[method] = {"wall": wall, "stage": stage, "adjust": adjust, "rest": rest,
+                               "violations_after": max(r["violations_after"] or 0 for r in runs)}
             print(f"{method:>14} {wall:>8.1f} {stage:>8.2f} {adjust:>9.2f} {rest:>8.1f} {stage / rest:>10.3f}  "
                   f"{verdict}", flush=True)
             if method != "none":
                 r = runs[0]
                 print(f"{'':>14} {r['groups']:,} released groups in the trees ({r['tracts']:,} tracts, "
                       f"{r['iterations']:,} sub-state Detailed iterations), {r['violations_before']:,} "
-                      f"violations before, 0 after; walls {[round(x['wall'], 1) for x in runs]}", flush=True)
+                      f"violations before, {r['violations_after']:,} after; walls {[round(x['wall'], 1) for x in runs]}", flush=True)
     finally:
         shutil.rmtree(out, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print(f"load average after: {_load()}")
+    adjusted = {m: f for m, f in figures.items() if m != "none"}
+    result(persons=n, methods=figures,
+           checks={"nested levels add up after every method (0 violations)":
+                   bool(adjusted) and all(f["violations_after"] == 0 for f in adjusted.values())})
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 from calculators.levels import PopulationGroupLevel  # noqa: E402
 from engine.reports.legacy import LegacyOptions, legacy_release  # noqa: E402
 from engine.run import prepare  # noqa: E402
+from benchmarks._shared import SMALL_FLAG, result  # noqa: E402
 
 
 def _load() -> str:
@@ -42,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3, help="timed runs per level (default 3; the median is quoted)")
     p.add_argument("--no-hierarchy", dest="hierarchy", action="store_false",
                    help="protect each level alone (the audit still uses the hierarchy)")
+    p.add_argument(SMALL_FLAG, action="store_true", help="COUNTY Regional only, one run (CI)")
     args = p.parse_args(argv)
+    if args.small:
+        args.levels, args.reps = ["(COUNTY, 1)"], 1
+    figures, underprotected = {}, 0
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {_load()} (before)")
     t = time.perf_counter()
     prepared = prepare(args.params, args.data)
@@ -60,14 +65,17 @@ def main(argv: list[str] | None = None) -> int:
               f"{runs[-1].parts:,} connected parts with a primary")
         for name, vals in phases.items():
             print(f"  {name:>18}: median {statistics.median(vals):6.1f} s (min {min(vals):.1f}, max {max(vals):.1f})")
+        figures[key] = {"lps": runs[-1].lps, **{name: statistics.median(vals) for name, vals in phases.items()}}
         for lk, v in s.items():
             a = v["audit"]
+            underprotected += a["primaries_underprotected"]
             print(f"  {lk}: {v['groups_published']:,} of {v['groups']:,} groups published; "
                   f"withheld in published tables: {v['withheld_primary']:,} primary, "
                   f"{v['withheld_complementary']:,} complementary; audit: {a['withheld_counts']:,} withheld counts, "
                   f"{a['recovered_exactly']:,} recovered exactly ({a['recovered_exactly_nonzero']:,} above 0), "
                   f"{a['primaries_underprotected']:,} primaries under-protected")
     print(f"\nload average {_load()} (after)")
+    result(levels=figures, checks={"audit: no primary suppression under-protected": underprotected == 0})
     return 0
 
 

@@ -42,6 +42,7 @@ lengthens the wall times (CPU times less so).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -53,6 +54,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from benchmarks._shared import result  # noqa: E402
 
 #: Targets of issue 23: the projection of a whole plan, and profile time / run time.
 TARGET_PROJECT_MS = 50.0
@@ -198,7 +200,12 @@ def bench_profile_vs_run(nation: Path, work: Path) -> dict:
     ratio = prof["wall_s"] / run["wall_s"]
     print(f"  profile / run: {ratio:.2f} (wall), {prof['cpu_s'] / run['cpu_s']:.2f} (CPU); target: profile within "
           f"the time of a run (ratio <= 1): {'met' if ratio <= 1 else 'NOT met'}")
-    return {"profile": prof, "run": run, "ratio": ratio}
+    from engine.reports.profile import read_profile
+
+    # the profile and the run count the same persons (the run's operator file holds its exact count)
+    operator = json.loads((work / "release.CONFIDENTIAL-operator.json").read_text())
+    same = read_profile(work / "p.json.gz").persons == operator["confidential"]["persons"]["counted"]
+    return {"profile": prof, "run": run, "ratio": ratio, "same_persons": same}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {_load()} ({os.cpu_count()} CPUs)")
     profiles = REPO / "sample_data" / "profiles"
     path = profiles / ("sample.profile.json" if args.small else "nation330.profile.json.gz")
-    rows = bench_projection(path, reps)
+    figures = {}
+    rows = figures["projections"] = bench_projection(path, reps)
     worst = max(r["whole_median_ms"] for r in rows if not r["plan"].startswith("tiny"))
     print(f"projection of a whole plan from scratch, slowest median (plans of usual budgets): {worst:.1f} ms "
           f"(target < {TARGET_PROJECT_MS:.0f} ms: {'met' if worst < TARGET_PROJECT_MS else 'NOT met'})")
@@ -229,8 +237,13 @@ def main(argv: list[str] | None = None) -> int:
                            cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         if nation is not None:
             print(f"profile against run on {nation}:")
-            bench_profile_vs_run(nation, work)
+            figures["profile_vs_run"] = bench_profile_vs_run(nation, work)
     print(f"load average after: {_load()}")
+    checks = {"a whole plan projected in every plan": len(rows) == len(_plans()) and all(
+        r["whole_median_ms"] > 0 for r in rows)}
+    if "profile_vs_run" in figures:
+        checks["profile and run count the same persons"] = figures["profile_vs_run"].pop("same_persons")
+    result(**figures, checks=checks)
     return 0
 
 

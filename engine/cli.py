@@ -140,8 +140,12 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--layout", choices=["studio", "production", "both"], default="studio",
                     help="studio: accuracy.csv (95th percentile of |error| vs predicted MOE); production: the "
                          "Census production layouts, error_report.csv (per population group, first trial) and "
-                         "multi_run_error_report.csv (all trials), with the trials kept in OUT_DIR/single_runs/; "
-                         "both: all three from the same releases (default studio)")
+                         "multi_run_error_report.csv (all trials); both: all three from the same releases "
+                         "(default studio)")
+    sp.add_argument("--keep-trials", action="store_true",
+                    help="also keep each trial's release under OUT_DIR/single_runs/trial_<i> (marked NOT FOR "
+                         "RELEASE as trials of a study; no operator file). By default the reports are computed "
+                         "from each trial as it is tabulated and no release is written")
     sp.add_argument("--invariant", choices=["USA", "STATE", "COUNTY"], default=None,
                     help="NOT SafeTab-P: compare the release with this level's true totals held exact (see run "
                          "--invariant) against the plain release, on the same noise in every trial; writes "
@@ -433,6 +437,13 @@ def _dispatch(args, progress: _Progress) -> int:
 
         if args.trials < 1:
             raise ValueError("--trials must be at least 1")
+        if getattr(args, "invariant", None) and args.consistency is not None:
+            raise ValueError("--invariant and --consistency cannot be combined: each compares its own "
+                             "post-processing of the nested levels with the plain release (docs/invariants.md, "
+                             "docs/consistency.md); run them as two studies")
+        if args.keep_trials and (args.invariant or args.consistency is not None or args.release is not None):
+            raise ValueError("--keep-trials keeps the releases of a study's trials; it does not apply with "
+                             "--invariant, --consistency or --release")
         if getattr(args, "invariant", None):
             from engine.reports.invariants import format_comparison, invariant_accuracy
             from engine.tabulation.invariants import WARNING
@@ -461,13 +472,15 @@ def _dispatch(args, progress: _Progress) -> int:
             return EXIT_OK
         report = accuracy_report(args.params_dir, args.data_dir, args.out_dir, trials=args.trials, seed=args.seed,
                                  release_dir=args.release, overwrite=args.overwrite, progress=progress,
-                                 layout=args.layout)
+                                 layout=args.layout, keep_trials=args.keep_trials)
         progress.close()
         if args.layout != "production":
             print(format_report(report))
             print(f"Wrote {args.out_dir / 'accuracy.csv'} and accuracy.json")
         if args.layout != "studio":
             print(f"Wrote {args.out_dir / 'error_report.csv'} and multi_run_error_report.csv (production layouts)")
+        if args.keep_trials:
+            print(f"Kept the trials' releases in {args.out_dir / 'single_runs'} (NOT FOR RELEASE: trials of this study)")
         return EXIT_OK
 
     if args.command == "legacy":

@@ -13,16 +13,18 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
-import pyarrow as pa
 
 from calculators.config import SafeTabConfig
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
-from engine.tabulation.aggregate import Aggregator, CountTable, LevelCounts, LocalAggregator, is_coarse, level_counts
-from engine.tabulation.flatmap import IterationCatalog
+from engine.tabulation.aggregate import (
+    Aggregator, CellCache, CountTable, KeyRecords, LevelCounts, LocalAggregator, all_totals, level_counts,
+)
+from engine.tabulation.flatmap import IterationCatalog, geo_class
 from engine.tabulation.mechanism import LevelPlan, Noise, level_plan, tabulate_level
 from engine.tabulation.mechanism import TOTAL_ONLY
-from engine.tabulation.postprocess import CoterminousStash, Published, StashedRows, postprocess_chunk
+from engine.tabulation.postprocess import CoterminousStash, GroupRows, Published, StashedRows, postprocess_chunk
 from engine.inputs.validate import Inputs, load_inputs
+from engine.timing import Phases, process_cpu
 
 Progress = Callable[[str, float, float], None]
 #: Groups tabulated at once; bounds memory independently of the universe size.
@@ -40,16 +42,43 @@ class Prepared:
     stability: dict[PopulationGroupLevel, int]
     plans: dict[PopulationGroupLevel, LevelPlan]
     timings: dict[str, float] = field(default_factory=dict)
+    #: Wall-clock and CPU seconds per phase of the work done with these inputs.
+    phases: Phases = field(default_factory=Phases)
     _memberships: dict = field(default_factory=dict, repr=False)
-    _merged: dict = field(default_factory=dict, repr=False)
+    _records: KeyRecords | None = field(default=None, repr=False)
+    _totals: dict = field(default_factory=dict, repr=False)
+    #: Keep every level's table cells once counted (`CellCache`), for the trials of a
+    #: study (a single run counts them once and needs no cache).
+    keep_cells: bool = False
+    _cells: dict = field(default_factory=dict, repr=False)
 
     @property
     def levels(self) -> list[PopulationGroupLevel]:
         return list(self.plans)
 
     def counts(self, level: PopulationGroupLevel) -> LevelCounts:
-        return level_counts(self.table, self.inputs, self.catalog, level, self.stability[level],
-                            self._memberships, merged=self._merged)
+        """The counts of every population group of a level (`engine.tabulation.aggregate`):
+        `.totals()` and `.cells_of(groups)`; the public counting entry point."""
+        counts = level_counts(self.table, self.inputs, self.catalog, level, self.stability[level],
+                              self._memberships, records=self._records)
+        counts.known_totals = self._totals.get(level)
+        if self.keep_cells:
+            counts.cell_cache = self._cells.setdefault(level, CellCache())
+        return counts
+
+    def compute_totals(self) -> None:
+        """The totals of every tabulated level, in one pass over the count table (kept
+        for the later `counts` of this run, and of every trial of a study)."""
+        todo = [lvl for lvl in self.levels if lvl not in self._totals]
+        if not todo:
+            return
+        counts = [self.counts(lvl) for lvl in todo]
+        classes = sorted({(geo_class(lvl.geo), lvl.iteration_level) for lvl in self.levels})
+        if self._records is None or not set(classes) <= set(self._records.classes):
+            self._records = KeyRecords.build(classes, [self._memberships[c] for c in classes], self.table.charkeys)
+        for c in counts:
+            c.records = self._records
+        self._totals.update(zip(todo, all_totals(self.table, counts)))
 
     def universe_size(self, level: PopulationGroupLevel) -> int:
         return self.inputs.geography.n_regions(level.geo) * len(self.catalog.iterations(level.geo, level.iteration_level))
@@ -61,10 +90,13 @@ def prepare(params_dir: str | Path, data_dir: str | Path, progress: Progress | N
 
     `config`, if given, is used instead of PARAMS_DIR/config.json.
     """
+    phases = Phases()
     t0 = time.perf_counter()
-    inputs = load_inputs(params_dir, data_dir, config=config)
+    with phases("load_inputs"):
+        inputs = load_inputs(params_dir, data_dir, config=config)
     t1 = time.perf_counter()
-    table = (aggregator or LocalAggregator()).count(inputs, progress=progress)
+    with phases("read_and_count_persons"):
+        table = (aggregator or LocalAggregator()).count(inputs, progress=progress)
     t2 = time.perf_counter()
     catalog = IterationCatalog(inputs.specs)
     config = inputs.config
@@ -75,7 +107,7 @@ def prepare(params_dir: str | Path, data_dir: str | Path, progress: Progress | N
         for lvl in config.tabulated_levels()
         if inputs.geography.n_regions(lvl.geo) > 0
     }
-    prepared = Prepared(inputs, table, catalog, stability, plans)
+    prepared = Prepared(inputs, table, catalog, stability, plans, phases=phases)
     prepared.timings = {"load_inputs": t1 - t0, "read_and_count_persons": t2 - t1}
     return prepared
 
@@ -97,26 +129,38 @@ def iter_published(
     truth: bool = False,
     progress: Progress | None = None,
     chunk_groups: int = CHUNK_GROUPS,
+    phases: Phases | None = None,
 ) -> Iterator[tuple[LevelCounts, Published]]:
-    """Tabulate every level, chunk by chunk, yielding post-processed results."""
+    """Tabulate every level, chunk by chunk, yielding post-processed results (timed
+    into `phases`, by default the prepared inputs' own)."""
     allow_negative = prepared.inputs.config.allow_negative_counts
     total_groups = sum(prepared.universe_size(lvl) for lvl in prepared.levels)
     done = 0
-    levels = list(prepared.plans.items())
-    for i, (lvl, plan) in enumerate(levels):
-        if not any(is_coarse(prepared.inputs, later.geo) for later, _p in levels[i:]):
-            prepared._merged.clear()  # per-region sums of coarse levels are no longer needed
+    phases = prepared.phases if phases is None else phases
+    with phases("level_totals"):
+        prepared.compute_totals()
+    for lvl, plan in prepared.plans.items():
         if truth:
             # The ground truth publishes every group: nothing is suppressed.
             plan = replace(plan, suppression_threshold=None)
         counts = prepared.counts(lvl)
         detailed_only = prepared.catalog.detailed_only(lvl.geo, lvl.iteration_level)
-        for res in tabulate_level(plan, counts, detailed_only, noise, truth=truth, chunk_groups=chunk_groups):
-            pub = postprocess_chunk(res, plan, allow_negative or truth)
+        for res in tabulate_level(plan, counts, detailed_only, noise, truth=truth, chunk_groups=chunk_groups,
+                                  phases=phases):
+            with phases("postprocess"):
+                pub = postprocess_chunk(res, plan, allow_negative or truth)
             done += res.g1 - res.g0
             if progress:
                 progress(f"tabulating {lvl.geo}, level {lvl.iteration_level}", done, total_groups)
             yield counts, pub
+
+
+def publish_trial(prepared: Prepared, noise: Noise, sinks: tuple, progress: Progress | None = None,
+                  coterminous: bool = True) -> dict:
+    """One trial of a study: tabulate with `noise` and hand what every set of groups
+    publishes (`GroupRows`: the counts `run` would write with the same noise, and their
+    truth) to the sinks; nothing is written. Returns the run's statistics."""
+    return _write_release(prepared, None, noise, False, coterminous, progress, sinks=sinks)
 
 
 def make_noise(privacy_defn: str, source) -> Noise:
@@ -147,6 +191,8 @@ def run(
     prepared: Prepared | None = None,
     consistency: str = "none",
     invariant: str | None = None,
+    study: str | None = None,
+    sinks: tuple = (),
 ) -> RunResult:
     """Validate, tabulate and write a release (or, with `truth`, the noise-free tables).
 
@@ -159,6 +205,9 @@ def run(
     first, and the free disk space once the universe is known, before any noise
     (`engine.release.publish`); `RunResult.manifest` is the full manifest, the
     `confidential` block included, which manifest.json on disk leaves out.
+    `study` (a description) marks the output as a trial of an accuracy study: NOT FOR
+    RELEASE whatever its noise, and no operator file. `sinks` also receive what every
+    set of groups publishes (`GroupRows`, with the truth), e.g. accuracy reports.
     """
     from engine import noise as _noise
     from engine.release.manifest import build_manifest
@@ -172,10 +221,14 @@ def run(
     if invariant is not None and consistency != "none":
         raise ValueError("--invariant and --consistency cannot be combined (each adjusts the nested levels its own "
                          "way; see docs/invariants.md)")
-    writer = ReleaseWriter(out_dir, overwrite=overwrite, inputs=(("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir)))
+    writer = ReleaseWriter(out_dir, overwrite=overwrite, inputs=(("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir)),
+                           operator_file=study is None)
     try:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
+            phases = prepared.phases
+        else:
+            phases = Phases()  # this run's own (prepared inputs may serve several runs)
         if invariant is not None and not truth:
             from engine.tabulation.invariants import check
 
@@ -188,13 +241,18 @@ def run(
         t0 = time.perf_counter()
         stats = _write_release(prepared, writer, noise, truth, coterminous, progress, consistency,
                                invariant=None if truth else invariant,
-                               tiebreak=source.words if source is not None else None)
+                               tiebreak=source.words if source is not None else None, phases=phases, sinks=sinks)
         t1 = time.perf_counter()
         timings = dict(prepared.timings)
         timings["tabulate_and_write"] = t1 - t0
         timings["total"] = t1 - started
+        timings["process_cpu"] = process_cpu()
         manifest = build_manifest(prepared, stats, writer.rows, source=source, truth=truth,
                                   coterminous=coterminous, timings=timings)
+        manifest["phases"] = phases.summary()
+        if study is not None:
+            manifest["mode"] = {**manifest["mode"], "kind": "accuracy study trial", "for_release": False,
+                                "note": f"NOT FOR RELEASE: {study}"}
         out = writer.finish(manifest)
     except BaseException:
         writer.abort()
@@ -204,13 +262,27 @@ def run(
 
 def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterminous: bool,
                    progress: Progress | None, consistency: str = "none", invariant: str | None = None,
-                   tiebreak=None) -> dict:
+                   tiebreak=None, phases: Phases | None = None, sinks: tuple = ()) -> dict:
+    """Tabulate every level and hand what each set of groups publishes (`GroupRows`,
+    coterminous copies resolved) to `writer` (a `ReleaseWriter`, or None: nothing is
+    written) and to every sink (`sink.add(rows)`, e.g. accuracy reports). Returns the
+    statistics of the manifest."""
     geo = prepared.inputs.geography
     sets = geo.coterminous_sets() if coterminous else []
     stash = CoterminousStash(sets)
-    region_arrays = {g: pa.array(geo.regions[g].astype(str)) for g in geo.regions}
-    all_codes = list(prepared.inputs.specs.iterations)
+    all_codes = np.array(list(prepared.inputs.specs.iterations), dtype=object)
     code_id = {c: i for i, c in enumerate(all_codes)}
+    if phases is None:
+        phases = Phases()
+
+    def publish(rows: GroupRows) -> None:
+        if writer is not None:
+            with phases("write_rows"):
+                writer.write_groups(rows)
+        for sink in sinks:
+            with phases("reports"):
+                sink.add(rows)
+
     stats: dict[str, dict] = {}
     # The hierarchy stage keeps the nested levels until all are tabulated (docs/consistency.md).
     stage = None
@@ -229,19 +301,29 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
         if mask is not None:
             stashed = mask[groups // n_it]
             if stash_members:
-                stash.add(pub, lvl.geo, groups[stashed], n_it, np.array([code_id[c] for c in codes], np.int32))
+                with phases("coterminous"):
+                    stash.add(pub, lvl.geo, groups[stashed], n_it, np.array([code_id[c] for c in codes], np.int32))
         if not write:
             return
         keep = ~stashed
+        every = bool(keep.all())
         tables = {}
         for k, (tg, cells, marg) in pub.tables.items():
             sel = ~stashed[tg - pub.g0]
-            tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel])
-        _write_groups(writer, f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, region_arrays[lvl.geo],
-                      pa.array(codes.astype(str)), groups[keep] // n_it, groups[keep] % n_it,
-                      pub.t1[keep], pub.released[keep], tables)
+            if not sel.any():
+                continue
+            true_cells = pub.true_tables.get(k) if pub.true_tables else None
+            tables[k] = (tg[sel] // n_it, tg[sel] % n_it, cells[sel], marg[sel],
+                         None if true_cells is None else true_cells[sel])
+        g = groups if every else groups[keep]
+        publish(GroupRows(f"{lvl.geo}-{lvl.iteration_level}", lvl.geo, lvl.iteration_level, geo.regions[lvl.geo],
+                          codes, g // n_it, g % n_it, pub.t1 if every else pub.t1[keep],
+                          pub.released if every else pub.released[keep],
+                          pub.stat_level if every else pub.stat_level[keep],
+                          None if pub.true_total is None else pub.true_total if every else pub.true_total[keep],
+                          tables))
 
-    for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress):
+    for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress, phases=phases):
         lvl = pub.plan.level
         st = stats.setdefault(lvl.key, {"groups": 0, "total_only": 0, "stat_level_0": 0, "stat_level_1": 0,
                                         "stat_level_2": 0, "stat_level_3": 0, "suppressed": 0, "noise_draws": 0})
@@ -259,7 +341,8 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
             emit(counts, pub, write=False)  # members are stashed now, the rest written once adjusted
         else:
             emit(counts, pub)
-    rows = stash.resolve()
+    with phases("coterminous"):
+        rows = stash.resolve()
     if stage is not None:
         from engine.tabulation.consistency import DESCRIPTIONS, adjuster
 
@@ -283,26 +366,16 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
                                     "forests": res.stats["forests"]}
     if sets:
         if rows is not None:
-            _write_coterminous(writer, geo, rows, pa.array(all_codes))
+            with phases("coterminous"):
+                for out in _coterminous_rows(rows, geo, all_codes):
+                    publish(out)
         stats["coterminous"] = {"sets": len(sets), "groups": len(rows) if rows else 0,
                                 "groups_copied": rows.copied if rows else 0}
     return stats
 
 
-def _write_groups(writer, part: str, geo_name: str, regions: pa.Array, codes: pa.Array, region_idx: np.ndarray,
-                  iteration_idx: np.ndarray, t1: np.ndarray, released: np.ndarray,
-                  tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
-    """Write T1 rows (released), suppressed rows, and T2 tables of a set of groups."""
-    writer.write_t1(part, regions.take(pa.array(region_idx[released])), geo_name,
-                    codes.take(pa.array(iteration_idx[released])), t1[released])
-    writer.write_suppressed(part, regions.take(pa.array(region_idx[~released])), geo_name,
-                            codes.take(pa.array(iteration_idx[~released])))
-    for k, (r, i, cells, marg) in sorted(tables.items()):
-        writer.write_t2(part, regions.take(pa.array(r)), geo_name, codes.take(pa.array(i)), k, cells, marg)
-
-
-def _write_coterminous(writer, geo, rows: StashedRows, codes: pa.Array) -> None:
-    """Write the coterminous members' groups, each with the outputs of its source row."""
+def _coterminous_rows(rows: StashedRows, geo, codes: np.ndarray) -> Iterator[GroupRows]:
+    """The coterminous members' groups, each with the outputs of its source row (SPEC §1)."""
     s_all = rows.src
     for gi, g in enumerate(rows.geos):
         for lvl in (1, 2):
@@ -316,6 +389,9 @@ def _write_coterminous(writer, geo, rows: StashedRows, codes: pa.Array) -> None:
                 sel = stat == k
                 if sel.any():
                     j = np.searchsorted(trow, s[sel])
-                    t_out[k] = (rows.region[idx][sel], rows.code[idx][sel], cells[j], marg[j])
-            _write_groups(writer, f"coterminous-{g}-{lvl}", g, pa.array(geo.regions[g].astype(str)), codes,
-                          rows.region[idx], rows.code[idx], rows.t1[s], rows.released[s], t_out)
+                    # members cover the same blocks: the source's true cells are theirs too
+                    true = rows.true_tables[k][j] if rows.true_tables and k in rows.true_tables else None
+                    t_out[k] = (rows.region[idx][sel], rows.code[idx][sel], cells[j], marg[j], true)
+            yield GroupRows(f"coterminous-{g}-{lvl}", g, lvl, geo.regions[g], codes, rows.region[idx],
+                            rows.code[idx], rows.t1[s], rows.released[s], stat,
+                            None if rows.true_total is None else rows.true_total[idx], t_out)

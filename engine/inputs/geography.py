@@ -43,6 +43,16 @@ class Geography:
     regions: dict[str, np.ndarray] = field(default_factory=dict)
     piece_region: dict[str, np.ndarray] = field(default_factory=dict)
     block_region: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _lookup: _BlockLookup | None = field(default=None, init=False, repr=False, compare=False)
+
+    def block_index(self, keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(index in `block_keys` of each ST+COU+TRACT+BLK key, 0 where absent; found).
+
+        The lookup is built once per geography (a batch of persons used to rebuild a hash
+        table of every block: most of the reading time of a national run)."""
+        if self._lookup is None:
+            self._lookup = _BlockLookup.of(self.block_keys)
+        return self._lookup.find(keys)
 
     @property
     def levels(self) -> list[str]:
@@ -123,8 +133,8 @@ def check_grf(batch: Batch, log: ProblemLog, file: str = "GRF-C.txt") -> np.ndar
     ok = np.ones(t.num_rows, dtype=bool) if batch.reported is None else ~batch.reported
     for col, width in _WIDTHS.items():
         arr = t[col]
-        # [0-9] (ASCII), not utf8_is_digit, which also takes other scripts' digits
-        good = pc.match_substring_regex(arr, f"^[0-9]{{{width}}}$")
+        # [0-9] (ASCII), not utf8_is_digit alone, which also takes other scripts' digits
+        good = pc.and_(pc.and_(pc.string_is_ascii(arr), pc.utf8_is_digit(arr)), pc.equal(pc.utf8_length(arr), width))
         bad = ~good.to_numpy(zero_copy_only=False)
         _log_rows(log, file, batch, col, arr, bad, f"{width} digits")
         ok &= ~bad
@@ -159,6 +169,48 @@ def _log_rows(log: ProblemLog, file: str, batch: Batch, col: str, arr, bad: np.n
     for i, v in zip(shown, vals):
         log.add(file, batch.line(i), col, v, expected)
     log.count(len(idx) - len(shown))
+
+
+_KEY_WIDTH = sum(_WIDTHS[c] for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK"))
+
+
+def _digit_keys(keys: pa.Array) -> np.ndarray:
+    """Mask of the keys made of exactly _KEY_WIDTH ASCII digits (they fit an int64)."""
+    ok = pc.and_(pc.and_(pc.string_is_ascii(keys), pc.utf8_is_digit(keys)),
+                 pc.equal(pc.utf8_length(keys), _KEY_WIDTH))
+    return ok.to_numpy(zero_copy_only=False)
+
+
+@dataclass(frozen=True)
+class _BlockLookup:
+    """The blocks' 15-digit keys as sorted integers (binary search), or, if some key is not
+    15 ASCII digits (a geography not read from a checked GRF-C), the keys themselves."""
+
+    keys: pa.Array
+    sorted_codes: np.ndarray | None = None
+    order: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, keys: pa.Array) -> _BlockLookup:
+        if len(keys) == 0 or not _digit_keys(keys).all():
+            return cls(keys)
+        codes = pc.cast(keys, pa.int64()).to_numpy(zero_copy_only=False)
+        order = np.argsort(codes, kind="stable")
+        return cls(keys, codes[order], order)
+
+    def find(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        if self.sorted_codes is None:
+            idx = pc.index_in(values, value_set=self.keys)
+            found = pc.is_valid(idx).to_numpy(zero_copy_only=False)
+            return pc.fill_null(idx, 0).to_numpy(zero_copy_only=False).astype(np.int64), found
+        # a key that is not 15 ASCII digits equals no block's key
+        digits = _digit_keys(values)
+        codes = np.full(len(values), -1, np.int64)
+        if digits.any():
+            codes[digits] = pc.cast(values.filter(pa.array(digits)), pa.int64()).to_numpy(zero_copy_only=False)
+        pos = np.minimum(np.searchsorted(self.sorted_codes, codes), len(self.sorted_codes) - 1)
+        found = digits & (self.sorted_codes[pos] == codes)
+        return np.where(found, self.order[pos], 0).astype(np.int64), found
 
 
 def block_keys(t: pa.Table) -> pa.Array:

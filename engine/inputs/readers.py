@@ -127,21 +127,28 @@ class Batch:
         return bad if self.reported is None else bad & ~self.reported
 
 
-def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: bool = False) -> Iterator[Batch]:
+def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: bool = False,
+                 dictionary: bool = False) -> Iterator[Batch]:
     """Stream a data file in batches of string columns (only the `expected` ones).
 
     Problems go to `log` with their line (text) or row (Parquet): rows with the wrong
     number of fields, null cells, bytes that are not UTF-8, a file with no row after
     its header (production rejects empty person and GRF-C files), and a file that cannot
     be read or parsed (the batches read so far stand; reading stops there).
+
+    With `dictionary` every column is a dictionary array (string values, int32 indices,
+    no nulls): each distinct value of a batch is then decoded and checked once, not once
+    per row (person files repeat a few thousand values over millions of rows).
     """
     if check_header(df, expected, log, extra_ok) is None:
         return
     rows = 0
     try:
-        source = _parquet_batches(df, expected) if df.kind == "parquet" else _text_batches(df, expected, log)
+        source = (_parquet_batches(df, expected, dictionary) if df.kind == "parquet"
+                  else _text_batches(df, expected, log, dictionary))
+        decode = _decode_dictionary if dictionary else _decode
         for table, first in source:
-            batch = _decode(df, table, first, log)
+            batch = decode(df, table, first, log)
             rows += table.num_rows
             yield batch
     except (OSError, pa.ArrowException) as exc:
@@ -154,20 +161,27 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
                                            "rejects empty person and GRF-C files)")
 
 
-def _parquet_batches(df: DataFile, expected: list[str]) -> Iterator[tuple[pa.Table, int]]:
-    pf = pq.ParquetFile(df.path)
+def _is_bytes(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def _parquet_batches(df: DataFile, expected: list[str], dictionary: bool = False) -> Iterator[tuple[pa.Table, int]]:
+    # Dictionary-encoded string columns are read as they are stored (indices into a
+    # small dictionary), without expanding every row's text.
+    pf = pq.ParquetFile(df.path, read_dictionary=expected if dictionary else None)
     row = 1
     for rb in pf.iter_batches(batch_size=1_000_000, columns=expected):
         t = pa.Table.from_batches([rb]).select(expected)
-        # Values as written: numbers and strings alike become text (bytes stay bytes,
-        # decoded and checked like the text files).
-        t = pa.table({c: t[c] if pa.types.is_binary(t[c].type) or pa.types.is_large_binary(t[c].type)
-                      else t[c].cast(pa.string()) for c in expected})
+        if not dictionary:
+            # Values as written: numbers and strings alike become text (bytes stay bytes,
+            # decoded and checked like the text files).
+            t = pa.table({c: t[c] if _is_bytes(t[c].type) else t[c].cast(pa.string()) for c in expected})
         yield t, row
         row += rb.num_rows
 
 
-def _text_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterator[tuple[pa.Table, int | None]]:
+def _text_batches(df: DataFile, expected: list[str], log: ProblemLog,
+                  dictionary: bool = False) -> Iterator[tuple[pa.Table, int | None]]:
     """Batches of a pipe-delimited file with the line of their first row (None once a row
     was skipped).
 
@@ -181,7 +195,7 @@ def _text_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterato
     """
     line = 2
     try:
-        for rb in _csv_reader(df, expected):
+        for rb in _csv_reader(df, expected, dictionary=dictionary):
             yield pa.Table.from_batches([rb]), line
             line += rb.num_rows
         return
@@ -195,7 +209,7 @@ def _text_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterato
 
     skip = line - 2  # rows yielded above: all before the first malformed row
     try:
-        for rb in _csv_reader(df, expected, _on_invalid):
+        for rb in _csv_reader(df, expected, _on_invalid, dictionary=dictionary):
             if skip >= rb.num_rows:
                 skip -= rb.num_rows
                 continue
@@ -213,16 +227,17 @@ def _text_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterato
                         f"{bad.expected_columns} fields separated by '|' (found {bad.actual_columns})")
 
 
-def _csv_reader(df: DataFile, expected: list[str], on_invalid=None):
+def _csv_reader(df: DataFile, expected: list[str], on_invalid=None, dictionary: bool = False):
     """pyarrow's streaming reader of a data file: multi-threaded without `on_invalid`,
-    on the calling thread with it (see `_text_batches`)."""
+    on the calling thread with it (see `_text_batches`); `dictionary`: dictionary columns."""
     return pacsv.open_csv(
         df.path,
         read_options=pacsv.ReadOptions(block_size=_BLOCK_SIZE, use_threads=on_invalid is None),
         parse_options=pacsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=on_invalid),
         # Bytes first: UTF-8 is checked per column by `_decode`, which can say which line.
         convert_options=pacsv.ConvertOptions(
-            column_types={c: pa.binary() for c in expected}, include_columns=expected,
+            column_types={c: pa.dictionary(pa.int32(), pa.binary()) if dictionary else pa.binary() for c in expected},
+            include_columns=expected,
             strings_can_be_null=False, quoted_strings_can_be_null=False,
         ),
     )
@@ -263,6 +278,80 @@ def _decode(df: DataFile, table: pa.Table, first: int | None, log: ProblemLog) -
                 reported = bad if reported is None else reported | bad
         cols[c] = col
     return Batch(pa.table(cols), first, reported)
+
+
+def _decode_dictionary(df: DataFile, table: pa.Table, first: int | None, log: ProblemLog) -> Batch:
+    """`_decode` for dictionary columns: every column becomes a dictionary array of
+    UTF-8 strings with int32 indices and no nulls. Null cells and values that are not
+    UTF-8 are logged per cell (as `_decode` does) and their rows marked `reported`;
+    a value is decoded once however many rows hold it."""
+    n = table.num_rows
+    batch = Batch(table, first)
+    reported = np.zeros(n, dtype=bool)
+    cols = {}
+    for c in table.column_names:
+        arr = as_dictionary(table[c])
+        values, idx = arr.dictionary, arr.indices
+        if arr.null_count:
+            nulls = arr.is_null().to_numpy(zero_copy_only=False)
+            _log_rows(log, df, batch, c, np.flatnonzero(nulls), lambda i: None,
+                      "the cell is null (empty); a value is required")
+            reported |= nulls
+            # null rows point at one more value, "" (marked reported, so no check names it)
+            idx = pc.fill_null(idx, len(values))
+            values = pa.concat_arrays([values, pa.array([""] if not _is_bytes(values.type) else [b""], values.type)])
+        if _is_bytes(values.type):
+            try:
+                values = values.cast(pa.string())
+            except pa.ArrowInvalid:
+                raw = values.to_pylist()
+                text, bad_byte = [], {}
+                for j, v in enumerate(raw):
+                    try:
+                        text.append(v.decode("utf-8"))
+                    except UnicodeDecodeError as exc:
+                        text.append(v.decode("utf-8", errors="replace"))
+                        bad_byte[j] = v[exc.start]
+                values = pa.array(text, pa.string())
+                bad_value = np.zeros(len(raw), dtype=bool)
+                bad_value[list(bad_byte)] = True
+                idx_np = idx.to_numpy(zero_copy_only=False)
+                bad = bad_value[idx_np]
+                _log_rows(log, df, batch, c, np.flatnonzero(bad), lambda i: text[idx_np[i]],
+                          lambda i: f"UTF-8 text (the byte 0x{bad_byte[int(idx_np[i])]:02x} is not; SPEC §4: files "
+                                    "are UTF-8)")
+                reported |= bad
+        cols[c] = pa.DictionaryArray.from_arrays(idx.cast(pa.int32()), values)
+    return Batch(pa.table(cols), first, reported if reported.any() else None)
+
+
+def as_dictionary(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """One dictionary array of string or binary values for a column of any type."""
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 0:
+            col = pa.array([], col.type)
+        elif col.num_chunks == 1:
+            col = col.chunk(0)
+        elif pa.types.is_dictionary(col.type):
+            col = pa.table({"c": col}).unify_dictionaries().combine_chunks()["c"].chunk(0)
+        else:
+            col = col.combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        if not (_is_bytes(col.type.value_type) or pa.types.is_string(col.type.value_type)
+                or pa.types.is_large_string(col.type.value_type)):
+            return pa.DictionaryArray.from_arrays(col.indices, col.dictionary.cast(pa.string()))
+        return col
+    if not (_is_bytes(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        col = col.cast(pa.string())  # values as written: numbers become text
+    return col.dictionary_encode()
+
+
+def _log_rows(log: ProblemLog, df: DataFile, batch: Batch, column: str, rows: np.ndarray, value, expected) -> None:
+    """One problem per row (the first ones in full, the rest counted)."""
+    room = max(0, log.keep - len(log.problems))
+    for i in rows[:room]:
+        log.add(df.name, batch.line(i), column, value(i), expected(i) if callable(expected) else expected)
+    log.count(max(0, len(rows) - room))
 
 
 def _locate_lines(path: Path, texts: list[str]) -> list[int | None]:

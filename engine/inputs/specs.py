@@ -132,12 +132,12 @@ class Specs:
         """(kind, level, alone, tabulation class) -> code -> the iterations of that slice
         the code maps to, restricted to those the class tabulates."""
         out: dict[tuple[str, int, bool | None, str], dict[str, frozenset[str]]] = {}
+        in_class = {cls: frozenset(c for c, it in self.iterations.items() if it.in_class(cls))
+                    for cls in TABULATION_CLASSES}
         for (kind, level, alone), by_code in self._slices.items():
             for cls in TABULATION_CLASSES:
-                out[(kind, level, alone, cls)] = {
-                    code: frozenset(it for it in its if self.iterations[it].in_class(cls))
-                    for code, its in by_code.items()
-                }
+                keep = in_class[cls]
+                out[(kind, level, alone, cls)] = {code: its & keep for code, its in by_code.items()}
         return out
 
     def _height(self, kind: str, level: int, alones: tuple[bool | None, ...], geo: str) -> int:

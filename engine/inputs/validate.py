@@ -22,8 +22,9 @@ from engine.errors import ProblemLog
 from engine.inputs.geography import Geography, build_geography, check_grf
 from engine.inputs.readers import (
     GRF_COLUMNS, GRF_STEM, PERSON_COLUMNS, PERSONS_STEM, RACE_COLUMNS, Batch, DataFile,
-    check_header, find_data_file, read_all,
+    as_dictionary, check_header, find_data_file, read_all,
 )
+from engine.inputs import _rows
 from engine.inputs.specs import Specs, load_specs
 
 CONFIG_FILE = "config.json"
@@ -121,7 +122,41 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
                   code_names=list(specs.codes), config_from_file=config_from_file)
 
 
-def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Array | np.ndarray, bad: np.ndarray,
+class _Column:
+    """One person column as its distinct values and, per row, the index of its value:
+    checks run once per distinct value and reach the rows by indexing."""
+
+    def __init__(self, col):
+        arr = as_dictionary(col)
+        values, idx = arr.dictionary, arr.indices
+        if arr.null_count:  # only when a caller passes nulls; the readers report and replace them
+            idx = pc.fill_null(idx, len(values))
+            values = pa.concat_arrays([values, pa.array([""], values.type)])
+        if not pa.types.is_string(values.type):
+            values = values.cast(pa.string())
+        self.values = values
+        self.idx = idx.to_numpy(zero_copy_only=False)
+
+    def rows(self, per_value: np.ndarray) -> np.ndarray:
+        """A per-value array spread over the rows."""
+        return per_value[self.idx]
+
+    def texts(self, rows: np.ndarray) -> list:
+        return self.values.take(pa.array(self.idx[rows])).to_pylist()
+
+
+class _Joined:
+    """The text of several columns joined by '|', made only for the rows shown."""
+
+    def __init__(self, cols: list[_Column]):
+        self.cols = cols
+
+    def texts(self, rows: np.ndarray) -> list:
+        parts = [c.texts(rows) for c in self.cols]
+        return ["|".join(p) for p in zip(*parts)]
+
+
+def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values, bad: np.ndarray,
               expected: str | Callable[[object], str]) -> None:
     idx = np.flatnonzero(batch.unreported(bad))
     if not len(idx):
@@ -129,7 +164,9 @@ def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values: pa.Arr
     room = max(0, log.keep - len(log.problems))
     shown = idx[:room]
     if len(shown):
-        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if isinstance(values, (_Column, _Joined)):
+            vals = values.texts(shown)
+        elif isinstance(values, (pa.Array, pa.ChunkedArray)):
             vals = values.take(pa.array(shown)).to_pylist()
         else:
             vals = [values[i].item() if hasattr(values[i], "item") else values[i] for i in shown]
@@ -147,6 +184,92 @@ def _ascii_digits(values: pa.ChunkedArray | pa.Array, min_len: int, max_len: int
     return ok.to_numpy(zero_copy_only=False)
 
 
+def _index_in(values: pa.Array, value_set: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each value in value_set (0 where absent), found)."""
+    idx = pc.index_in(values, value_set=value_set)
+    found = pc.is_valid(idx).to_numpy(zero_copy_only=False)
+    return pc.fill_null(idx, 0).to_numpy(zero_copy_only=False).astype(np.int64), found
+
+
+def _block_index(cols: list[_Column], geography: Geography) -> tuple[np.ndarray, np.ndarray]:
+    """(GRF-C block index of every row, missing) from the four block columns.
+
+    Rows are numbered by their combination of the columns' value indices (a hash per
+    row, no text); only the distinct combinations are joined and looked up in GRF-C.
+    """
+    code = cols[0].idx.astype(np.int64)
+    span = len(cols[0].values)
+    for c in cols[1:]:
+        m = max(1, len(c.values))
+        if span * m >= 1 << 62:  # keep the combined number inside int64
+            code, uniq = _rows.factorize(code)
+            span = max(1, len(uniq))
+        code = code * m + c.idx
+        span *= m
+    inv, uniq = _rows.factorize(code)
+    # factorize numbers values in order of first appearance: a value's first row is
+    # where the running maximum of the numbers grows.
+    first = np.flatnonzero(np.r_[True, inv[1:] > np.maximum.accumulate(inv)[:-1]]) if len(inv) else inv
+    flat = pc.binary_join_element_wise(*[c.values.take(pa.array(c.idx[first])) for c in cols], "")
+    idx, found = geography.block_index(flat)
+    return idx[inv], ~found[inv]
+
+
+def _person_tables(t: pa.Table, inputs: Inputs) -> dict:
+    """Each person column as `_Column` and its per-value tables (the rules applied once
+    per distinct value)."""
+    cols = {c: _Column(t[c]) for c in PERSON_COLUMNS}
+    age = cols["QAGE"].values
+    v_fmt = _ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
+    v_age = np.full(len(age), -1, dtype=np.int64)
+    if v_fmt.any():
+        v_age[v_fmt] = pc.cast(age.filter(pa.array(v_fmt)), pa.int64()).to_numpy()
+    sex = cols["QSEX"].values
+    v_sex = np.where(pc.equal(sex, "1").to_numpy(zero_copy_only=False), 0,
+                     np.where(pc.equal(sex, "2").to_numpy(zero_copy_only=False), 1, -1)).astype(np.int64)
+    # the code index of every distinct value of the 8 QRACE columns and QSPAN, in one lookup
+    names = RACE_COLUMNS + ["QSPAN"]
+    values = pa.concat_arrays([cols[c].values for c in names])
+    bounds = np.cumsum([0] + [len(cols[c].values) for c in names])
+    all_idx, all_known = _index_in(values, inputs.codes_array)
+    all_null = pc.equal(values, _NULL).to_numpy(zero_copy_only=False)
+    luts = []
+    for j in range(len(RACE_COLUMNS)):
+        sl = slice(bounds[j], bounds[j + 1])
+        luts.append(np.where(all_null[sl], _rows.NULL, np.where(all_known[sl], all_idx[sl], _rows.UNKNOWN)))
+    v_eth, v_eth_known = all_idx[bounds[-2]:], all_known[bounds[-2]:]
+    return {
+        "cols": cols, "v_fmt": v_fmt, "v_age": v_age, "v_sex": v_sex, "luts": luts,
+        "hh_ok": pc.is_in(cols["HOUSEHOLDER"].values, value_set=pa.array(["True", "False"])).to_numpy(
+            zero_copy_only=False),
+        "cen_ok": _ascii_digits(cols["CENRACE"].values, 2, 2),
+        "v_eth": np.where(v_eth_known, v_eth, -1).astype(np.int64), "v_eth_known": v_eth_known,
+    }
+
+
+def _encode_good_batch(batch: Batch, inputs: Inputs) -> EncodedPersons | None:
+    """The encoded persons of a batch every row of which is good (`_rows.encode_rows`,
+    one pass), or None if some row breaks a rule (the caller then names each problem)."""
+    t = batch.table
+    n = t.num_rows
+    p = _person_tables(t, inputs)
+    cols = p["cols"]
+    block_cols = [cols[c] for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK")]
+    block, missing = _block_index(block_cols, inputs.geography)
+    block = np.where(missing, -1, block)
+    race = np.empty((n, 8), np.int32)
+    truncated = np.empty(n, np.bool_)
+    eth = np.empty(n, np.int32)
+    cell = np.empty(n, np.int8)
+    bad = _rows.encode_rows(
+        cols["QAGE"].idx, p["v_age"], cols["QSEX"].idx, p["v_sex"], cols["HOUSEHOLDER"].idx, p["hh_ok"],
+        cols["CENRACE"].idx, p["cen_ok"], block, *[cols[c].idx for c in RACE_COLUMNS], *p["luts"],
+        inputs.config.max_race_codes, cols["QSPAN"].idx, p["v_eth"], AGE23_BIN, race, truncated, eth, cell)
+    if bad:
+        return None
+    return EncodedPersons(block=block, race=race, eth=eth, cell=cell, truncated=truncated)
+
+
 def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> EncodedPersons:
     """Check one batch of person rows (problems to `log`) and encode its good rows.
 
@@ -157,96 +280,80 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     code after a Null (production: "race codes after a 'Null'"), QSPAN a code. Every
     QRACE column is checked, but only QRACE1..QRACE{max_race_codes} are read (as
     production's flat map does): `EncodedPersons.truncated` marks persons who lose a
-    distinct race code that way.
+    distinct race code that way. Each rule is checked once per distinct value of a
+    column (`_Column`), then spread over the rows: in one pass (`_rows.encode_rows`) when
+    every row is good, else column by column, naming every problem.
     """
+    if batch.reported is None:
+        fast = _encode_good_batch(batch, inputs)
+        if fast is not None:
+            return fast
     t = batch.table
     file = inputs.persons_file.name
     n = t.num_rows
     ok = np.ones(n, dtype=bool) if batch.reported is None else ~batch.reported
 
-    def check(col: str, bad: np.ndarray, expected, values=None) -> None:
+    def check(col: str, bad: np.ndarray, expected, values) -> None:
         nonlocal ok
-        _add_rows(log, file, batch, col, t[col] if values is None else values, bad, expected)
+        _add_rows(log, file, batch, col, values, bad, expected)
         ok &= ~bad
 
-    age = t["QAGE"]
-    age_fmt = _ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
-    age_val = np.full(n, -1, dtype=np.int64)
-    if age_fmt.any():
-        age_val[age_fmt] = pc.cast(age.filter(pa.array(age_fmt)), pa.int64()).to_numpy()
-    check("QAGE", ~age_fmt | (age_val > MAX_AGE), f"an age in whole years from 000 to {MAX_AGE:03d} (ASCII digits)")
+    age = _Column(t["QAGE"])
+    v_fmt = _ascii_digits(age.values, 1, 18)  # leading zeros allowed; 18 digits still fit int64
+    v_age = np.full(len(age.values), -1, dtype=np.int64)
+    if v_fmt.any():
+        v_age[v_fmt] = pc.cast(age.values.filter(pa.array(v_fmt)), pa.int64()).to_numpy()
+    age_val = age.rows(v_age)
+    check("QAGE", age.rows(~v_fmt | (v_age > MAX_AGE)),
+          f"an age in whole years from 000 to {MAX_AGE:03d} (ASCII digits)", age)
 
-    sex = t["QSEX"]
-    is_m = pc.equal(sex, "1").to_numpy(zero_copy_only=False)
-    is_f = pc.equal(sex, "2").to_numpy(zero_copy_only=False)
-    check("QSEX", ~(is_m | is_f), "1 (male) or 2 (female)")
-    householder = pc.is_in(t["HOUSEHOLDER"], value_set=pa.array(["True", "False"])).to_numpy(zero_copy_only=False)
-    check("HOUSEHOLDER", ~householder, "True or False")
-    check("CENRACE", ~_ascii_digits(t["CENRACE"], 2, 2), "two digits (e.g. 01)")
+    sex = _Column(t["QSEX"])
+    is_m = sex.rows(pc.equal(sex.values, "1").to_numpy(zero_copy_only=False))
+    is_f = sex.rows(pc.equal(sex.values, "2").to_numpy(zero_copy_only=False))
+    check("QSEX", ~(is_m | is_f), "1 (male) or 2 (female)", sex)
+    hh = _Column(t["HOUSEHOLDER"])
+    check("HOUSEHOLDER", hh.rows(~pc.is_in(hh.values, value_set=pa.array(["True", "False"])).to_numpy(
+        zero_copy_only=False)), "True or False", hh)
+    cenrace = _Column(t["CENRACE"])
+    check("CENRACE", cenrace.rows(~_ascii_digits(cenrace.values, 2, 2)), "two digits (e.g. 01)", cenrace)
 
-    keys = pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"], "|")
-    flat = pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"], "")
-    block = pc.index_in(flat, value_set=inputs.geography.block_keys)
-    block_np = block.to_numpy(zero_copy_only=False)
-    block_missing = np.isnan(block_np) if block_np.dtype.kind == "f" else np.zeros(n, bool)
-    check("TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK", block_missing, "a block listed in GRF-C", keys)
+    block_cols = [_Column(t[c]) for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK")]
+    block_np, block_missing = _block_index(block_cols, inputs.geography)
+    check("TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK", block_missing, "a block listed in GRF-C", _Joined(block_cols))
 
     codes = inputs.codes_array
     limit = inputs.config.max_race_codes
-    race_all = np.full((n, 8), -1, dtype=np.int32)
-    null_seen = np.zeros(n, dtype=bool)
-    after_null = np.zeros(n, dtype=bool)
-    for j, col in enumerate(RACE_COLUMNS):
-        vals = t[col]
-        is_null = pc.equal(vals, _NULL).to_numpy(zero_copy_only=False)
-        idx = pc.index_in(vals, value_set=codes).to_numpy(zero_copy_only=False)
-        known = ~np.isnan(idx) if idx.dtype.kind == "f" else np.ones(n, bool)
-        if j == 0:
-            check(col, is_null, "a race code (QRACE1 must not be Null)")
-        check(col, ~is_null & ~known, "a code listed in race-and-ethnicity-codes.txt or the word Null")
-        late = null_seen & ~is_null & known & ~after_null
-        check(col, late, "Null: a race code after a Null is an error (codes come first, as in production)")
-        after_null |= late
-        take = ~is_null & known
-        race_all[take, j] = np.nan_to_num(idx[take]).astype(np.int32)
-        if j > 0:  # a Null QRACE1 is its own error
-            null_seen |= is_null
-
+    cols, luts = [], []
+    for name in RACE_COLUMNS:
+        col = _Column(t[name])
+        v_idx, v_known = _index_in(col.values, codes)
+        v_null = pc.equal(col.values, _NULL).to_numpy(zero_copy_only=False)
+        cols.append(col)
+        luts.append(np.where(v_null, _rows.NULL, np.where(v_known, v_idx, _rows.UNKNOWN)).astype(np.int64))
+    race = np.empty((n, 8), np.int32)
+    truncated = np.empty(n, np.bool_)
+    kind = np.empty((n, 8), np.int8)
     # Only QRACE1..QRACE{r} are read (production's flat map); a person is truncated if
     # a later column holds a code that is not among the first r.
-    race = np.where(np.arange(8) < limit, race_all, -1).astype(np.int32)
-    truncated = np.zeros(n, dtype=bool)
-    for j in range(limit, 8):
-        later = race_all[:, j]
-        truncated |= (later >= 0) & ~(race[:, :limit] == later[:, None]).any(axis=1)
-    _distinct_ascending(race)
+    if _rows.race_rows(*[c.idx for c in cols], *luts, limit, race, truncated, kind):
+        for j, (name, col) in enumerate(zip(RACE_COLUMNS, cols)):
+            if j == 0:
+                check(name, kind[:, j] == _rows.NULL_FIRST, "a race code (QRACE1 must not be Null)", col)
+            check(name, kind[:, j] == _rows.NOT_A_CODE, "a code listed in race-and-ethnicity-codes.txt or the word Null",
+                  col)
+            check(name, kind[:, j] == _rows.AFTER_NULL,
+                  "Null: a race code after a Null is an error (codes come first, as in production)", col)
 
-    eth_vals = t["QSPAN"]
-    eth = pc.index_in(eth_vals, value_set=codes).to_numpy(zero_copy_only=False)
-    eth_missing = np.isnan(eth) if eth.dtype.kind == "f" else np.zeros(n, bool)
-    check("QSPAN", eth_missing, "an ethnicity code listed in race-and-ethnicity-codes.txt")
+    span = _Column(t["QSPAN"])
+    v_eth, v_eth_known = _index_in(span.values, codes)
+    eth = span.rows(v_eth)
+    check("QSPAN", ~span.rows(v_eth_known), "an ethnicity code listed in race-and-ethnicity-codes.txt", span)
 
     cell = is_f.astype(np.int64) * 23 + AGE23_BIN[np.clip(age_val, 0, MAX_AGE)]
     return EncodedPersons(
-        block=np.nan_to_num(block_np[ok]).astype(np.int64),
+        block=block_np[ok],
         race=race[ok],
-        eth=np.nan_to_num(eth[ok]).astype(np.int32),
+        eth=eth[ok].astype(np.int32),
         cell=cell[ok].astype(np.int8),
         truncated=truncated[ok],
     )
-
-
-def _distinct_ascending(race: np.ndarray) -> None:
-    """In place: each row's distinct codes ascending, padded with -1 (a repeated code
-    counts once). Most persons have one code: only rows with two or more are sorted."""
-    multi = race[:, 1] >= 0
-    if not multi.any():
-        return
-    big = np.iinfo(np.int32).max
-    r = np.where(race[multi] < 0, big, race[multi])
-    r.sort(axis=1)
-    dup = np.zeros_like(r, dtype=bool)
-    dup[:, 1:] = r[:, 1:] == r[:, :-1]
-    r[dup] = big
-    r.sort(axis=1)
-    race[multi] = np.where(r == big, -1, r)

@@ -30,12 +30,13 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from dataclasses import dataclass
+
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from calculators.levels import STAT_LEVEL_AGE_EDGES, age_bins
 from engine.errors import OutputError, UsageError
+from engine.release import _format
 from engine.release.publish import (
     NOT_FOR_RELEASE,
     StagedOutput,
@@ -47,7 +48,6 @@ from engine.release.publish import (
 T1_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "COUNT"]
 T2_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "AGESTART", "AGEEND", "SEX", "COUNT"]
 SUPPRESSED_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE"]
-_WRITE = pacsv.WriteOptions(delimiter="|", quoting_style="none", include_header=False)
 
 
 def _age_labels(stat_level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,27 +101,97 @@ class _PartWriter:
         self.path = path
         self.fh = _HashingFile(path)
         self.fh.write(("|".join(columns) + "\n").encode())
-        self.writer: pacsv.CSVWriter | None = None
         self.rows = 0
 
-    def write(self, table: pa.Table) -> None:
-        if table.num_rows == 0:
-            return
-        if self.writer is None:
-            self.writer = pacsv.CSVWriter(self.fh, table.schema, write_options=_WRITE)
-        self.writer.write_table(table)
-        self.rows += table.num_rows
+    def write(self, data) -> None:
+        """Append rows already formatted as bytes (`_format.format_rows`)."""
+        self.fh.write(data)
 
     def close(self) -> str:
         """Close and fsync; the sha256 of the file."""
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
         self.fh.close()
         return self.fh.sha.hexdigest()
 
 
 _COLUMNS = {"t1": T1_COLUMNS, "t2": T2_COLUMNS, "suppressed": SUPPRESSED_COLUMNS}
+#: Rows formatted into one buffer at a time (about 40 MB).
+_FORMAT_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Strings (region ids, iteration codes, T2 labels) as one UTF-8 byte buffer with
+    offsets, so that `_format.format_rows` picks them by index."""
+
+    data: np.ndarray  # uint8
+    offsets: np.ndarray  # int64, one more than strings
+    longest: int
+
+    @classmethod
+    def of(cls, strings: Iterable) -> "Labels":
+        enc = [str(x).encode("utf-8") for x in strings]
+        offsets = np.zeros(len(enc) + 1, np.int64)
+        offsets[1:] = np.cumsum([len(e) for e in enc])
+        return cls(np.frombuffer(b"".join(enc), np.uint8).copy(), offsets, max((len(e) for e in enc), default=0))
+
+
+_NO_INDEX = np.zeros(0, np.int64)
+
+
+def _t2_labels(stat_level: int) -> Labels:
+    start, end, sex = _age_labels(stat_level)
+    return Labels.of(f"|{a}|{b}|{x}" for a, b, x in zip(start, end, sex))
+
+
+class _WriterThread:
+    """Writes formatted rows to the part files on a second thread, so that hashing and
+    writing overlap with the tabulation. An error there (a full disk) is raised again on
+    the caller's thread at its next call."""
+
+    def __init__(self):
+        import queue
+        import threading
+
+        self.queue: queue.Queue = queue.Queue(maxsize=4)
+        self.error: BaseException | None = None
+        self.discard = False
+        self.thread = threading.Thread(target=self._work, name="release-writer", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            part, data = item
+            if self.error is None and not self.discard:
+                try:
+                    part.write(data)
+                except BaseException as exc:  # noqa: BLE001 - handed over to the caller's thread
+                    self.error = exc
+
+    def _check(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def submit(self, part: "_PartWriter", data) -> None:
+        import queue
+
+        while True:
+            self._check()
+            try:
+                self.queue.put((part, data), timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def close(self) -> None:
+        """Wait until everything submitted is written; raise its error if any."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        self._check()
 
 
 class ReleaseWriter:
@@ -129,20 +199,27 @@ class ReleaseWriter:
 
     `inputs` are the (label, folder) pairs OUT_DIR must not be, contain or lie in
     (PARAMS_DIR and DATA_DIR). Creating the writer checks OUT_DIR and takes its lock
-    (`engine.release.publish.StagedOutput`), so do it before the long work.
+    (`engine.release.publish.StagedOutput`), so do it before the long work. Rows are
+    formatted as bytes (`_format.format_rows`) and written by a second thread.
     """
 
     def __init__(self, out_dir: str | Path, overwrite: bool = False, *,
-                 inputs: Iterable[tuple[str, str | Path | None]] = ()):
+                 inputs: Iterable[tuple[str, str | Path | None]] = (), operator_file: bool = True):
         self.out_dir = Path(out_dir)
         self.overwrite = overwrite
-        _check_operator_path(self.out_dir)
+        #: False for the trials of a study: no file of exact counts is written anywhere.
+        self.operator_file = operator_file
+        if operator_file:
+            _check_operator_path(self.out_dir)
         self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="SafeTab-P tables")
         self.stage = self.folder.stage
         for sub in _COLUMNS:
             (self.stage / sub).mkdir()
         self._parts: dict[tuple[str, str], _PartWriter] = {}
         self.rows = {"t1": 0, "t2": 0, "suppressed": 0}
+        self._t2_labels = {k: _t2_labels(k) for k in STAT_LEVEL_AGE_EDGES}
+        self._label_cache: dict[int, tuple[np.ndarray, Labels]] = {}
+        self._thread = _WriterThread()
 
     @property
     def notes(self) -> list[str]:
@@ -161,68 +238,86 @@ class ReleaseWriter:
             self._parts[key] = _PartWriter(self.stage / kind / f"{name}.csv", _COLUMNS[kind])
         return self._parts[key]
 
-    def write_t1(self, part: str, region_ids: pa.Array, region_type: str, iteration_codes: pa.Array,
-                 counts: np.ndarray) -> None:
-        n = len(counts)
-        table = pa.table({
-            "REGION_ID": region_ids,
-            "REGION_TYPE": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([region_type])),
-            "ITERATION_CODE": iteration_codes,
-            "COUNT": pa.array(counts, pa.int64()),
-        })
-        if n:
-            self._part("t1", part).write(table)
-        self.rows["t1"] += n
+    def _write(self, kind: str, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
+               code_idx: np.ndarray, labels: Labels | None = None, label_idx: np.ndarray = _NO_INDEX,
+               values: np.ndarray = _NO_INDEX) -> None:
+        n = len(region_idx)
+        if n == 0:
+            return
+        target = self._part(kind, part)
+        middle = np.frombuffer(f"|{region_type}|".encode("utf-8"), np.uint8)
+        lab = labels or Labels(np.zeros(0, np.uint8), np.zeros(1, np.int64), 0)
+        bound = regions.longest + len(middle) + codes.longest + lab.longest + 22
+        region_idx = np.ascontiguousarray(region_idx, np.int64)
+        code_idx = np.ascontiguousarray(code_idx, np.int64)
+        label_idx = np.ascontiguousarray(label_idx, np.int64)
+        values = np.ascontiguousarray(values, np.int64)
+        for a in range(0, n, _FORMAT_ROWS):
+            b = min(n, a + _FORMAT_ROWS)
+            buf = np.empty((b - a) * bound, np.uint8)
+            m = _format.format_rows(regions.data, regions.offsets, region_idx[a:b], middle, codes.data, codes.offsets,
+                                    code_idx[a:b], lab.data, lab.offsets, label_idx[a:b] if len(label_idx) else
+                                    label_idx, values[a:b] if len(values) else values, buf)
+            self._thread.submit(target, memoryview(buf)[:m])
+        target.rows += n
+        self.rows[kind] += n
 
-    def write_suppressed(self, part: str, region_ids: pa.Array, region_type: str, iteration_codes: pa.Array) -> None:
-        n = len(region_ids)
-        table = pa.table({
-            "REGION_ID": region_ids,
-            "REGION_TYPE": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([region_type])),
-            "ITERATION_CODE": iteration_codes,
-        })
-        if n:
-            self._part("suppressed", part).write(table)
-        self.rows["suppressed"] += n
+    def _labels(self, strings: np.ndarray) -> Labels:
+        """Labels of an array of region ids or codes, made once per array."""
+        key = id(strings)
+        if key not in self._label_cache:
+            self._label_cache[key] = (strings, Labels.of(strings))  # the array is kept, so its id stays its own
+        return self._label_cache[key][1]
 
-    def write_t2(self, part: str, region_ids: pa.Array, region_type: str, iteration_codes: pa.Array,
-                 stat_level: int, cells: np.ndarray, marginals: np.ndarray) -> None:
+    def write_groups(self, rows) -> None:
+        """T1 rows (released), suppressed rows and T2 tables of a set of groups
+        (`engine.tabulation.postprocess.GroupRows`; its true counts are never written)."""
+        regions, codes = self._labels(rows.region_ids), self._labels(rows.codes)
+        rel = rows.released
+        self.write_t1(rows.part, regions, rows.geo, codes, rows.region_idx[rel], rows.code_idx[rel], rows.t1[rel])
+        self.write_suppressed(rows.part, regions, rows.geo, codes, rows.region_idx[~rel], rows.code_idx[~rel])
+        for k, (r, i, cells, marg, _true) in sorted(rows.tables.items()):
+            self.write_t2(rows.part, regions, rows.geo, codes, r, i, k, cells, marg)
+
+    def write_t1(self, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
+                 code_idx: np.ndarray, counts: np.ndarray) -> None:
+        """T1 rows: the groups (region_idx[i], code_idx[i]) with their published totals."""
+        self._write("t1", part, regions, region_type, codes, region_idx, code_idx, values=counts)
+
+    def write_suppressed(self, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
+                         code_idx: np.ndarray) -> None:
+        """suppressed/ rows: the groups whose totals were suppressed."""
+        self._write("suppressed", part, regions, region_type, codes, region_idx, code_idx)
+
+    def write_t2(self, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
+                 code_idx: np.ndarray, stat_level: int, cells: np.ndarray, marginals: np.ndarray) -> None:
         """One table per group: `cells` (n, 2 * bins) and `marginals` (n, 2)."""
         n = cells.shape[0]
         if n == 0:
             return
-        start, end, sex = _age_labels(stat_level)
-        width = len(start)
+        width = cells.shape[1] + 2
         values = np.concatenate([cells, marginals], axis=1).reshape(-1)
         rows = np.repeat(np.arange(n), width)
-        cols = np.tile(np.arange(width, dtype=np.int32), n)
-        table = pa.table({
-            "REGION_ID": region_ids.take(pa.array(rows)),
-            "REGION_TYPE": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n * width, np.int32)), pa.array([region_type])),
-            "ITERATION_CODE": iteration_codes.take(pa.array(rows)),
-            "AGESTART": pa.DictionaryArray.from_arrays(pa.array(cols), pa.array(start)),
-            "AGEEND": pa.DictionaryArray.from_arrays(pa.array(cols), pa.array(end)),
-            "SEX": pa.DictionaryArray.from_arrays(pa.array(cols), pa.array(sex)),
-            "COUNT": pa.array(values, pa.int64()),
-        })
-        self._part("t2", part).write(table)
-        self.rows["t2"] += n * width
+        self._write("t2", part, regions, region_type, codes, np.asarray(region_idx)[rows], np.asarray(code_idx)[rows],
+                    self._t2_labels[stat_level], np.tile(np.arange(width, dtype=np.int64), n), values)
 
     def finish(self, manifest: dict) -> Path:
         """Close the parts, write headers.csv, manifest.json (without the confidential
         block) and the NOT-FOR-RELEASE markers, publish the folder, then write the
         operator file beside it. `manifest` is the full manifest (`build_manifest`)."""
+        self._thread.close()
         for part in self._parts.values():
             sha = part.close()
             self.folder.hashes[part.path.relative_to(self.stage).as_posix()] = sha
         for kind, cols in _COLUMNS.items():
             self.folder.write_file(f"{kind}/{HEADERS}", ("|".join(cols) + "\n").encode())
         public = public_manifest(manifest)
-        public["operator_file"] = {
-            "name": operator_path(self.out_dir).name,
-            "note": "The exact person counts of the confidential input are in this file beside the release "
-                    "folder, for the operator only; it is not part of the release.",
-        }
+        if self.operator_file:
+            public["operator_file"] = {
+                "name": operator_path(self.out_dir).name,
+                "note": "The exact person counts of the confidential input are in this file beside the release "
+                        "folder, for the operator only; it is not part of the release.",
+            }
         text = json.dumps(public, indent=2) + "\n"
         self.folder.write_file(MANIFEST, text.encode("utf-8"))
         mode = manifest.get("mode", {})
@@ -235,19 +330,27 @@ class ReleaseWriter:
         # The operator file is written (beside OUT_DIR, under a hidden temporary name)
         # before the release is published, so that a full disk stops the run with
         # OUT_DIR as it was; once published, the file only has to be renamed into place.
-        staged = _stage_operator_file(self.out_dir, manifest, hashlib.sha256(text.encode("utf-8")).hexdigest())
+        staged = (_stage_operator_file(self.out_dir, manifest, hashlib.sha256(text.encode("utf-8")).hexdigest())
+                  if self.operator_file else None)
         try:
             self.folder.publish(comments)
         except BaseException:
-            _discard(staged)
+            if staged is not None:
+                _discard(staged)
             raise
         try:
-            _place_operator_file(staged, operator_path(self.out_dir), self.out_dir)
+            if staged is not None:  # trials of a study have none (`operator_file=False`)
+                _place_operator_file(staged, operator_path(self.out_dir), self.out_dir)
         finally:
             self.folder.close()
         return self.out_dir
 
     def abort(self) -> None:
+        self._thread.discard = True  # what is still queued is thrown away with the staging folder
+        try:
+            self._thread.close()
+        except BaseException:  # noqa: BLE001 - cleaning up after another error
+            pass
         for part in self._parts.values():
             try:
                 part.close()

@@ -27,7 +27,7 @@ import pandas as pd
 
 from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
-from engine.reports.production import read_parts as _read_parts
+from engine.reports.production import _refuse_unknown_groups, read_release
 from engine.tabulation.mechanism import TOTAL_ONLY, collapse_cells
 
 SIZE_BINS = [0, 1, 10, 100, 1_000, 10_000, 100_000]
@@ -73,10 +73,12 @@ class _Hist:
 class AccuracyCollector:
     """Accumulates |error| histograms of published counts against the truth."""
 
-    def __init__(self):
+    def __init__(self, plans: dict | None = None):
         self.hists: dict[tuple, _Hist] = defaultdict(_Hist)
         self.predicted: dict[tuple, tuple[int, int | None]] = {}
         self.trials = 0
+        #: The plan of each level (predicted MOEs), for `add`.
+        self.plans = plans or {}
 
     def _add(self, level: PopulationGroupLevel, kind: str, bins: np.ndarray, err: np.ndarray, moe: tuple) -> None:
         for b in np.unique(bins):
@@ -84,21 +86,25 @@ class AccuracyCollector:
             self.hists[key].add(err[bins == b])
             self.predicted[(level.geo, level.iteration_level, kind)] = moe
 
-    def add_published(self, plan, counts, pub) -> None:
-        """Errors of one post-processed chunk (`engine.tabulation.postprocess.Published`)."""
-        lvl = plan.level
-        moe_cell = _predicted_moe(plan, plan.stage2, 1)
-        bins_all = size_bin(pub.true_total)
-        rel = pub.released
+    def _add_totals(self, plan, released, stat, t1, true_total) -> np.ndarray:
+        """Errors of the released totals, per table type; returns the size bins of all."""
+        bins_all = size_bin(true_total)
         for k, kind in TABLE_TYPES.items():
-            sel = rel & (pub.stat_level == k)
+            sel = released & (stat == k)
             if not sel.any():
                 continue
             if k == TOTAL_ONLY:
                 moe = _predicted_moe(plan, plan.total_only, 1)
             else:
                 moe = _predicted_moe(plan, plan.stage2, STAT_LEVEL_CELLS[k])
-            self._add(lvl, kind, bins_all[sel], pub.t1[sel] - pub.true_total[sel], moe)
+            self._add(plan.level, kind, bins_all[sel], t1[sel] - true_total[sel], moe)
+        return bins_all
+
+    def add_published(self, plan, counts, pub) -> None:
+        """Errors of one post-processed chunk (`engine.tabulation.postprocess.Published`)."""
+        lvl = plan.level
+        moe_cell = _predicted_moe(plan, plan.stage2, 1)
+        bins_all = self._add_totals(plan, pub.released, pub.stat_level, pub.t1, pub.true_total)
         for k, (groups, cells, marg) in pub.tables.items():
             true_cells = pub.true_tables[k]
             b = bins_all[groups - pub.g0]
@@ -107,6 +113,24 @@ class AccuracyCollector:
             true_marg = true_cells.reshape(len(groups), 2, -1).sum(axis=2)
             self._add(lvl, MARGINAL_TYPES[k], np.repeat(b, 2), (marg - true_marg).reshape(-1),
                       _predicted_moe(plan, plan.stage2, width // 2))
+
+    def add(self, rows) -> None:
+        """What a set of groups publishes (`engine.tabulation.postprocess.GroupRows`,
+        coterminous copies resolved: the counts of the release) against their truth."""
+        lvl = PopulationGroupLevel(rows.geo, rows.iteration_level)
+        plan = self.plans[lvl]
+        moe_cell = _predicted_moe(plan, plan.stage2, 1)
+        self._add_totals(plan, rows.released, rows.stat, rows.t1, rows.true_total)
+        for k, (_r, _c, cells, marg, true_cells) in rows.tables.items():
+            b = size_bin(true_cells.sum(axis=1))
+            width = cells.shape[1]
+            self._add(lvl, CELL_TYPES[k], np.repeat(b, width), (cells - true_cells).reshape(-1), moe_cell)
+            true_marg = true_cells.reshape(len(cells), 2, -1).sum(axis=2)
+            self._add(lvl, MARGINAL_TYPES[k], np.repeat(b, 2), (marg - true_marg).reshape(-1),
+                      _predicted_moe(plan, plan.stage2, width // 2))
+
+    def end_trial(self) -> None:
+        self.trials += 1
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -142,57 +166,79 @@ LAYOUTS = ("studio", "production", "both")
 
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
                     release_dir: Path | None = None, overwrite: bool = False, progress=None,
-                    prepared=None, layout: str = "studio") -> pd.DataFrame:
+                    prepared=None, layout: str = "studio", keep_trials: bool = False,
+                    coterminous: bool = True) -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
     layout "studio" writes OUT_DIR/accuracy.csv and accuracy.json and returns that table;
     "production" writes production's error_report.csv and multi_run_error_report.csv
-    (`engine.reports.production`; the trials are kept as releases under
-    OUT_DIR/single_runs/trial_<i>) and returns an empty table; "both" does both on the
-    same releases. Everything goes through `engine.release.publish.StagedOutput` (which
-    checks and locks OUT_DIR before the work) with NOT-FOR-RELEASE.txt and the SHA256SUMS
-    marker: the errors are measured against the confidential truth.
+    (`engine.reports.production`) and returns an empty table; "both" does both on the
+    same releases. Each trial is tabulated once and what it publishes (coterminous copies
+    resolved, exactly the counts `run` would write with the same noise) goes to the
+    reports in memory: no release is written unless `keep_trials`, which keeps each
+    trial's release under OUT_DIR/single_runs/trial_<i>, marked as a study (NOT FOR
+    RELEASE, no operator file). Everything goes through
+    `engine.release.publish.StagedOutput` (which checks and locks OUT_DIR before the
+    work) with NOT-FOR-RELEASE.txt and the SHA256SUMS marker: the errors are measured
+    against the confidential truth, and nothing confidential (no operator file, no
+    exact count) is written into OUT_DIR. `release_dir` is checked first
+    (`production.read_release`): InputError naming file and line if it is not a release
+    of these inputs. `coterminous=False` measures the counts before the coterminous post-processing (as
+    `run --no-coterminous` would write them).
     """
     from engine import noise as _noise
     from engine.release.outputs import not_for_release_text
     from engine.release.publish import NOT_FOR_RELEASE, StagedOutput
-    from engine.run import iter_published, make_noise, prepare
+    from engine.reports import production
+    from engine.run import make_noise, prepare, publish_trial, run
 
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    if keep_trials and release_dir is not None:
+        raise ValueError("--keep-trials keeps the releases a study draws; with --release nothing is drawn")
     inputs = [("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir), ("RELEASE_DIR", release_dir)]
     with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
-        collector = AccuracyCollector()
-        if layout != "studio":
-            from engine.reports import production
-
-            dirs = [Path(release_dir)] if release_dir is not None else production.draw_releases(
-                prepared, folder.stage / "single_runs", trials, seed, progress)
-            production.write_reports(prepared, dirs, folder.stage)
-            for d in dirs if layout == "both" else ():
-                collect_release_dir(prepared, d, collector)
-            collector.trials = len(dirs)
-            mode = ({"kind": "existing release", "release_dir": str(release_dir)} if release_dir is not None else
-                    {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials,
-                     "seed": seed, "releases": "single_runs/"})
-        elif release_dir is not None:
-            collect_release_dir(prepared, Path(release_dir), collector)
-            collector.trials = 1
+        studio = AccuracyCollector(prepared.plans) if layout != "production" else None
+        if release_dir is not None:
+            # An existing release, read from its files (checked: `production.read_release`).
+            if studio is not None:
+                collect_release_dir(prepared, Path(release_dir), studio)
+                studio.trials = 1
+            if layout != "studio":
+                production.write_reports(prepared, [Path(release_dir)], folder.stage)
             mode = {"kind": "existing release", "release_dir": str(release_dir)}
         else:
+            prod = production.ProductionCollector(prepared) if layout != "studio" else None
+            sinks = tuple(c for c in (studio, prod) if c is not None)
+            # the groups that get a table are mostly the same in every trial: count their
+            # cells once (exact counts, so nothing changes but the time)
+            prepared.keep_cells = trials > 1
             for t in range(trials):
-                source = _noise.RandomSource.seeded(seed + t) if seed is not None else _noise.RandomSource.secure()
-                noise = make_noise(prepared.inputs.config.privacy_defn, source)
-                for counts, pub in iter_published(prepared, noise, progress=_trial_progress(progress, t, trials)):
-                    collector.add_published(pub.plan, counts, pub)
-                collector.trials += 1
+                trial_seed = seed + t if seed is not None else None
+                cb = _trial_progress(progress, t, trials)
+                if keep_trials:
+                    run(prepared.inputs.params_dir, prepared.inputs.data_dir,
+                        folder.stage / "single_runs" / f"trial_{t}", seed=trial_seed, progress=cb, prepared=prepared,
+                        study=f"trial {t + 1} of {trials} of an accuracy study (its errors are measured against "
+                              "the confidential truth)", sinks=sinks, coterminous=coterminous)
+                else:
+                    source = (_noise.RandomSource.seeded(trial_seed) if trial_seed is not None
+                              else _noise.RandomSource.secure())
+                    publish_trial(prepared, make_noise(prepared.inputs.config.privacy_defn, source), sinks,
+                                  progress=cb, coterminous=coterminous)
+                for c in sinks:
+                    c.end_trial()
+            if prod is not None:
+                prod.write(folder.stage)
             mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
+            if keep_trials:
+                mode["releases"] = "single_runs/ (each marked NOT FOR RELEASE: trials of this study)"
         reason = "accuracy figures measured against the confidential ground truth, without noise"
         df = pd.DataFrame()
-        if layout != "production":
-            df = collector.table()
+        if studio is not None:
+            df = studio.table()
             mode["note"] = "NOT FOR RELEASE: " + reason
             folder.write_file("accuracy.csv", df.to_csv(index=False).encode("utf-8"))
             folder.write_file("accuracy.json", (json.dumps({"mode": mode, "rows": df.to_dict(orient="records")},
@@ -209,9 +255,11 @@ def _trial_progress(progress, t: int, trials: int):
 
 
 def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollector) -> None:
-    """Compare the t1/ and t2/ files of an existing release with the truth of the inputs."""
-    t1 = _read_parts(release_dir / "t1")
-    t2 = _read_parts(release_dir / "t2")
+    """Compare the t1/ and t2/ files of an existing release with the truth of the inputs
+    (read and checked by `production.read_release`; every row must be a population
+    group of these inputs)."""
+    t1, t2 = read_release(prepared, release_dir)
+    found = {"t1": np.zeros(len(t1), bool), "t2": np.zeros(len(t2), bool)}
     geo = prepared.inputs.geography
     for lvl, plan in prepared.plans.items():
         counts = prepared.counts(lvl)
@@ -230,6 +278,7 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
         sub1 = t1[(t1["REGION_TYPE"] == lvl.geo) & _level_mask(t1, codes)] if len(t1) else t1
         sub2 = t2[(t2["REGION_TYPE"] == lvl.geo) & _level_mask(t2, codes)] if len(t2) else t2
         g1 = group_index(sub1) if len(sub1) else np.zeros(0, np.int64)
+        found["t1"][sub1.index[g1 >= 0]] = True
         # The stat level of each group follows from the number of T2 rows it has.
         stat = np.zeros(counts.n_groups, dtype=np.int8)
         stat[detailed_only[np.arange(counts.n_groups) % n_it]] = TOTAL_ONLY
@@ -239,6 +288,7 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
             # as the engine orders them), not a pandas sort per group: the same tables in a
             # fraction of the time (10,000 groups of the sample took half a minute).
             g2 = group_index(sub2)
+            found["t2"][sub2.index[g2 >= 0]] = True
             keep = (g2 >= 0) & (sub2["AGESTART"] != "*").to_numpy()
             body = sub2[keep]
             gb = g2[keep]
@@ -267,6 +317,7 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
                 true_tables[k] = collapse_cells(counts.cells_of(gs), k)
         pub = Published(plan, 0, counts.n_groups, stat, t1_val, released, tables, totals, true_tables)
         collector.add_published(plan, counts, pub)
+    _refuse_unknown_groups([(t1, np.where(found["t1"], 0, -1)), (t2, np.where(found["t2"], 0, -1))])
 
 
 def _level_mask(df: pd.DataFrame, codes: np.ndarray) -> np.ndarray:

@@ -38,13 +38,18 @@ tables, column for column, computed from this engine's releases:
 Suppressed groups have no released row and are not in either report (as in
 production). The true values come from the prepared inputs at each row's own
 breakdown, so a release can be reported whatever stat level each group got.
-`production_reports` draws the trials with `engine.run.run` (kept under
-OUT/single_runs/trial_<i>/, as production keeps them) and writes both files.
+
+Two ways to the same files: `write_reports` reads releases from disk (`--release`,
+and the reference the tests hold the other to); `ProductionCollector` takes what each
+trial publishes as it is tabulated (`engine.tabulation.postprocess.GroupRows`), keeps
+the first trial's rows and exact integer histograms of the errors, and never needs a
+release on disk: a study of many trials costs about what the studio report costs.
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +72,8 @@ MULTI_RUN_FILE = "multi_run_error_report.csv"
 
 # ------------------------------------------------------------------ truth of a release
 def read_parts(folder: Path) -> pd.DataFrame:
-    """The part files (*.csv) of one output table as text columns, COUNT as int64."""
+    """The part files (*.csv) of one output table as text columns, COUNT as int64
+    (no checks: `read_release` is the checked reader)."""
     parts = sorted(Path(folder).glob("*.csv"))
     if not parts:
         return pd.DataFrame()
@@ -75,16 +81,111 @@ def read_parts(folder: Path) -> pd.DataFrame:
     return df.assign(COUNT=df["COUNT"].astype(np.int64))
 
 
+def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """t1 and t2 of a release of `prepared`'s inputs (`accuracy --release`), checked:
+    InputError naming file, line, column and value if RELEASE_DIR is not a release
+    (no t1/ or t2/ folder, or no part file at all), a part file is malformed (header,
+    fields, a COUNT that is not an integer, T2 labels), its manifest names another
+    GRF-C or person file than DATA_DIR's (a release of other inputs, e.g. another
+    nation), or a row is not a population group of these inputs."""
+    from engine.errors import InputError, Problem, ProblemLog
+    from engine.inputs.readers import DataFile, iter_batches
+    from engine.release.outputs import MANIFEST, T1_COLUMNS, T2_COLUMNS
+
+    release_dir = Path(release_dir)
+    name = release_dir.name or str(release_dir)
+    problems = []
+    if not release_dir.is_dir():
+        raise InputError([Problem(str(release_dir), None, None, None, "RELEASE_DIR to be a release folder")])
+    for sub in ("t1", "t2"):
+        if not (release_dir / sub).is_dir():
+            problems.append(Problem(f"{name}/{sub}/", None, None, None,
+                                    f"a folder of {sub.upper()} part files: RELEASE_DIR must be a release written by "
+                                    "`python -m engine run` (t1/, t2/, suppressed/, manifest.json)"))
+    if problems:
+        raise InputError(problems)
+    if not any(p.name != "headers.csv" for p in (release_dir / "t1").glob("*.csv")) \
+            and not any(p.name != "headers.csv" for p in (release_dir / "t2").glob("*.csv")):
+        raise InputError([Problem(f"{name}/t1/", None, None, None,
+                                  "at least one part file with released counts (t1/ and t2/ hold none)")])
+    _check_release_inputs(prepared, release_dir, name)
+    log = ProblemLog()
+    tables = {}
+    for sub, columns in (("t1", T1_COLUMNS), ("t2", T2_COLUMNS)):
+        frames = []
+        for path in sorted((release_dir / sub).glob("*.csv")):
+            if path.name == "headers.csv":
+                continue
+            file = f"{name}/{sub}/{path.name}"
+            if path.stat().st_size <= len("|".join(columns)) + 1:
+                continue  # the header alone: no rows
+            part = ProblemLog()
+            for batch in iter_batches(DataFile(path, "txt"), columns, part):
+                df = batch.table.to_pandas()
+                line0 = batch.first_line
+                count = df["COUNT"].str.fullmatch(r"-?[0-9]{1,18}")
+                bad = ~count
+                checks = [("COUNT", bad, "an integer")]
+                if sub == "t2":
+                    for c in ("AGESTART", "AGEEND"):
+                        checks.append((c, ~df[c].str.fullmatch(r"\*|[0-9]{1,3}"), "an age (0 to 115) or *"))
+                    checks.append(("SEX", ~df["SEX"].isin(["1", "2"]), "1 or 2"))
+                for col, mask, expected in checks:
+                    for i in np.flatnonzero(mask.to_numpy())[:20]:
+                        part.add(path.name, None if line0 is None else line0 + int(i), col, df[col].iat[i], expected)
+                    part.count(max(0, int(mask.sum()) - 20))
+                if not part:
+                    frames.append(df.assign(COUNT=df["COUNT"].astype(np.int64), _file=file,
+                                            _line=np.arange(len(df)) + (line0 or 0)))
+            for p in part.problems:
+                log.problems.append(Problem(file, p.line, p.column, p.value, p.expected))
+            log.total += part.total
+        tables[sub] = (pd.concat(frames, ignore_index=True) if frames else
+                       pd.DataFrame({c: pd.Series(dtype=str) for c in columns}).assign(
+                           COUNT=pd.Series(dtype=np.int64), _file=pd.Series(dtype=str), _line=pd.Series(dtype=int)))
+    log.raise_if_any()
+    return tables["t1"], tables["t2"]
+
+
+def _check_release_inputs(prepared, release_dir: Path, name: str) -> None:
+    """InputError if RELEASE_DIR's manifest says it was made from another GRF-C or person
+    file than DATA_DIR's (checksum of GRF-C, name and size of the person file)."""
+    import json
+
+    from engine.errors import InputError, Problem
+    from engine.inputs.readers import sha256_file
+    from engine.release.outputs import MANIFEST
+
+    path = release_dir / MANIFEST
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["inputs"]["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError([Problem(f"{name}/{MANIFEST}", None, None, None,
+                                  "a readable manifest.json naming the inputs of the release (RELEASE_DIR must be a "
+                                  "release written by `python -m engine run`)")]) from None
+    inputs = prepared.inputs
+    problems = []
+    grf, persons = inputs.grf_file, inputs.persons_file
+    stated = files.get(f"DATA_DIR/{grf.name}") if isinstance(files, dict) else None
+    if not isinstance(stated, dict) or stated.get("sha256") != sha256_file(grf.path):
+        problems.append(Problem(f"{name}/{MANIFEST}", None, "inputs.files", None,
+                                f"a release of these inputs: it was made from another GRF-C than DATA_DIR's "
+                                f"{grf.name} (a release of another nation?)"))
+    stated = files.get(f"DATA_DIR/{persons.name}") if isinstance(files, dict) else None
+    if not isinstance(stated, dict) or stated.get("bytes") != persons.path.stat().st_size:
+        problems.append(Problem(f"{name}/{MANIFEST}", None, "inputs.files", None,
+                                f"a release of these inputs: it was made from another person file than DATA_DIR's "
+                                f"{persons.name}"))
+    if problems:
+        raise InputError(problems)
+
 
 def augmented_tables(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """t1 and t2 of a release with NOISY (its COUNT) and GROUND_TRUTH columns (production's
     ``get_augmented_df``). The truth of a T2 row is the sum of the true age23 cells of its
     sex within [AGESTART, AGEEND] (both sexes' ages for a marginal row, '*')."""
     release_dir = Path(release_dir)
-    t1, t2 = read_parts(release_dir / "t1"), read_parts(release_dir / "t2")
-    t1 = t1 if len(t1) else pd.DataFrame({c: pd.Series(dtype=str) for c in KEY} | {"COUNT": pd.Series(dtype=np.int64)})
-    t2 = t2 if len(t2) else pd.DataFrame({c: pd.Series(dtype=str) for c in KEY + ["AGESTART", "AGEEND", "SEX"]}
-                                         | {"COUNT": pd.Series(dtype=np.int64)})
+    t1, t2 = read_release(prepared, release_dir)
     gt1 = np.full(len(t1), -1, dtype=np.int64)
     gt2 = np.full(len(t2), -1, dtype=np.int64)
     geo = prepared.inputs.geography
@@ -119,14 +220,29 @@ def augmented_tables(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, p
             hi = np.searchsorted(edges, end + 1, side="left")
             sex = sub["SEX"].astype(int).to_numpy() - 1
             gt2[rows2] = cum[inv, sex, hi] - cum[inv, sex, lo]
-    for name, df, gt in (("t1", t1, gt1), ("t2", t2, gt2)):
-        if (gt < 0).any():
-            bad = df.iloc[int(np.flatnonzero(gt < 0)[0])]
-            raise ValueError(f"{release_dir / name}: the row {'|'.join(str(v) for v in bad.to_numpy())} is not a "
-                             "population group of these inputs (is it a release of other inputs?)")
-    t1 = t1.rename(columns={"COUNT": "NOISY"}).assign(GROUND_TRUTH=gt1)
-    t2 = t2.rename(columns={"COUNT": "NOISY"}).assign(GROUND_TRUTH=gt2)
+    _refuse_unknown_groups([(t1, gt1), (t2, gt2)])
+    t1 = t1.drop(columns=["_file", "_line"]).rename(columns={"COUNT": "NOISY"}).assign(GROUND_TRUTH=gt1)
+    t2 = t2.drop(columns=["_file", "_line"]).rename(columns={"COUNT": "NOISY"}).assign(GROUND_TRUTH=gt2)
     return t1, t2
+
+
+def _refuse_unknown_groups(tables: list[tuple[pd.DataFrame, np.ndarray]]) -> None:
+    """InputError naming file and line of rows (found < 0) that are not population
+    groups of these inputs."""
+    from engine.errors import InputError, Problem
+
+    problems, total = [], 0
+    for df, found in tables:
+        bad = np.flatnonzero(found < 0)
+        total += len(bad)
+        for i in bad[:20]:
+            row = df.iloc[int(i)]
+            problems.append(Problem(row["_file"], int(row["_line"]), "REGION_ID|REGION_TYPE|ITERATION_CODE",
+                                    f"{row['REGION_ID']}|{row['REGION_TYPE']}|{row['ITERATION_CODE']}",
+                                    "a population group of these inputs (PARAMS_DIR, DATA_DIR): is RELEASE_DIR a "
+                                    "release of other inputs, e.g. another nation?"))
+    if total:
+        raise InputError(problems, total)
 
 
 def iteration_flags(specs) -> pd.DataFrame:
@@ -223,6 +339,190 @@ def _size_bins(largest: int) -> tuple[list[str], list[float]]:
 
 def _fmt(x: float) -> str:
     return f"{x:.2E}" if 0 < x < 0.01 else f"{x:.2f}"
+
+
+# ------------------------------------------------------------------ from the groups published
+#: Workload names by stat level (TotalOnly and level 0 publish a total).
+_WORKLOAD_OF_STAT = {-1: "Total", 0: "Total", 1: "Sex x Age(4)", 2: "Sex x Age(9)", 3: "Sex x Age(23)"}
+_ROWS_OF = {w: n for n, w in WORKLOADS.items()}
+#: Powers of ten for the size bins (bin b holds sizes in (10^(b-1), 10^b]; bin 0 is [0, 1]).
+_POWERS = np.array([10**i for i in range(19)], dtype=np.int64)
+
+
+def _quantile(hist: np.ndarray, q: float) -> float:
+    """The q-quantile (linear interpolation, as pandas' and numpy's default) of the
+    values whose counts are hist[v], v = 0, 1, ..."""
+    cum = np.cumsum(hist)
+    n = int(cum[-1])
+    pos = q * (n - 1)
+    lo = int(pos)
+    frac = pos % 1
+    v_lo = int(np.searchsorted(cum, lo, side="right"))
+    if frac == 0.0:
+        return float(v_lo)
+    v_hi = int(np.searchsorted(cum, lo + 1, side="right"))
+    return v_lo + (v_hi - v_lo) * frac
+
+
+class ProductionCollector:
+    """production's two reports from the groups each trial publishes (`add`), with
+    `end_trial` after each trial. error_report.csv is the first trial's; the
+    multi-run report keeps, per (REGION_TYPE, ITERATION_LEVEL, DETAILED_ONLY, size
+    bin, workload), an exact histogram of the per-row |error| and the number of (group,
+    trial) pairs, so memory does not grow with the trials."""
+
+    def __init__(self, prepared):
+        flags = iteration_flags(prepared.inputs.specs).set_index("ITERATION_CODE")
+        self._flags = flags
+        self._by_codes: dict[int, tuple] = {}
+        self.trial = 0
+        self.first: list[dict] = []
+        self.hists: dict[tuple, np.ndarray] = {}
+        self.pairs: dict[tuple, int] = defaultdict(int)
+        self.largest = 0
+
+    def _code_flags(self, codes: np.ndarray) -> tuple:
+        """(DETAILED_ONLY, COARSE_ONLY, LEVEL) of each code of an array, as text, and the
+        (LEVEL, DETAILED_ONLY) pair as one small integer."""
+        key = id(codes)
+        if key not in self._by_codes:
+            f = self._flags.reindex(np.asarray(codes).astype(str))
+            detailed, coarse, level = (f[c].to_numpy(dtype=object) for c in ("DETAILED_ONLY", "COARSE_ONLY", "LEVEL"))
+            pair = pd.MultiIndex.from_arrays([level, detailed])
+            ids, uniq = pd.factorize(pair)
+            self._by_codes[key] = (codes, detailed, coarse, ids.astype(np.int64), list(uniq))
+        return self._by_codes[key][1:]
+
+    def _count(self, geo: str, pair_id: np.ndarray, pairs: list, size: np.ndarray, workload: str,
+               err: np.ndarray, per_pair: int) -> None:
+        """Add per-row errors (per_pair rows for each (group, trial) pair)."""
+        if not len(size):
+            return
+        bins = np.searchsorted(_POWERS, size, side="left")
+        composite = pair_id * len(_POWERS) + bins
+        n_comp = len(pairs) * len(_POWERS)
+        width = int(err.max()) + 1 if len(err) else 1
+        if n_comp * width <= max(1 << 22, 2 * len(err)):
+            # one histogram per composite in one pass (no sort of the groups, no mask per key)
+            rows = np.repeat(composite, per_pair) if per_pair > 1 else composite
+            hists = np.bincount(rows * width + err, minlength=n_comp * width).reshape(n_comp, width)
+            groups = np.bincount(composite, minlength=n_comp)
+            for comp in np.flatnonzero(groups).tolist():
+                h = hists[comp]
+                self._merge((geo, *map(str, pairs[comp // len(_POWERS)]), comp % len(_POWERS), workload),
+                            h[: np.flatnonzero(h)[-1] + 1], int(groups[comp]))
+            return
+        uniq, inv = np.unique(composite, return_inverse=True)
+        err_rows = np.repeat(inv, per_pair) if per_pair > 1 else inv
+        for u, comp in enumerate(uniq.tolist()):
+            level, detailed = pairs[comp // len(_POWERS)]
+            key = (geo, str(level), str(detailed), comp % len(_POWERS), workload)
+            e = err if len(uniq) == 1 else err[err_rows == u]
+            self._merge(key, np.bincount(e), len(e) // per_pair)
+
+    def _merge(self, key: tuple, h: np.ndarray, pairs: int) -> None:
+        """Add a histogram of |error| and its (group, trial) pairs to a key's."""
+        old = self.hists.get(key)
+        if old is None:
+            self.hists[key] = h.copy()
+        else:
+            if len(h) > len(old):
+                old = np.pad(old, (0, len(h) - len(old)))
+            old[: len(h)] += h
+            self.hists[key] = old
+        self.pairs[key] += pairs
+
+    def add(self, rows) -> None:
+        """What one set of groups of this trial publishes (`GroupRows`)."""
+        detailed, coarse, pair_id, pairs = self._code_flags(rows.codes)
+        rel = rows.released & (rows.stat <= 0)
+        total_err = np.abs(rows.t1[rel] - rows.true_total[rel])
+        size = rows.true_total[rel]
+        c = rows.code_idx[rel]
+        parts = [(rows.region_idx[rel], c, size, "Total", total_err, total_err * total_err)]
+        self._count(rows.geo, pair_id[c], pairs, size, "Total", total_err, 1)
+        for k, (r, ci, cells, _marg, true_cells) in sorted(rows.tables.items()):
+            err = np.abs(cells - true_cells)
+            size_k = true_cells.sum(axis=1)
+            w = _WORKLOAD_OF_STAT[k]
+            parts.append((r, ci, size_k, w, err.sum(axis=1), (err * err).sum(axis=1)))
+            self._count(rows.geo, pair_id[ci], pairs, size_k, w, err.reshape(-1), err.shape[1])
+        for _r, _c, sz, *_ in parts:
+            if len(sz):
+                self.largest = max(self.largest, int(sz.max()))
+        if self.trial == 0:
+            for r, ci, sz, w, abs_err, sq_err in parts:
+                if len(r):
+                    self.first.append({"geo": rows.geo, "region_ids": rows.region_ids, "region_idx": r,
+                                       "codes": rows.codes, "code_idx": ci, "size": sz, "workload": w,
+                                       "abs": abs_err, "sq": sq_err, "detailed": detailed[ci], "coarse": coarse[ci]})
+
+    def end_trial(self) -> None:
+        self.trial += 1
+
+    def error_report(self) -> pd.DataFrame:
+        """error_report.csv of the first trial, rows sorted by (REGION_ID, REGION_TYPE,
+        ITERATION_CODE) as text."""
+        if not self.first:
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in ERROR_REPORT_COLUMNS})
+        # Text order from the ranks of the distinct strings: millions of rows are sorted
+        # as integers, only the few thousand region ids and codes as text.
+        def ranks(field: str) -> tuple[np.ndarray, np.ndarray]:
+            arrays = {id(p[field]): np.asarray(p[field]).astype(str) for p in self.first}
+            ordered = np.unique(np.concatenate(list(arrays.values())))
+            rank = {k: np.searchsorted(ordered, a) for k, a in arrays.items()}
+            strings = {k: a.astype(object) for k, a in arrays.items()}
+            idx = "region_idx" if field == "region_ids" else "code_idx"
+            return (np.concatenate([rank[id(p[field])][p[idx]] for p in self.first]),
+                    np.concatenate([strings[id(p[field])][p[idx]] for p in self.first]))
+
+        region_rank, region = ranks("region_ids")
+        code_rank, code = ranks("codes")
+        kind = np.concatenate([np.full(len(p["region_idx"]), p["geo"], dtype=object) for p in self.first])
+        kinds = sorted({p["geo"] for p in self.first})
+        kind_rank = np.concatenate([np.full(len(p["region_idx"]), kinds.index(p["geo"])) for p in self.first])
+        order = np.lexsort((code_rank, kind_rank, region_rank))
+        cat = {k: np.concatenate([p[k] for p in self.first]) for k in ("size", "abs", "sq", "detailed", "coarse")}
+        workload = np.concatenate([np.full(len(p["region_idx"]), p["workload"], dtype=object) for p in self.first])
+        df = pd.DataFrame({
+            "REGION_ID": region[order], "REGION_TYPE": kind[order], "ITERATION_CODE": code[order],
+            "DETAILED_ONLY": cat["detailed"][order], "COARSE_ONLY": cat["coarse"][order],
+            "Population group size": cat["size"][order].astype(np.int64), "Workload selected": workload[order],
+            "Total absolute error": cat["abs"][order].astype(np.int64),
+            "Total squared error": cat["sq"][order].astype(np.int64),
+        })
+        return df[ERROR_REPORT_COLUMNS]
+
+    def multi_run_error_report(self) -> pd.DataFrame:
+        """multi_run_error_report.csv over every trial added."""
+        if not self.pairs:
+            return pd.DataFrame(columns=MULTI_RUN_COLUMNS)
+        labels, _edges = _size_bins(self.largest)
+        cells: dict[tuple, dict[str, tuple[float, float]]] = defaultdict(dict)
+        for key, pairs in self.pairs.items():
+            geo, level, detailed, b, w = key
+            times = float(pairs * _ROWS_OF[w]) / _ROWS_OF[w]
+            cells[(geo, level, detailed, b)][w] = (times, _quantile(self.hists[key], 0.95))
+        out = []
+        for (geo, level, detailed, b) in sorted(cells):
+            part = cells[(geo, level, detailed, b)]
+            total = sum(t for t, _ in part.values())
+            if total == 0:
+                continue
+            rec = {"REGION_TYPE": geo, "ITERATION_LEVEL": level, "DETAILED_ONLY": detailed,
+                   "Population group size": labels[b]}
+            for w in WORKLOADS.values():
+                rec[FREQ + w] = _fmt(float(part[w][0] / total)) if w in part else _fmt(0.0)
+                rec[MOE + w] = _fmt(float(part[w][1])) if w in part else _fmt(float("nan"))
+            out.append(rec)
+        return pd.DataFrame(out)[MULTI_RUN_COLUMNS]
+
+    def write(self, out_dir: Path) -> dict[str, pd.DataFrame]:
+        """Write both files into out_dir (as `write_reports` does); returns them by name."""
+        reports = {ERROR_REPORT_FILE: self.error_report(), MULTI_RUN_FILE: self.multi_run_error_report()}
+        for name, df in reports.items():
+            df.to_csv(Path(out_dir) / name, index=False)
+        return reports
 
 
 # ------------------------------------------------------------------ files

@@ -8,8 +8,8 @@ Persons are summarised by their *characteristic key*: the set of distinct race c
 restricted to the iterations the geography level tabulates (state-or-above levels skip
 COARSE_ONLY, sub-state levels skip DETAILED_ONLY). Race and ethnicity iterations have
 distinct codes, so a key's groups are its combo's race groups followed by its
-ethnicity code's groups. Everything is computed with array operations per combo,
-never per person.
+ethnicity code's groups. Everything is computed per combo (numba kernels in
+`engine.tabulation._kernels`), never per person.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from calculators.levels import ITERATION_LEVELS
 from engine.errors import InputError, Problem
 from engine.inputs.specs import STATE_CLASS, SUBSTATE_CLASS, Iteration, Specs
 from engine.inputs.specs import tabulation_class as geo_class
+from engine.tabulation import _kernels
 
 
 @dataclass
@@ -31,6 +31,7 @@ class IterationCatalog:
 
     specs: Specs
     lists: dict[tuple[str, int], list[Iteration]] = field(default_factory=dict)
+    _codes: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for cls, geo in ((STATE_CLASS, "STATE"), (SUBSTATE_CLASS, "COUNTY")):
@@ -41,45 +42,24 @@ class IterationCatalog:
         return self.lists[(geo_class(geo), level)]
 
     def codes(self, geo: str, level: int) -> np.ndarray:
-        return np.array([it.code for it in self.iterations(geo, level)], dtype=object)
+        """The iteration codes (one array per geography class and level, made once)."""
+        key = (geo_class(geo), level)
+        if key not in self._codes:
+            self._codes[key] = np.array([it.code for it in self.lists[key]], dtype=object)
+        return self._codes[key]
 
     def detailed_only(self, geo: str, level: int) -> np.ndarray:
         return np.array([it.detailed_only for it in self.iterations(geo, level)], dtype=bool)
-
-
-class _Registry:
-    """Dense ids for int64 keys, in order of first appearance (sorted arrays, no Python loop)."""
-
-    def __init__(self) -> None:
-        self.keys = np.zeros(0, np.int64)  # sorted
-        self.ids = np.zeros(0, np.int64)
-        self.n = 0
-
-    def lookup(self, uniq: np.ndarray, next_id: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Ids of sorted distinct keys, registering new ones from `next_id` on; and the new mask."""
-        pos = np.searchsorted(self.keys, uniq)
-        hit = np.zeros(len(uniq), dtype=bool)
-        inside = pos < len(self.keys)
-        hit[inside] = self.keys[pos[inside]] == uniq[inside]
-        out = np.empty(len(uniq), dtype=np.int64)
-        out[hit] = self.ids[pos[hit]]
-        new = ~hit
-        n_new = int(new.sum())
-        if n_new:
-            start = self.n if next_id is None else next_id
-            out[new] = np.arange(start, start + n_new)
-            self.keys = np.insert(self.keys, pos[new], uniq[new])
-            self.ids = np.insert(self.ids, pos[new], out[new])
-            self.n += n_new
-        return out, new
 
 
 class CharKeys:
     """Registry of characteristic keys: (race combo, ethnicity code index) -> id.
 
     A combo is the sorted set of a person's distinct race code indices; combos are kept
-    as CSR arrays (`combo_offsets`, `combo_codes`). Ids are assigned with array
-    operations so that millions of distinct keys cost no Python loop.
+    as CSR arrays (`combo_offsets`, `combo_codes`). Ids are dense, in order of first
+    appearance, and found per row by a numba hash table (`_kernels.charkey_ids`): a
+    combo of up to `per_word` codes is one int64 word (the codes + 1, packed), so a key
+    is two integers; the rare longer combos take a Python path.
     """
 
     def __init__(self, n_codes: int):
@@ -87,14 +67,17 @@ class CharKeys:
         self._bits = max(1, int(n_codes).bit_length())
         #: Race codes (each + 1, 0 = none) packed into one int64 when they fit.
         self.per_word = max(1, 63 // self._bits)
-        self._combos = _Registry()
+        self._counters = np.zeros(6, np.int64)
+        self._keys, self._combos = _hash_tables(1 << 16)
+        # persons with one race code: a dense table (ethnicity, code) -> key id, when small
+        self._n_single = n_codes if n_codes * n_codes <= _SINGLE_MAX else 0
+        self._single = np.full(self._n_single ** 2, -1, np.int64)
         self._long: dict[tuple[int, int], int] = {}
-        self._keys = _Registry()
+        self._long_keys: dict[tuple[int, int], int] = {}
         self._offsets = [np.zeros(1, np.int64)]
         self._codes: list[np.ndarray] = []
         self._combo_of: list[np.ndarray] = []
         self._eth_of: list[np.ndarray] = []
-        self._n_combos = 0
 
     # ------------------------------------------------------------------ registering
     def _add_combos(self, rows: np.ndarray) -> None:
@@ -102,7 +85,6 @@ class CharKeys:
         lens = (rows >= 0).sum(axis=1)
         self._codes.append(rows[rows >= 0].astype(np.int64))
         self._offsets.append(self._offsets[-1][-1:] + np.cumsum(lens))
-        self._n_combos += len(rows)
 
     def _pack(self, race: np.ndarray, cols: range) -> np.ndarray:
         packed = np.zeros(len(race), dtype=np.int64)
@@ -110,63 +92,74 @@ class CharKeys:
             packed = (packed << self._bits) | (race[:, j].astype(np.int64) + 1)
         return packed
 
-    def _register(self, registry: _Registry, keys: np.ndarray, rows: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
-        """Ids of `keys` (per element) and the positions of first occurrences of new keys."""
-        codes, uniq = pd.factorize(keys, sort=False)
-        uniq = np.asarray(uniq, dtype=np.int64)
-        order = np.argsort(uniq)
-        next_id = self._n_combos if rows is not None else None
-        ids_sorted, new_sorted = registry.lookup(uniq[order], next_id=next_id)
-        ids = np.empty(len(uniq), dtype=np.int64)
-        ids[order] = ids_sorted
-        new = np.zeros(len(uniq), dtype=bool)
-        new[order] = new_sorted
-        # factorize numbers keys in order of first appearance: a code's first position
-        # is where the running maximum of the codes grows.
-        first = np.flatnonzero(np.r_[True, codes[1:] > np.maximum.accumulate(codes)[:-1]])
-        new_first = first[new]
-        # Registry ids of new keys were given in sorted-key order; CSR rows must follow them.
-        new_first = new_first[np.argsort(ids[new])]
-        return ids[codes], new_first
+    def _next(self, which: int) -> int:
+        i = int(self._counters[which])
+        self._counters[which] += 1
+        return i
 
     def ids(self, race: np.ndarray, eth: np.ndarray) -> np.ndarray:
         """Characteristic-key id of every row; `race` (n, 8) ascending code indices, -1 padded."""
         n = len(race)
-        combo = np.empty(n, dtype=np.int64)
-        w = min(self.per_word, race.shape[1])
-        fits = (race[:, w:] < 0).all(axis=1) if w < race.shape[1] else np.ones(n, bool)
-        if fits.any():
-            sub = race[fits]
-            # Combo ids are CSR row numbers, shared with the rare long combos below.
-            combo[fits], new_first = self._register(self._combos, self._pack(sub, range(w)), rows=sub)
-            if len(new_first):
-                self._add_combos(sub[new_first])
-        if not fits.all():  # rare: more codes than fit in one word
-            sub = race[~fits]
-            lo, hi = self._pack(sub, range(w)), self._pack(sub, range(w, race.shape[1]))
-            pairs, first, inv = np.unique(np.stack([lo, hi], axis=1), axis=0, return_index=True, return_inverse=True)
-            ids = np.empty(len(pairs), dtype=np.int64)
-            fresh = []
-            for i, (a, b) in enumerate(pairs.tolist()):
-                if (a, b) not in self._long:
-                    self._long[(a, b)] = self._n_combos + len(fresh)
-                    fresh.append(first[i])
-                ids[i] = self._long[(a, b)]
-            if fresh:
-                self._add_combos(sub[np.array(fresh)])
-            combo[~fits] = ids[inv.reshape(-1)]
-        keys = combo * self.n_codes + eth.astype(np.int64)
-        out, new_first = self._register(self._keys, keys)
-        if len(new_first):
-            self._combo_of.append(combo[new_first])
-            self._eth_of.append(eth[new_first].astype(np.int64))
+        race = np.ascontiguousarray(race)
+        eth = np.ascontiguousarray(eth)
+        c = self._counters
+        c[_kernels.NEW_KEYS] = c[_kernels.NEW_COMBOS] = 0
+        key_rows = np.empty(n, np.int64)
+        key_combo = np.empty(n, np.int64)
+        combo_rows = np.empty(n, np.int64)
+        out = np.empty(n, np.int64)
+        start = 0
+        while True:
+            start = _kernels.charkey_ids(race, eth, start, self._bits, self.per_word, self._single, self._n_single,
+                                         self._keys, self._combos, c, out, key_rows, key_combo, combo_rows)
+            if start == n:
+                break
+            old_keys, old_combos = self._keys, self._combos
+            self._keys, self._combos = _hash_tables(2 * len(old_keys))
+            _kernels.rehash(old_keys, old_combos, self._keys, self._combos)
+        n_new, n_combos = int(c[_kernels.NEW_KEYS]), int(c[_kernels.NEW_COMBOS])
+        if n_combos:
+            self._add_combos(race[combo_rows[:n_combos]])
+        if n_new:
+            self._combo_of.append(key_combo[:n_new].copy())
+            self._eth_of.append(eth[key_rows[:n_new]].astype(np.int64))
+        long_rows = np.flatnonzero(out < 0)
+        if len(long_rows):  # rare: more codes than fit in one word
+            out[long_rows] = self._long_ids(race[long_rows], eth[long_rows])
         return out
+
+    def _long_ids(self, sub: np.ndarray, eth: np.ndarray) -> np.ndarray:
+        w = min(self.per_word, sub.shape[1])
+        lo, hi = self._pack(sub, range(w)), self._pack(sub, range(w, sub.shape[1]))
+        pairs, first, inv = np.unique(np.stack([lo, hi], axis=1), axis=0, return_index=True, return_inverse=True)
+        combos = np.empty(len(pairs), dtype=np.int64)
+        fresh = []
+        for i, (a, b) in enumerate(pairs.tolist()):
+            if (a, b) not in self._long:
+                self._long[(a, b)] = self._next(_kernels.N_COMBOS)
+                fresh.append(first[i])
+            combos[i] = self._long[(a, b)]
+        if fresh:  # in id order
+            self._add_combos(sub[np.array(fresh)])
+        combo = combos[inv.reshape(-1)]
+        ids = np.empty(len(sub), dtype=np.int64)
+        new_combo, new_eth = [], []
+        for i, (cb, e) in enumerate(zip(combo.tolist(), eth.tolist())):
+            k = self._long_keys.get((cb, e))
+            if k is None:
+                k = self._long_keys[(cb, e)] = self._next(_kernels.N_KEYS)
+                new_combo.append(cb)
+                new_eth.append(e)
+            ids[i] = k
+        if new_combo:
+            self._combo_of.append(np.array(new_combo, np.int64))
+            self._eth_of.append(np.array(new_eth, np.int64))
+        return ids
 
     # ------------------------------------------------------------------ reading
     @property
     def n_combos(self) -> int:
-        return self._n_combos
+        return int(self._counters[_kernels.N_COMBOS])
 
     @staticmethod
     def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -196,7 +189,21 @@ class CharKeys:
         return tuple(int(c) for c in self.combo_codes[off[i] : off[i + 1]])
 
     def __len__(self) -> int:
-        return self._keys.n
+        return int(self._counters[_kernels.N_KEYS])
+
+
+#: The largest dense table of single-code keys (entries; 8 bytes each).
+_SINGLE_MAX = 1 << 23
+
+
+def _hash_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Empty tables of `CharKeys` (`_kernels.charkey_ids`): rows (word, ethnicity, key
+    id) and (word, combo id)."""
+    keys = np.zeros((size, 3), np.int64)
+    keys[:, 0] = _kernels.EMPTY
+    combos = np.zeros((size, 2), np.int64)
+    combos[:, 0] = _kernels.EMPTY
+    return keys, combos
 
 
 @dataclass(frozen=True)
@@ -273,21 +280,9 @@ def membership(
     aoic = _code_lists(specs.race_aoic(level), code_names, index)
     eth = _code_lists(specs.ethnicity(level), code_names, index)
 
-    n_combos = charkeys.n_combos
-    offsets = charkeys.combo_offsets
-    lens = np.diff(offsets)
-    combo_of_code = np.repeat(np.arange(n_combos), lens)
-    codes = charkeys.combo_codes
-    # AOIC: the union of the codes' lists.
-    pos, its = aoic.expand(codes)
-    union = np.unique(combo_of_code[pos] * len(index) + its) if len(its) else np.zeros(0, np.int64)
-    # Alone: iterations listed by every code of the combo (each code lists an iteration once).
-    pos, its = alone.expand(codes)
-    pairs, hits = np.unique(combo_of_code[pos] * len(index) + its, return_counts=True) if len(its) else (
-        np.zeros(0, np.int64), np.zeros(0, np.int64))
-    inter = pairs[hits == lens[pairs // max(1, len(index))]]
-    both = np.concatenate([union, inter])
-    race = CSR.from_pairs(both // max(1, len(index)), both % max(1, len(index)), n_combos)
+    offsets, members = _kernels.combo_groups(charkeys.combo_offsets, charkeys.combo_codes, aoic.offsets,
+                                             aoic.members, alone.offsets, alone.members, len(index))
+    race = CSR(offsets, members)
 
     combo_of, eth_of = charkeys.combo_of, charkeys.eth_of
     sizes = race.sizes()[combo_of] + eth.sizes()[eth_of]

@@ -25,6 +25,7 @@ from calculators import budget, noise_family
 from calculators.config import SafeTabConfig
 from calculators.levels import AGE23_EDGES, STAT_LEVEL_AGE_EDGES, STAT_LEVEL_CELLS, PopulationGroupLevel
 from engine.tabulation.aggregate import LevelCounts
+from engine.timing import nothing
 
 #: Stat level code of TotalOnly (DETAILED_ONLY) groups in results.
 TOTAL_ONLY = -1
@@ -139,13 +140,15 @@ def tabulate_level(
     noise: Noise,
     truth: bool = False,
     chunk_groups: int = 2_000_000,
+    phases=nothing,
 ) -> Iterator[ChunkResult]:
     """Run both stages for every group of a level, yielding results chunk by chunk.
 
     `detailed_only[i]` flags TotalOnly iterations. Stage 1 is drawn for the whole level
     first (it only decides stat levels), so the cells of the groups that get a table
     are gathered in one pass over the counts. With `truth`, no noise is drawn and stat
-    levels follow the true totals (ground-truth mode).
+    levels follow the true totals (ground-truth mode). `phases` (`engine.timing.Phases`)
+    times the steps.
     """
 
     def draw(scale: Fraction, size: int) -> np.ndarray:
@@ -154,43 +157,53 @@ def tabulate_level(
         return noise(scale, size)
 
     n_groups = counts.n_groups
-    totals = counts.totals()
+    with phases("level_totals"):
+        totals = counts.totals()
     total_only = np.tile(detailed_only, counts.n_regions)
     thresholds = np.array(plan.thresholds)
     stat = np.full(n_groups, TOTAL_ONLY, dtype=np.int8)
-    for g0 in range(0, n_groups, chunk_groups):
-        # Stage 1 (never published): decides the stat level.
-        g1 = min(n_groups, g0 + chunk_groups)
-        adaptive = np.flatnonzero(~total_only[g0:g1]) + g0
-        stage1 = totals[adaptive] + draw(plan.stage1, len(adaptive))
-        stat[adaptive] = np.searchsorted(thresholds, stage1, side="right")
-    table_groups = np.flatnonzero(stat >= 1)
-    true_cells46 = counts.cells_of(table_groups)
+    with phases("stage_1_noise"):
+        for g0 in range(0, n_groups, chunk_groups):
+            # Stage 1 (never published): decides the stat level.
+            g1 = min(n_groups, g0 + chunk_groups)
+            adaptive = np.flatnonzero(~total_only[g0:g1]) + g0
+            stage1 = totals[adaptive] + draw(plan.stage1, len(adaptive))
+            stat[adaptive] = np.searchsorted(thresholds, stage1, side="right")
+    with phases("table_cells"):
+        table_groups = np.flatnonzero(stat >= 1)
+        true_cells46 = counts.cells_of(table_groups)
 
     for g0 in range(0, n_groups, chunk_groups):
-        g1 = min(n_groups, g0 + chunk_groups)
-        st = stat[g0:g1]
-        true = totals[g0:g1]
-        noisy_total = np.zeros(g1 - g0, dtype=np.int64)
-        # TotalOnly groups: one total with the full budget.
-        to = st == TOTAL_ONLY
-        noisy_total[to] = true[to] + draw(plan.total_only, int(to.sum()))
-        # Stage 2, level 0: a new noisy total.
-        lvl0 = st == 0
-        noisy_total[lvl0] = true[lvl0] + draw(plan.stage2, int(lvl0.sum()))
-        tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        true_tables: dict[int, np.ndarray] = {}
-        lo, hi = np.searchsorted(table_groups, [g0, g1])
-        chunk_tables, chunk_true = table_groups[lo:hi], true_cells46[lo:hi]
-        chunk_stat = stat[chunk_tables]
-        for k in (1, 2, 3):
-            sel = chunk_stat == k
-            if not sel.any():
-                continue
-            g = chunk_tables[sel]
-            true_k = collapse_cells(chunk_true[sel], k)
-            cells = true_k + draw(plan.stage2, true_k.size).reshape(true_k.shape)
-            tables[k] = (g, cells)
-            true_tables[k] = true_k
-            noisy_total[g - g0] = cells.sum(axis=1)
-        yield ChunkResult(plan.level, g0, g1, st, noisy_total, tables, true, true_tables)
+        with phases("stage_2_noise"):
+            res = _stage2(plan, stat, totals, table_groups, true_cells46, g0, min(n_groups, g0 + chunk_groups), draw)
+        yield res
+
+
+def _stage2(plan: LevelPlan, stat: np.ndarray, totals: np.ndarray, table_groups: np.ndarray,
+            true_cells46: np.ndarray, g0: int, g1: int, draw) -> ChunkResult:
+    """Stage 2 of the groups [g0, g1): a noisy total, or the cells of its table."""
+    st = stat[g0:g1]
+    true = totals[g0:g1]
+    noisy_total = np.zeros(g1 - g0, dtype=np.int64)
+    # TotalOnly groups: one total with the full budget.
+    to = st == TOTAL_ONLY
+    noisy_total[to] = true[to] + draw(plan.total_only, int(to.sum()))
+    # Stage 2, level 0: a new noisy total.
+    lvl0 = st == 0
+    noisy_total[lvl0] = true[lvl0] + draw(plan.stage2, int(lvl0.sum()))
+    tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    true_tables: dict[int, np.ndarray] = {}
+    lo, hi = np.searchsorted(table_groups, [g0, g1])
+    chunk_tables, chunk_true = table_groups[lo:hi], true_cells46[lo:hi]
+    chunk_stat = stat[chunk_tables]
+    for k in (1, 2, 3):
+        sel = chunk_stat == k
+        if not sel.any():
+            continue
+        g = chunk_tables[sel]
+        true_k = collapse_cells(chunk_true[sel], k)
+        cells = true_k + draw(plan.stage2, true_k.size).reshape(true_k.shape)
+        tables[k] = (g, cells)
+        true_tables[k] = true_k
+        noisy_total[g - g0] = cells.sum(axis=1)
+    return ChunkResult(plan.level, g0, g1, st, noisy_total, tables, true, true_tables)

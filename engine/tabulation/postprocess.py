@@ -62,6 +62,32 @@ def postprocess_chunk(res: ChunkResult, plan: LevelPlan, allow_negative: bool) -
 
 
 @dataclass
+class GroupRows:
+    """What a set of population groups of one geography and iteration level publishes
+    (coterminous copies resolved: the rows of the release), with their true counts,
+    which serve accuracy reports only and are never written.
+
+    Group i is (region_ids[region_idx[i]], codes[code_idx[i]]); it is published if
+    released[i], with total t1[i] and stat level stat[i]. tables[k] = (region_idx,
+    code_idx, cells, sex marginals, true cells) of its groups at stat level k >= 1 (all
+    released).
+    """
+
+    part: str
+    geo: str
+    iteration_level: int
+    region_ids: np.ndarray
+    codes: np.ndarray
+    region_idx: np.ndarray
+    code_idx: np.ndarray
+    t1: np.ndarray
+    released: np.ndarray
+    stat: np.ndarray
+    true_total: np.ndarray | None
+    tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
+
+
+@dataclass
 class StashedRows:
     """The coterminous members' groups after resolution, as parallel arrays.
 
@@ -79,6 +105,9 @@ class StashedRows:
     src: np.ndarray
     tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
     geos: list[str]
+    #: True totals of the rows, and true cells of `tables` (same rows), for reports.
+    true_total: np.ndarray | None = None
+    true_tables: dict[int, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.src)
@@ -114,7 +143,7 @@ class CoterminousStash:
                 self.member[g][1][r] = prio
         self.geos = sorted(sizes)
         self._parts: list[dict[str, np.ndarray]] = []
-        self._tables: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1: [], 2: [], 3: []}
+        self._tables: dict[int, list[tuple[np.ndarray, ...]]] = {1: [], 2: [], 3: []}
         self._rows = 0
 
     def region_mask(self, geo: str, n_regions: int) -> np.ndarray | None:
@@ -144,12 +173,16 @@ class CoterminousStash:
             "region": region.astype(np.int32), "code": code_ids[groups % n_iterations].astype(np.int32),
             "set": sid[region], "prio": prio[region],
             "t1": pub.t1[i], "released": pub.released[i], "stat": pub.stat_level[i].astype(np.int8),
+            "true_total": pub.true_total[i],
         })
         rows = np.arange(self._rows, self._rows + n)
+        member = np.zeros(pub.n, dtype=bool)
+        member[i] = True
         for k, (tg, cells, marg) in pub.tables.items():
-            sel = np.isin(tg, groups)
+            sel = member[tg - pub.g0]
             if sel.any():
-                self._tables[k].append((rows[np.searchsorted(groups, tg[sel])], cells[sel], marg[sel]))
+                self._tables[k].append((rows[np.searchsorted(groups, tg[sel])], cells[sel], marg[sel],
+                                        pub.true_tables[k][sel]))
         self._rows += n
 
     def resolve(self) -> StashedRows | None:
@@ -170,11 +203,12 @@ class CoterminousStash:
             pos = np.minimum(np.searchsorted(key[first], key), len(first) - 1)
             hit = key[first][pos] == key
             src[hit] = first[pos[hit]]
-        tables = {}
+        tables, true_tables = {}, {}
         for k, parts in self._tables.items():
             if parts:
                 r = np.concatenate([p[0] for p in parts])
                 o = np.argsort(r)
                 tables[k] = (r[o], np.concatenate([p[1] for p in parts])[o], np.concatenate([p[2] for p in parts])[o])
+                true_tables[k] = np.concatenate([p[3] for p in parts])[o]
         return StashedRows(cols["geo"], cols["lvl"], cols["region"], cols["code"], cols["t1"], cols["released"],
-                           cols["stat"], src, tables, self.geos)
+                           cols["stat"], src, tables, self.geos, cols["true_total"], true_tables)

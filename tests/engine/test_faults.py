@@ -440,6 +440,89 @@ def test_two_runs_into_one_folder(ds, tmp_path, capsys, procs):
     assert not (tmp_path / ".out.lock").exists()
 
 
+# ------------------------------------------------------------------ issue 21, items 2, 10 (third case), 16: accuracy
+@pytest.mark.parametrize("seed", [None, 4])
+def test_accuracy_study_folders_hold_nothing_confidential_and_trials_are_never_a_release(ds, tmp_path, capsys, seed):
+    """21.2: `accuracy --layout production|both` writes no operator file (exact counts)
+    into its folder; kept trials, secure noise or seeded, are marked as a study and
+    check-output never certifies one as a release."""
+    for layout in ("production", "both"):
+        out = tmp_path / f"acc-{layout}-{seed}"
+        args = ["accuracy", ds.params, ds.data, out, "--trials", 2, "--layout", layout, "--keep-trials", "--quiet"]
+        code, text = _cli(args + (["--seed", seed] if seed is not None else []), capsys)
+        assert code == 0, text
+        names = [p.relative_to(out).as_posix() for p in out.rglob("*")]
+        assert not [n for n in names if "CONFIDENTIAL" in n or "operator" in n], names
+        assert "CONFIDENTIAL" not in (out / MARKER).read_text()
+        assert not list(tmp_path.glob("*CONFIDENTIAL*"))  # nor beside it
+        for trial in sorted((out / "single_runs").iterdir()):
+            manifest = (trial / "manifest.json").read_text()
+            assert '"kind": "accuracy study trial"' in manifest and '"for_release": false' in manifest
+            assert '"confidential"' not in manifest and "operator_file" not in manifest
+            for where in ("", "t1/", "t2/", "suppressed/"):
+                assert (trial / where / "NOT-FOR-RELEASE.txt").is_file()
+            code, text = _cli(["check-output", ds.params, trial], capsys)
+            assert code == 0 and "NOT FOR RELEASE" in text and ", a release:" not in text, text
+            # without its markers a trial is no release either: check-output refuses it
+            broken = tmp_path / "broken"
+            shutil.copytree(trial, broken)
+            (broken / "NOT-FOR-RELEASE.txt").unlink()
+            code, text = _cli(["check-output", ds.params, broken], capsys)
+            assert code == 1, text
+            shutil.rmtree(broken)
+
+
+def test_accuracy_release_without_t1_is_a_message(ds, tmp_path, capsys):
+    """21.10, third case: `accuracy --release` on a folder without t1/ (was KeyError 'COUNT')."""
+    rel = tmp_path / "rel"
+    _release(ds, rel, capsys)
+    shutil.rmtree(rel / "t1")
+    out = tmp_path / "acc"
+    for layout in ("studio", "production", "both"):
+        code, text = _cli(["accuracy", ds.params, ds.data, out, "--release", rel, "--layout", layout, "--quiet"],
+                          capsys)
+        assert code == 1 and "rel/t1/: a folder of T1 part files" in text, text
+        assert "Traceback" not in text and "KeyError" not in text and not out.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, text = _cli(["accuracy", ds.params, ds.data, out, "--release", empty, "--quiet"], capsys)
+    assert code == 1 and "empty/t1/" in text and not out.exists(), text
+
+
+def test_accuracy_options_are_refused_or_honoured(ds, tmp_path, capsys):
+    """21.16: --consistency with --invariant is refused (it was silently ignored); a
+    malformed --release names file and line (exit 1, was 2 without a place); a release
+    of another nation is refused with a message."""
+    out = tmp_path / "acc"
+    code, text = _cli(["accuracy", ds.params, ds.data, out, "--invariant", "STATE", "--consistency", "all",
+                       "--quiet"], capsys)
+    assert code == 2 and "--invariant and --consistency cannot be combined" in text and not out.exists(), text
+    rel = tmp_path / "rel"
+    _release(ds, rel, capsys)
+    part = next(p for p in sorted((rel / "t1").glob("*.csv")) if p.name != "headers.csv")
+    lines = part.read_text().splitlines()
+    for bad, where in ((lines[1].rsplit("|", 1)[0] + "|12x", "column COUNT"), (lines[1] + "|7", "fields")):
+        broken = tmp_path / "broken"
+        shutil.copytree(rel, broken)
+        (broken / "t1" / part.name).write_text("\n".join(lines[:1] + [bad] + lines[2:]) + "\n")
+        code, text = _cli(["accuracy", ds.params, ds.data, out, "--release", broken, "--quiet"], capsys)
+        assert code == 1 and f"broken/t1/{part.name}, line 2" in text and where in text, text
+        assert "Traceback" not in text and not out.exists()
+        shutil.rmtree(broken)
+    # another nation: the same layout of files, other geography and persons
+    other = Dataset(tmp_path / "other")
+    other.persons = [person(block=("06", "075", "010100", "1001", "67000", "9999"), races=("1010",))] * 30
+    other.blocks = [("06", "075", "010100", "1001", "67000", "9999")]
+    other.config = dict(ds.config, state_filter_us=["06"], run_pr=False)
+    other.write()
+    elsewhere = tmp_path / "elsewhere"
+    code, text = _cli(["run", other.params, other.data, elsewhere, "--seed", 1, "--quiet"], capsys)
+    assert code == 0, text
+    code, text = _cli(["accuracy", ds.params, ds.data, out, "--release", elsewhere, "--quiet"], capsys)
+    assert code == 1 and "made from another GRF-C than DATA_DIR's" in text and "another nation" in text, text
+    assert not out.exists()
+
+
 # ================================================================== issue 21: safe failure, round two
 def _run_cli(args, timeout: float = DEADLINE, **kw) -> subprocess.CompletedProcess:
     """`python -m engine ARGS` in a subprocess, so that a hang fails the test (timeout)

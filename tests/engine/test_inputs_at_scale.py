@@ -61,21 +61,43 @@ def test_aggregation_does_not_depend_on_merge_size(tmp_path):
     assert one.table.persons == many.table.persons == 8_000
 
 
-def test_level_counts_do_not_depend_on_chunking(tmp_path):
-    from engine.tabulation.aggregate import level_counts
+def test_level_counts_equal_the_flat_map_written_with_arrays(tmp_path):
+    """The kernels of `LevelCounts` against the flat map as array expressions, every level."""
+    from tests.engine.tabulation.test_kernels import _expand_plain
 
     s = generate(tmp_path / "n", 6_000, seed=8)
     p = prepare(s.params_dir, s.data_dir)
     for lvl in p.levels:
-        whole = p.counts(lvl)
-        small = level_counts(p.table, p.inputs, p.catalog, lvl, p.stability[lvl], chunk_rows=37)
-        assert len(small.chunks) > 1 or whole.n_regions == 1
-        totals = whole.totals()
-        assert np.array_equal(totals, small.totals())
+        counts = p.counts(lvl)
+        g, cell, c = _expand_plain(p.table.key, p.table.count, counts.piece_region, counts.combo_of,
+                                   counts.eth_of, counts.members.race, counts.members.ethnicity, counts.n_iterations)
+        totals = counts.totals()
+        assert np.array_equal(totals, np.bincount(g, weights=c, minlength=counts.n_groups).astype(np.int64))
         groups = np.flatnonzero(totals >= 3)[::7]
-        cells = whole.cells_of(groups)
-        assert np.array_equal(cells, small.cells_of(groups))
+        cells = counts.cells_of(groups)
+        sel = np.isin(g, groups)
+        dense = np.zeros((len(groups), 46), np.int64)
+        np.add.at(dense, (np.searchsorted(groups, g[sel]), cell[sel]), c[sel])
+        assert np.array_equal(cells, dense)
         assert np.array_equal(cells.sum(axis=1), totals[groups])
     # Every counted person is in exactly one USA... group per iteration they belong to:
     usa = p.counts(p.levels[0])
     assert usa.totals().max() <= p.table.persons_us
+
+
+def test_two_threads_count_what_one_thread_counts(tmp_path, monkeypatch):
+    from engine.tabulation import aggregate
+
+    s = generate(tmp_path / "n", 6_000, seed=4)
+    one = prepare(s.params_dir, s.data_dir)
+    one.compute_totals()
+    monkeypatch.setattr(aggregate, "_THREAD_ROWS", 0)
+    monkeypatch.setattr(aggregate, "_threads", lambda: 2)
+    assert len(aggregate._piece_ranges(one.table)) == 2
+    two = prepare(s.params_dir, s.data_dir)
+    two.compute_totals()
+    for lvl in one.levels:
+        a, b = one.counts(lvl), two.counts(lvl)
+        assert np.array_equal(a.totals(), b.totals())
+        groups = np.flatnonzero(a.totals() >= 2)
+        assert np.array_equal(a.cells_of(groups), b.cells_of(groups))

@@ -46,3 +46,33 @@ def test_accuracy_of_an_existing_release(dataset, tmp_path):
     assert main(["accuracy", str(dataset.params), str(dataset.data), str(out2), "--release", str(tru), "--quiet"]) == 0
     df2 = pd.read_csv(out2 / "accuracy.csv")
     assert (df2.p95_abs_error == 0).all() and (df2.mean_error == 0).all()
+
+
+def test_cells_kept_across_trials_change_no_report(tmp_path, monkeypatch):
+    """A study keeps each level's table cells across its trials (`CellCache`, issue 24):
+    seeded studies with and without the cache write the same reports, byte for byte."""
+    from pathlib import Path
+
+    from engine.reports.accuracy import accuracy_report
+    from engine.tabulation import aggregate
+
+    sample = Path(__file__).resolve().parents[3] / "sample_data"
+    cached = []
+
+    def study(out):
+        accuracy_report(sample / "params", sample / "data", out, trials=3, seed=5, layout="both")
+        return {p.name: p.read_bytes() for p in sorted(out.glob("*.csv"))}
+
+    real = aggregate.CellCache.cells_of
+
+    def spy(self, groups, count):
+        cached.append(len(self.groups))
+        return real(self, groups, count)
+
+    monkeypatch.setattr(aggregate.CellCache, "cells_of", spy)
+    with_cache = study(tmp_path / "cached")
+    assert cached and max(cached) > 0  # later trials found cells counted before
+    monkeypatch.setattr(aggregate.CellCache, "cells_of", lambda self, groups, count: count(groups))
+    without = study(tmp_path / "fresh")
+    assert set(with_cache) == {"accuracy.csv", "error_report.csv", "multi_run_error_report.csv"}
+    assert with_cache == without

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from engine.cli import main
+from engine.errors import InputError
 from engine.reports import production as prod
 from engine.run import prepare, run
 from tests.engine.conftest import BLOCKS, person
@@ -129,39 +130,116 @@ def test_the_truth_of_every_row_is_the_truth_release(dataset, tmp_path):
     assert (sizes["Population group size"] == sizes["GROUND_TRUTH"]).all()
 
 
-def test_cli_writes_production_layouts_and_keeps_the_trials(dataset, tmp_path, capsys):
+def test_cli_writes_production_layouts_and_keeps_the_trials_only_when_asked(dataset, tmp_path, capsys):
     _dataset(dataset)
     out = tmp_path / "acc"
     assert main(["accuracy", str(dataset.params), str(dataset.data), str(out), "--trials", "2", "--seed", "5",
                  "--layout", "production", "--quiet"]) == 0
     assert "multi_run_error_report.csv (production layouts)" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["NOT-FOR-RELEASE.txt", "SHA256SUMS", "error_report.csv",
-                                                     "multi_run_error_report.csv", "single_runs"]
-    assert sorted(p.name for p in (out / "single_runs").iterdir() if p.is_dir()) == ["trial_0", "trial_1"]
+                                                     "multi_run_error_report.csv"]
+    kept = tmp_path / "kept"
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(kept), "--trials", "2", "--seed", "5",
+                 "--layout", "production", "--keep-trials", "--quiet"]) == 0
+    assert sorted(p.name for p in (kept / "single_runs").iterdir()) == ["trial_0", "trial_1"]
+    # the reports computed in memory are the ones of the kept releases, byte for byte
+    for name in (prod.ERROR_REPORT_FILE, prod.MULTI_RUN_FILE):
+        assert (out / name).read_bytes() == (kept / name).read_bytes()
     single = pd.read_csv(out / "error_report.csv", dtype=str)
-    assert list(single.columns) == prod.ERROR_REPORT_COLUMNS
+    assert list(single.columns) == prod.ERROR_REPORT_COLUMNS and len(single)
     multi = pd.read_csv(out / "multi_run_error_report.csv", dtype=str, keep_default_na=False)
     assert list(multi.columns) == prod.MULTI_RUN_COLUMNS
     # the proportions of each row sum to 1 (every (group, trial) pair got one workload)
     freq = multi[[c for c in multi.columns if c.startswith(prod.FREQ)]].astype(float).sum(axis=1)
     assert np.allclose(freq, 1, atol=0.02)
-    # the first trial's report is the one of its kept release, recomputed
     p = prepare(dataset.params, dataset.data)
-    again = prod.error_report(p, out / "single_runs" / "trial_0").astype(str)
-    pd.testing.assert_frame_equal(again.reset_index(drop=True), single.reset_index(drop=True))
+    trials = [kept / "single_runs" / f"trial_{i}" for i in range(2)]
+    reference = prod.write_reports(p, trials, tmp_path / "reference")
+    for name in (prod.ERROR_REPORT_FILE, prod.MULTI_RUN_FILE):
+        assert (tmp_path / "reference" / name).read_bytes() == (out / name).read_bytes(), name
+    assert len(reference[prod.ERROR_REPORT_FILE]) == len(single)
     # both layouts at once, from an existing release
     both = tmp_path / "both"
-    assert main(["accuracy", str(dataset.params), str(dataset.data), str(both), "--release",
-                 str(out / "single_runs" / "trial_1"), "--layout", "both", "--quiet"]) == 0
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(both), "--release", str(trials[1]),
+                 "--layout", "both", "--quiet"]) == 0
     assert {"accuracy.csv", "error_report.csv", "multi_run_error_report.csv"} <= {p.name for p in both.iterdir()}
     assert not (both / "single_runs").exists()
+
+
+def test_in_memory_reports_equal_the_reports_of_the_written_releases(tmp_path):
+    """On a generated nation with coterminous sets, many tables and suppression: the
+    reports of the trials as tabulated equal production's reports read back from the
+    same trials' releases, and the studio report equals the one of the release files."""
+    from engine.reports.accuracy import accuracy_report
+    from engine.synthetic.nation import generate
+
+    s = generate(tmp_path / "n", 30_000, seed=2)
+    p = prepare(s.params_dir, s.data_dir)
+    accuracy_report(s.params_dir, s.data_dir, tmp_path / "mem", trials=3, seed=11, prepared=p, layout="both")
+    kept = accuracy_report(s.params_dir, s.data_dir, tmp_path / "kept", trials=3, seed=11, prepared=p,
+                           layout="both", keep_trials=True)
+    for name in ("accuracy.csv", prod.ERROR_REPORT_FILE, prod.MULTI_RUN_FILE):
+        assert (tmp_path / "mem" / name).read_bytes() == (tmp_path / "kept" / name).read_bytes(), name
+    trials = [tmp_path / "kept" / "single_runs" / f"trial_{i}" for i in range(3)]
+    prod.write_reports(p, trials, tmp_path / "files")
+    for name in (prod.ERROR_REPORT_FILE, prod.MULTI_RUN_FILE):
+        assert (tmp_path / "files" / name).read_bytes() == (tmp_path / "mem" / name).read_bytes(), name
+    one = accuracy_report(s.params_dir, s.data_dir, tmp_path / "one", release_dir=trials[0], prepared=p)
+    first = accuracy_report(s.params_dir, s.data_dir, tmp_path / "first", trials=1, seed=11, prepared=p)
+    pd.testing.assert_frame_equal(one, first)
+    assert len(kept) and (kept["counts_compared"] > 0).all()
+
+
+def test_quantile_of_a_histogram_is_pandas_linear_quantile():
+    rng = np.random.default_rng(5)
+    for n in list(range(1, 40)) + [97, 1000, 4321]:
+        values = rng.integers(0, rng.integers(1, 60), size=n)
+        want = pd.Series(values).groupby(np.zeros(n)).quantile(0.95, interpolation="linear").iloc[0]
+        assert prod._quantile(np.bincount(values), 0.95) == want
 
 
 def test_a_release_of_other_inputs_is_refused(dataset, tmp_path):
     _dataset(dataset)
     p = prepare(dataset.params, dataset.data)
     run(dataset.params, dataset.data, tmp_path / "rel", seed=3, prepared=p)
-    part = next((tmp_path / "rel" / "t1").glob("*.csv"))
+    part = next(q for q in (tmp_path / "rel" / "t1").glob("*.csv") if q.name != "headers.csv")
+    lines = len(part.read_text().splitlines())
     part.write_text(part.read_text() + "99999|COUNTY|3001|5\n")
-    with pytest.raises(ValueError, match="is not a population group of these inputs"):
+    with pytest.raises(InputError, match="is RELEASE_DIR a release of other inputs") as err:
         prod.augmented_tables(p, tmp_path / "rel")
+    assert f"rel/t1/{part.name}, line {lines + 1}" in str(err.value) and "'99999|COUNTY|3001'" in str(err.value)
+
+
+def test_multi_run_histograms_equal_a_count_key_by_key():
+    """`ProductionCollector._count` (one pass of bincount, or per key when the errors are
+    wide) keeps, per (geo, level, detailed, size bin, workload), the exact histogram of
+    |error| and the number of (group, trial) pairs."""
+    from collections import defaultdict
+
+    import numpy as np
+
+    from engine.reports.production import _POWERS, ProductionCollector
+
+    rng = np.random.default_rng(11)
+    pairs = [("1", "False"), ("2", "True"), ("2", "False")]
+    for per_pair, scale in ((1, 30), (4, 30), (1, 200_000), (3, 200_000)):  # the last two: per key
+        col = ProductionCollector.__new__(ProductionCollector)
+        col.hists, col.pairs = {}, defaultdict(int)
+        expected_h, expected_n = {}, defaultdict(int)
+        for _trial in range(3):
+            n = int(rng.integers(1, 400))
+            pair_id = rng.integers(0, len(pairs), n)
+            size = rng.integers(0, 10**6, n)
+            err = rng.integers(0, scale, n * per_pair)
+            col._count("COUNTY", pair_id, pairs, size, "Total", err, per_pair)
+            bins = np.searchsorted(_POWERS, size, side="left")
+            for g in range(n):
+                key = ("COUNTY", *pairs[pair_id[g]], int(bins[g]), "Total")
+                h = expected_h.setdefault(key, defaultdict(int))
+                for e in err[g * per_pair:(g + 1) * per_pair].tolist():
+                    h[e] += 1
+                expected_n[key] += 1
+        assert set(col.hists) == set(expected_h)
+        for key, h in col.hists.items():
+            assert {int(e): int(c) for e, c in enumerate(h) if c} == dict(expected_h[key]), key
+            assert h[-1] > 0 and col.pairs[key] == expected_n[key]

@@ -1,0 +1,176 @@
+"""Speed of accuracy studies: `python -m engine accuracy ... --trials T --layout L`.
+
+For each layout (studio, production, both) one study of T trials (seeded, so every
+layout draws the same noise) runs as a separate process, measured by the operating
+system (wall clock, user + system CPU, peak memory); inside it, the time and process
+CPU at the start of every trial are recorded (from the progress of
+`engine.reports.accuracy.accuracy_report`). The cost of one trial is the median of
+trials 2..T (the first also computes the totals of every level, kept for the others),
+the fixed cost the rest (start-up, reading and counting the persons, writing the
+reports):
+
+    fixed = total - T x per trial
+
+It prints both for every layout, the ratio of the production layouts' per-trial cost to
+the studio layout's (issue 24's target: at most 1.5), and the time of a study of
+--extrapolate trials (fixed + trials x per trial; target for 25 national trials, both
+layouts: under one hour). The load average is printed before and after each run.
+
+    python benchmarks/bench_study.py --persons 1e6                 # a generated nation
+    flock /work/bigjob.lock python benchmarks/bench_study.py --data /work/data/h24/n100m-pq --trials 3
+    python benchmarks/bench_study.py --small                       # seconds (CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._shared import SMALL_FLAG, SPEC_2020, ensure_sample, load, machine, measure, result, spec_or_none, \
+    workdir  # noqa: E402
+
+LAYOUTS = ("studio", "production", "both")
+
+
+def _child(params: str, data: str, out: str, trials: int, layout: str) -> None:
+    """The study in this process; prints `TIMES {json}`: wall clock and process CPU when
+    each trial starts and when the study ends."""
+    import json
+    import os
+    import time
+
+    from engine.reports.accuracy import accuracy_report
+
+    marks: list[tuple[float, float]] = []
+    seen: set[str] = set()
+
+    def cpu() -> float:
+        t = os.times()
+        return t.user + t.system
+
+    def progress(stage: str, done: float, total: float) -> None:
+        trial = stage.split(",")[0]
+        if trial.startswith("trial ") and trial not in seen:
+            seen.add(trial)
+            marks.append((time.perf_counter(), cpu()))
+
+    t0 = time.perf_counter()
+    accuracy_report(params, data, out, trials=trials, seed=1, overwrite=True, progress=progress, layout=layout)
+    marks.append((time.perf_counter(), cpu()))
+    print("TIMES " + json.dumps({"start": t0, "marks": marks}), flush=True)
+
+
+def study(root: Path, out: Path, trials: int, layout: str) -> dict:
+    """One study as a child process: its totals from the operating system, the per-trial
+    cost from inside it."""
+    import json
+    import statistics
+    import subprocess
+
+    m = measure([sys.executable, __file__, "--child", str(root / "params"), str(root / "data"), str(out), str(trials),
+                 layout], capture=True)
+    if m.returncode != 0:
+        raise SystemExit(f"accuracy --trials {trials} --layout {layout} failed:\n{m.stderr}")
+    digests = _digests(out)
+    shutil.rmtree(out, ignore_errors=True)
+    times = json.loads(next(ln for ln in m.stdout.splitlines() if ln.startswith("TIMES "))[6:])
+    marks = times["marks"]
+    walls = [b[0] - a[0] for a, b in zip(marks, marks[1:])]
+    cpus = [b[1] - a[1] for a, b in zip(marks, marks[1:])]
+    later = slice(1, None) if trials > 1 else slice(None)
+    per = {"wall": statistics.median(walls[later]), "cpu": statistics.median(cpus[later])}
+    fixed = {"wall": m.wall - trials * per["wall"], "cpu": m.cpu - trials * per["cpu"]}
+    return {"trials": trials, "wall": m.wall, "cpu": m.cpu, "peak_gb": m.peak_gb, "trial_walls": walls,
+            "trial_cpus": cpus, "per_trial": per, "fixed": fixed, "load": [m.load_before, m.load_after],
+            "reports": digests}
+
+
+def _digests(out: Path) -> dict[str, str]:
+    """SHA-256 of every CSV report of a study (the JSON ones carry the time they were made)."""
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*.csv"))}
+
+
+def _same_reports(rows: dict) -> dict[str, bool]:
+    """Seeded studies draw the same noise whatever the layout, so "both" writes exactly the
+    studio layout's and the production layouts' reports."""
+    checks = {}
+    if "both" not in rows:
+        return checks
+    both = rows["both"]["reports"]
+    for layout in ("studio", "production"):
+        if layout in rows:
+            own = rows[layout]["reports"]
+            checks[f"layout both writes the {layout} layout's reports, byte for byte"] = \
+                bool(own) and all(both.get(name) == digest for name, digest in own.items())
+    return checks
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--persons", type=float, default=1e6, help="size of a generated nation")
+    ap.add_argument("--data", type=Path, default=None, metavar="NATION", help="an existing nation instead")
+    ap.add_argument("--spec", type=Path, default=SPEC_2020)
+    ap.add_argument("--format", choices=["txt", "parquet"], default="parquet")
+    ap.add_argument("--trials", type=int, default=3, help="trials of each study (at least 2; default 3)")
+    ap.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
+    ap.add_argument("--extrapolate", type=int, default=25, help="trials of the study to extrapolate to (25)")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="also scale the per-trial and fixed costs by this factor (e.g. 3.3 from 100M to 330M "
+                         "persons; both grow linearly with the persons)")
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument(SMALL_FLAG, action="store_true", help="20,000 persons, 2 trials (CI)")
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        p, d, o, t, layout = args.child
+        _child(p, d, o, int(t), layout)
+        return 0
+    trials = 2 if args.small else args.trials
+    if trials < 2:
+        raise SystemExit("--trials must be at least 2")
+    print(f"Accuracy studies, {machine()}; {load()}")
+    with workdir(args.workdir, args.small) as folder:
+        folder = Path(folder)
+        root = args.data or ensure_sample(20_000 if args.small else int(args.persons), spec_or_none(args.spec), folder,
+                                          "txt" if args.small else args.format)
+        print(f"nation {root}")
+        rows = {}
+        for layout in args.layouts:
+            r = rows[layout] = study(root, folder / "study", trials, layout)
+            per, fixed = r["per_trial"], r["fixed"]
+            print(f"{layout:>10}: {trials} trials {r['wall']:8.1f} s wall / {r['cpu']:8.1f} s CPU (peak "
+                  f"{r['peak_gb']:.2f} GB); per trial {per['wall']:.2f} s wall / {per['cpu']:.2f} s CPU, fixed "
+                  f"{fixed['wall']:.1f} s / {fixed['cpu']:.1f} s ({r['load'][0]} before, "
+                  f"{r['load'][1].split(' on ')[0]} after)", flush=True)
+    out = {"layouts": rows, "checks": _same_reports(rows)}
+    if "studio" in rows:
+        for layout in ("production", "both"):
+            if layout in rows:
+                ratio = {k: rows[layout]["per_trial"][k] / max(rows["studio"]["per_trial"][k], 1e-9)
+                         for k in ("wall", "cpu")}
+                out[f"{layout}_per_studio"] = ratio
+                verdict = ""
+                if layout == "production":  # the target of issue 24 (both = the two reports at once)
+                    verdict = "; target <= 1.5: " + ("met" if ratio["cpu"] <= 1.5 else "MISSED")
+                    if rows["studio"]["per_trial"]["cpu"] < 0.5:
+                        verdict = "; target not judged: a trial costs too little here to compare"
+                print(f"per trial, {layout} / studio: {ratio['wall']:.2f} (wall), {ratio['cpu']:.2f} (CPU){verdict}")
+    for layout, r in rows.items():
+        s = args.scale
+        est = {k: s * (r["fixed"][k] + args.extrapolate * r["per_trial"][k]) for k in ("wall", "cpu")}
+        r["extrapolated"] = {"trials": args.extrapolate, "scale": s, **est}
+        print(f"{layout:>10}: a study of {args.extrapolate} trials" + (f" at {s:g}x the persons" if s != 1 else "")
+              + f": {est['wall'] / 60:.1f} min wall (at this load), {est['cpu'] / 60:.1f} min CPU "
+                f"(/ 2 cores: {est['cpu'] / 120:.1f} min)")
+    print(f"load average after: {load()}")
+    result(**out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
