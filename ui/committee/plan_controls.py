@@ -1,0 +1,137 @@
+"""Streamlit controls of the plan on every page: undo / redo (`ui.core.history`) and saving
+the current plan as a named scenario (`ui.committee.scenarios`), in the sidebar."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from calculators import presets
+from calculators.config import SafeTabConfig
+from ui.committee import comparison, scenarios
+from ui.core import history, planner, state
+
+SCENARIOS_PAGE = "pages/committee/scenarios.py"
+
+
+def store() -> scenarios.ScenarioStore:
+    """The scenario store at its configured location (see `ui.committee.scenarios.data_dir`)."""
+    return scenarios.ScenarioStore()
+
+
+def _step(move: Callable, done: str) -> None:
+    """Apply `history.undo` or `history.redo` and say what changed."""
+    cur = state.snapshot()
+    snap = move(st.session_state, cur)
+    if snap is not None:
+        state.restore(snap)
+        state.flash("info", f"{done}: {history.describe(cur, snap)}.")
+
+
+def undo() -> None:
+    """Put the plan back as it was before the last change."""
+    _step(history.undo, "Undone")
+
+
+def redo() -> None:
+    """Make the last undone change again."""
+    _step(history.redo, "Redone")
+
+
+def save_current(name: str, note: str = "", overwrite: bool = False) -> scenarios.Scenario | None:
+    """Save the current plan as a scenario; the plan takes the scenario's name. A
+    problem (name taken, store unusable) becomes a message and returns None."""
+    try:
+        saved = store().save(name, state.config(), state.targets(), note=note, overwrite=overwrite)
+    except scenarios.ScenarioError as exc:
+        state.flash("error", f"Not saved: {exc}.")
+        return None
+    ss = st.session_state
+    ss[state.K_SOURCE], ss[state.K_EDITED] = saved.name, False
+    state.flash("success", f"Saved the current plan as scenario “{saved.name}” ({store().path}).")
+    return saved
+
+
+def _on_sidebar_save() -> None:
+    name = st.session_state.get("sb_save_name", "")
+    if save_current(name, overwrite=bool(st.session_state.get("sb_save_replace"))):
+        st.session_state["sb_save_replace"] = False
+
+
+def sidebar() -> None:
+    """Undo, redo and "Save as scenario" in the sidebar (call in app.py). The buttons'
+    help does not name the step: page fragments (`state.fragment_done`) do not redraw
+    the sidebar after each change; the message shown after undoing says what changed."""
+    ss = st.session_state
+    n_undo, n_redo = history.depth(ss)
+    with st.sidebar:
+        with st.container(horizontal=True, gap="small"):
+            st.button("Undo", key="sb_undo", icon=":material/undo:", on_click=undo, disabled=not n_undo,
+                      width="stretch",
+                      help="Undo the last change to the plan." if n_undo
+                      else "Nothing to undo: the plan has not changed in this session.")
+            st.button("Redo", key="sb_redo", icon=":material/redo:", on_click=redo, disabled=not n_redo,
+                      width="stretch", help="Make the last undone change again." if n_redo else "Nothing to redo.")
+        with st.popover("Save as scenario", icon=":material/save:", width="stretch",
+                        help="Save the current plan as a named scenario (kept on disk across restarts)."):
+            if "sb_save_name" not in ss or not ss.get("sb_save_name"):
+                ss["sb_save_name"] = state.source_label()[: scenarios.MAX_NAME]
+            st.text_input("Scenario name", key="sb_save_name", max_chars=scenarios.MAX_NAME)
+            taken = False
+            try:
+                taken = store().exists(ss.get("sb_save_name", "")) if ss.get("sb_save_name", "").strip() else False
+            except scenarios.ScenarioError:
+                taken = False
+            if taken:
+                st.checkbox("A scenario of this name exists: replace it", key="sb_save_replace")
+            st.button("Save", key="sb_save", type="primary", on_click=_on_sidebar_save,
+                      disabled=taken and not ss.get("sb_save_replace"))
+            st.page_link(SCENARIOS_PAGE, label="All scenarios, compare, memo", icon=":material/folder_open:")
+
+
+# ------------------------------------------------------------------ plans to compare
+CURRENT = "Current plan"
+PRODUCTION = "2020 production plan"
+SAMPLE = "Sample-data plan"
+
+
+def choices(items: list[scenarios.Scenario] | None = None) -> dict[str, Callable[[], comparison.Plan]]:
+    """The plans a user can compare or put in a memo, by the name shown: the current
+    plan, every valid saved scenario, the 2020 production plan and (if shipped) the
+    sample-data plan. Values are zero-argument callables returning a `comparison.Plan`."""
+    out: dict[str, Callable[[], comparison.Plan]] = {
+        CURRENT: lambda: comparison.Plan(f"{CURRENT} ({state.source_label()})", state.config(), state.targets()),
+    }
+    if items is None:
+        try:
+            items = store().all()
+        except scenarios.ScenarioError:
+            items = []
+    for s in items:
+        if s.ok and s.name not in out:
+            out[s.name] = (lambda s=s: comparison.Plan(s.name, s.config, s.targets))
+    out.setdefault(PRODUCTION, lambda: comparison.Plan(PRODUCTION, presets.production_2020(),
+                                                       planner.production_targets()))
+    if state.sample_config_path().is_file():
+        out.setdefault(SAMPLE, lambda: comparison.Plan(SAMPLE, SafeTabConfig.read(state.sample_config_path())))
+    return out
+
+
+def plans_key(plans: list[comparison.Plan]) -> tuple:
+    """A hashable, cacheable description of plans: (name, config.json, targets)."""
+    return tuple((p.name, p.config.to_json(), tuple(sorted(dict(p.targets).items()))) for p in plans)
+
+
+def plans_of(key: tuple) -> list[comparison.Plan]:
+    return [comparison.Plan(n, SafeTabConfig.from_json(c, n), dict(t)) for n, c, t in key]
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def cached_by_level(key: tuple, measure: str, method: str, delta: float):
+    return comparison.by_level(plans_of(key), measure, method, delta)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_summary(key: tuple, delta: float):
+    return comparison.summary(plans_of(key), delta)
