@@ -25,28 +25,30 @@ st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kep
 state.init()
 state.keep_widgets()
 
-#: Pages are filed by section (pages/safetab, pages/committee, pages/compare, as ui/ is), and
-#: each keeps the address it had before (url_path): share links and bookmarks use it.
+#: Pages are filed by section (app_pages/safetab, app_pages/committee, app_pages/compare, as
+#: ui/ is), and each keeps the address it had before (url_path): share links and bookmarks
+#: use it. The folder is not called pages/: Streamlit would serve a fresh server's first
+#: request in its legacy "pages/ folder" mode, which knows no page in a subfolder.
 SECTIONS = {
     "SafeTab-P": [
-        st.Page("pages/safetab/overview.py", url_path="overview", title="Overview", icon=":material/home:",
+        st.Page("app_pages/safetab/overview.py", url_path="overview", title="Overview", icon=":material/home:",
                 default=True),
-        st.Page("pages/safetab/budget.py", url_path="budget", title="Budget and MOE planner",
+        st.Page("app_pages/safetab/budget.py", url_path="budget", title="Budget and MOE planner",
                 icon=":material/tune:"),
-        st.Page("pages/safetab/adaptive.py", url_path="adaptive", title="Adaptive tables",
+        st.Page("app_pages/safetab/adaptive.py", url_path="adaptive", title="Adaptive tables",
                 icon=":material/table_chart:"),
-        st.Page("pages/safetab/suppression.py", url_path="suppression", title="Suppression",
+        st.Page("app_pages/safetab/suppression.py", url_path="suppression", title="Suppression",
                 icon=":material/visibility_off:"),
-        st.Page("pages/safetab/run.py", url_path="run", title="Run the mechanism", icon=":material/play_circle:"),
-        st.Page("pages/safetab/configuration.py", url_path="configuration", title="Configuration",
+        st.Page("app_pages/safetab/run.py", url_path="run", title="Run the mechanism", icon=":material/play_circle:"),
+        st.Page("app_pages/safetab/configuration.py", url_path="configuration", title="Configuration",
                 icon=":material/settings:"),
-        st.Page("pages/committee/scenarios.py", url_path="scenarios", title="Scenarios",
+        st.Page("app_pages/committee/scenarios.py", url_path="scenarios", title="Scenarios",
                 icon=":material/folder_open:"),
-        st.Page("pages/committee/memo.py", url_path="memo", title="Decision memo", icon=":material/picture_as_pdf:"),
-        st.Page("pages/safetab/glossary.py", url_path="glossary", title="Glossary", icon=":material/menu_book:"),
+        st.Page("app_pages/committee/memo.py", url_path="memo", title="Decision memo", icon=":material/picture_as_pdf:"),
+        st.Page("app_pages/safetab/glossary.py", url_path="glossary", title="Glossary", icon=":material/menu_book:"),
     ],
     "Compare methods": [
-        st.Page("pages/compare/index.py", url_path="compare_index", title="Methods at a glance",
+        st.Page("app_pages/compare/index.py", url_path="compare_index", title="Methods at a glance",
                 icon=":material/compare_arrows:"),
         *(st.Page(m.path, url_path=m.url_path, title=m.title, icon=m.icon) for m in compare.METHODS),
     ],

@@ -153,7 +153,7 @@ def bench_app_panels(reps: int, pages: int = 3) -> list[dict]:
                 with ctx:
                     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
                     at.run()
-                    at.switch_page(f"pages/safetab/{page}.py").run()  # budget, adaptive, suppression
+                    at.switch_page(f"app_pages/safetab/{page}.py").run()  # budget, adaptive, suppression
                     times = []
                     for i in range(reps + 1):
                         c = time.process_time()

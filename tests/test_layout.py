@@ -171,7 +171,7 @@ def test_tests_mirror_the_packages():
         assert (REPO / "tests" / pkg).is_dir(), f"tests/{pkg} is missing"
 
 
-# ------------------------------------------------------------------ the app's ui/ and pages/
+# --------------------------------------------------------------- the app's ui/ and app_pages/
 #: The ui subpackages, one per section of the app, and what each may import from ui/
 #: (besides itself): core is below everything; committee and compare both build on core
 #: and safetab and never import each other.
@@ -244,9 +244,9 @@ def _page_violations(sources: dict[str, str]) -> list[str]:
     bad = []
     for rel, source in sources.items():
         parts = rel.split("/")
-        folder = parts[1] if parts[0] == "pages" and len(parts) > 2 else None
-        if parts[0] == "pages" and folder is None:
-            bad.append(f"{rel} lies directly in pages/ (put it in its section's folder)")
+        folder = parts[1] if parts[0] == "app_pages" and len(parts) > 2 else None
+        if parts[0] == "app_pages" and folder is None:
+            bad.append(f"{rel} lies directly in app_pages/ (put it in its section's folder)")
         for target in sorted(_ui_imports(rel.removesuffix(".py").replace("/", "."), source)):
             other = _section(target)
             if other is None or other not in UI_SECTIONS or target == f"ui.{other}":
@@ -280,7 +280,7 @@ def test_no_module_is_left_directly_in_ui():
 
 
 def test_pages_import_ui_through_its_subpackages():
-    paths = [p.relative_to(REPO).as_posix() for p in (REPO / "pages").rglob("*.py")] + ["app.py"]
+    paths = [p.relative_to(REPO).as_posix() for p in (REPO / "app_pages").rglob("*.py")] + ["app.py"]
     assert len(paths) > 10
     assert not _page_violations(_sources(paths)), _page_violations(_sources(paths))
 
@@ -305,14 +305,15 @@ def test_the_rules_catch_a_bad_import():
     assert not _ui_violations({"ui.committee.x": "from ui.safetab import analysis\nfrom ui.core import state\n"
                                                  "from . import memo"})
     assert not _ui_violations({"ui.safetab.projection_panel": "from ui.committee import comparison"})
-    assert _page_violations({"pages/compare/x.py": "from ui import state"}) == [
-        "pages/compare/x.py imports ui.state: import a module of a ui subpackage (from ui.core import state)"]
-    assert _page_violations({"pages/compare/x.py": "from ui.committee import memo"}) == [
-        "pages/compare/x.py (compare) imports ui.committee.memo (committee)"]
-    assert _page_violations({"pages/committee/x.py": "import ui.compare.layout"}) == [
-        "pages/committee/x.py (committee) imports ui.compare.layout (compare)"]
-    assert _page_violations({"pages/x.py": ""}) == ["pages/x.py lies directly in pages/ (put it in its section's folder)"]
-    assert not _page_violations({"pages/compare/x.py": "from ui.compare import layout as compare\n"
+    assert _page_violations({"app_pages/compare/x.py": "from ui import state"}) == [
+        "app_pages/compare/x.py imports ui.state: import a module of a ui subpackage (from ui.core import state)"]
+    assert _page_violations({"app_pages/compare/x.py": "from ui.committee import memo"}) == [
+        "app_pages/compare/x.py (compare) imports ui.committee.memo (committee)"]
+    assert _page_violations({"app_pages/committee/x.py": "import ui.compare.layout"}) == [
+        "app_pages/committee/x.py (committee) imports ui.compare.layout (compare)"]
+    assert _page_violations({"app_pages/x.py": ""}) == [
+        "app_pages/x.py lies directly in app_pages/ (put it in its section's folder)"]
+    assert not _page_violations({"app_pages/compare/x.py": "from ui.compare import layout as compare\n"
                                                         "from ui.safetab import runner"})
 
 
@@ -329,6 +330,14 @@ def test_ui_tests_mirror_the_subpackages():
 PAGE_URLS = {"overview", "budget", "adaptive", "suppression", "run", "configuration", "scenarios", "memo",
              "glossary", "compare_index", "compare_consistency", "compare_invariants", "compare_cell_suppression",
              "compare_spines"}
+
+
+def test_no_pages_folder_beside_the_app():
+    """A pages/ folder beside app.py would put a fresh server's first request in
+    Streamlit's legacy mode, which finds no page in a section's folder: a shared link
+    opened first would say "Page not found" (the browser test opens one)."""
+    assert not (REPO / "pages").exists()
+    assert (REPO / "app_pages").is_dir()
 
 
 def test_every_page_keeps_its_address():

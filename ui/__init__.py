@@ -11,7 +11,7 @@
 * `ui/compare/` — the "Compare methods" pages: the shared layout (`layout`, with the
   list of pages) and one module per method.
 
-Pages (`pages/<section>/`) lay out widgets and call these; every number comes from
+Pages (`app_pages/<section>/`) lay out widgets and call these; every number comes from
 `calculators` or `engine`. Allowed imports (tests/test_layout.py): core <- safetab <-
 committee and compare, which never import each other. docs/architecture.md draws it.
 """

@@ -39,7 +39,7 @@ def _served_like_a_running_server(monkeypatch):
 @cache
 def app_pages() -> dict[str, str]:
     """Every page of app.py: its address (url_path) -> its script (e.g. "budget" ->
-    "pages/safetab/budget.py"), read from app.py's st.Page calls and the "Compare
+    "app_pages/safetab/budget.py"), read from app.py's st.Page calls and the "Compare
     methods" list they are built from."""
     from ui.compare import layout
 

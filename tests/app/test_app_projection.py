@@ -90,7 +90,7 @@ def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
     at.selectbox(key="pl_nat_profile").set_value(pj.SAMPLE).run()
     assert _national(at).to_dict("records") == _expected(config(at), pj.SAMPLE).to_dict("records")
     assert "Shipped sample" in texts(at)
-    at.switch_page("pages/safetab/suppression.py").run()
+    at.switch_page("app_pages/safetab/suppression.py").run()
     assert at.selectbox(key="sup_nat_profile").value == pj.SAMPLE
     assert "(scale)" not in texts(at)  # the sample is not compared with itself
 

@@ -40,5 +40,5 @@ def test_planner_and_adaptive_pages_run_under_pure_dp():
     at = _pure("budget")
     assert metric(at, "ε of the release (δ = 0)") == f"{budget.plan_totals(config(at)).release:.3g}"
     assert at.radio(key="w_privacy_defn").value == "puredp"
-    at.switch_page("pages/safetab/adaptive.py").run()
+    at.switch_page("app_pages/safetab/adaptive.py").run()
     assert not at.exception and "two-sided geometric noise" in texts(at)

@@ -311,6 +311,10 @@ def test_deep_link_on_a_fresh_server_restores_the_configuration(server, page):
     assert nav.index("SafeTab-P") < nav.index("Glossary") < nav.index("Compare methods")
     assert nav.index("Compare methods") < nav.index("Methods at a glance")
     assert "Configuration restored from the link" in page.inner_text("body")
+    # served by app.py's navigation from the first request: no "Page not found" dialog
+    # (a pages/ folder beside app.py would start Streamlit's legacy mode, which knows no
+    # page in app_pages/<section>/)
+    assert page.get_by_text("Page not found").count() == 0
 
 
 def test_overview(server, page):

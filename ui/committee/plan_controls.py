@@ -12,7 +12,7 @@ from calculators.config import SafeTabConfig
 from ui.committee import comparison, scenarios
 from ui.core import history, planner, state
 
-SCENARIOS_PAGE = "pages/committee/scenarios.py"
+SCENARIOS_PAGE = "app_pages/committee/scenarios.py"
 
 
 def store() -> scenarios.ScenarioStore:

@@ -32,7 +32,7 @@ from calculators.levels import PopulationGroupLevel
 class MethodPage:
     """A page under "Compare methods"."""
 
-    path: str  # the page script, e.g. "pages/compare/consistency.py"
+    path: str  # the page script, e.g. "app_pages/compare/consistency.py"
     url_path: str  # its address, e.g. "compare_consistency" (app.py's st.Page url_path; never changes)
     title: str  # navigation title
     icon: str  # a material icon, e.g. ":material/account_tree:"
@@ -45,7 +45,7 @@ class MethodPage:
 #: The pages under "Compare methods", in navigation order (after the index page).
 METHODS: tuple[MethodPage, ...] = (
     MethodPage(
-        path="pages/compare/consistency.py",
+        path="app_pages/compare/consistency.py",
         url_path="compare_consistency",
         title="Consistency",
         icon=":material/account_tree:",
@@ -60,7 +60,7 @@ METHODS: tuple[MethodPage, ...] = (
         terms=("Hierarchical consistency", "Least squares", "Tree dynamic program", "Relax-then-round", "Projection"),
     ),
     MethodPage(
-        path="pages/compare/invariants.py",
+        path="app_pages/compare/invariants.py",
         url_path="compare_invariants",
         title="Invariants",
         icon=":material/lock_open:",
@@ -74,7 +74,7 @@ METHODS: tuple[MethodPage, ...] = (
         terms=("Invariant", "Subspace differential privacy", "Projection"),
     ),
     MethodPage(
-        path="pages/compare/cell_suppression.py",
+        path="app_pages/compare/cell_suppression.py",
         url_path="compare_cell_suppression",
         title="Cell suppression",
         icon=":material/grid_off:",
@@ -90,7 +90,7 @@ METHODS: tuple[MethodPage, ...] = (
                "p% dominance rule", "(n, k) dominance rule"),
     ),
     MethodPage(
-        path="pages/compare/spines.py",
+        path="app_pages/compare/spines.py",
         url_path="compare_spines",
         title="Custom geographies",
         icon=":material/polyline:",
@@ -110,7 +110,7 @@ METHODS: tuple[MethodPage, ...] = (
 
 #: SafeTab-P itself, the row every comparison is made against.
 SAFETAB_P = MethodPage(
-    path="pages/safetab/overview.py",
+    path="app_pages/safetab/overview.py",
     url_path="overview",
     title="SafeTab-P",
     icon=":material/home:",
@@ -261,7 +261,7 @@ def nothing_published(basis: Basis, level: PopulationGroupLevel | None, what: st
     return f"Under {basis.plan}, SafeTab-P publishes {what} on {basis.data}.{why}{other}"
 
 
-GLOSSARY_PAGE = "pages/safetab/glossary.py"
+GLOSSARY_PAGE = "app_pages/safetab/glossary.py"
 
 
 def glossary_links(terms: tuple[str, ...] | list[str], label: str = "In the glossary:") -> None:

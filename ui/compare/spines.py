@@ -1,4 +1,4 @@
-"""Page logic of "Custom geographies" (pages/compare/spines.py): pure, no Streamlit.
+"""Page logic of "Custom geographies" (app_pages/compare/spines.py): pure, no Streamlit.
 
 Builds custom areas from the sample's GRF-C, turns `engine.reports.spines` results
 into tables with plain labels, draws the charts and writes the verdicts.

@@ -37,8 +37,8 @@ def study(tmp_path_factory):
 
 def test_the_page_is_registered_under_compare_methods():
     paths = [m.path for m in compare.METHODS]
-    assert "pages/compare/cell_suppression.py" in paths
-    page = compare.METHODS[paths.index("pages/compare/cell_suppression.py")]
+    assert "app_pages/compare/cell_suppression.py" in paths
+    page = compare.METHODS[paths.index("app_pages/compare/cell_suppression.py")]
     assert page.title == "Cell suppression" and "Massell" in page.source
 
 

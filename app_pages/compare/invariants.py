@@ -11,7 +11,7 @@ from ui.core import planner, state, typed, widgets
 from ui.compare import invariants as ci
 
 state.page_setup()
-PAGE = next(m for m in compare.METHODS if m.path == "pages/compare/invariants.py")
+PAGE = next(m for m in compare.METHODS if m.path == "app_pages/compare/invariants.py")
 compare.header(PAGE)
 st.warning(
     "**Invariants are not SafeTab-P.** The held totals are published **without any noise**: only the way the "

@@ -16,7 +16,7 @@ from ui.core import state, typed, widgets
 from ui.compare import cell_suppression as cmp
 
 state.page_setup()
-PAGE = next(m for m in compare.METHODS if m.path == "pages/compare/cell_suppression.py")
+PAGE = next(m for m in compare.METHODS if m.path == "app_pages/compare/cell_suppression.py")
 compare.header(PAGE)
 st.info("A seeded study on the synthetic sample data, never a release: the legacy tables hold **exact counts** "
         "(that is how they were published), and SafeTab-P's noise comes from a seeded stream (NOT FOR RELEASE).",

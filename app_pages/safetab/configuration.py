@@ -104,7 +104,7 @@ with o[0]:
     st.toggle("Puerto Rico run", key="w_run_pr", on_change=_on("run_pr", bool))
 with o[1]:
     st.markdown(f"Privacy definition: **{planner.PRIVACY_NAMES[cfg.privacy_defn]}**")
-    st.page_link("pages/safetab/budget.py", label="Change it in the planner", icon=":material/tune:",
+    st.page_link("app_pages/safetab/budget.py", label="Change it in the planner", icon=":material/tune:",
                  help="The planner converts every budget so that each level keeps its MOE target, and shows "
                       "what changed.")
     state.bind("w_reader", cfg.reader)

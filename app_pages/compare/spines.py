@@ -16,7 +16,7 @@ from ui.core import state, typed, widgets
 from ui.compare import spines as cs
 
 state.page_setup()
-PAGE = next(m for m in compare.METHODS if m.path == "pages/compare/spines.py")
+PAGE = next(m for m in compare.METHODS if m.path == "app_pages/compare/spines.py")
 compare.header(PAGE)
 
 VIEWS = ("Custom area", "Spine optimisation")

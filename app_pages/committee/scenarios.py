@@ -200,7 +200,7 @@ picked = st.multiselect("Plans to compare (any number; the first is the referenc
 ss.setdefault("sc_only", False)
 with st.container(horizontal=True, vertical_alignment="center", gap="large"):
     only_diff = st.toggle("Only rows that differ", key="sc_only")
-    st.page_link("pages/committee/memo.py", label="Decision memo (PDF, HTML) of these plans", icon=":material/picture_as_pdf:")
+    st.page_link("app_pages/committee/memo.py", label="Decision memo (PDF, HTML) of these plans", icon=":material/picture_as_pdf:")
 
 if len(picked) < 2:
     st.info("Pick two or more plans to compare.")

@@ -12,7 +12,7 @@ from ui.core import state, typed, widgets
 from ui.compare import consistency as cc
 
 state.page_setup()
-PAGE = next(m for m in compare.METHODS if m.path == "pages/compare/consistency.py")
+PAGE = next(m for m in compare.METHODS if m.path == "app_pages/compare/consistency.py")
 compare.header(PAGE)
 
 if not state.has_sample():

@@ -363,7 +363,7 @@ _plan()
 
 # ----------------------------------------------------------------- compare
 st.divider()
-st.page_link("pages/committee/scenarios.py", label="Compare this plan with saved scenarios and presets, any number side by side",
+st.page_link("app_pages/committee/scenarios.py", label="Compare this plan with saved scenarios and presets, any number side by side",
              icon=":material/compare_arrows:")
 
 # ----------------------------------------------------------------- the design paper's error bounds, exactly
