@@ -33,6 +33,9 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
+import stat
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable, Literal, Union
@@ -67,6 +70,11 @@ MAX_STABILITY = 9
 MAX_NOISE_SCALE = MAX_STABILITY / (BUDGET_RANGE[0] * GAMMA_RANGE[0])
 #: Echoed values are cut to this many characters in messages.
 ECHO_LIMIT = 60
+#: A configuration with more keys than this is refused before it is checked key by key
+#: (config.json has 31; a hostile text may have 20,000, each a message to compute).
+MAX_KEYS = 100
+#: Problems listed in a ConfigError before the others are only counted.
+SHOWN_PROBLEMS = 20
 
 #: A JSON number (int or float, never a boolean or a string), kept as written.
 Number = Union[int, float]
@@ -93,7 +101,12 @@ class ConfigError(ValueError):
     """Invalid configuration; `problems` holds one plain-words message per problem."""
 
     def __init__(self, problems: list[str], source: str | None = None):
-        self.problems = list(problems)
+        problems = list(problems)
+        #: How many problems were found (`problems` lists the first SHOWN_PROBLEMS of them).
+        self.total = len(problems)
+        if len(problems) > SHOWN_PROBLEMS:  # a bounded message, whatever the input
+            problems = problems[:SHOWN_PROBLEMS] + [f"... and {len(problems) - SHOWN_PROBLEMS:,} more problems"]
+        self.problems = problems
         self.source = source
         where = f"{source}: " if source else ""
         super().__init__(where + "; ".join(self.problems))
@@ -187,6 +200,9 @@ class SafeTabConfig(BaseModel):
     def _check_thresholds(cls, v: dict[str, list[int]]) -> dict[str, list[int]]:
         problems = []
         known = [lvl.key for lvl in POPULATION_GROUP_LEVELS]
+        if len(v) > MAX_KEYS:  # bounded work and messages; a few misspelled keys are each named
+            raise ValueError(f"has {len(v):,} keys; there are {len(known)} population group levels "
+                             f"(at most {MAX_KEYS} keys are read)")
         for key, values in v.items():
             try:
                 PopulationGroupLevel.parse(key)
@@ -212,7 +228,7 @@ class SafeTabConfig(BaseModel):
                 f"contains codes that are not US state FIPS codes (2 digits, 50 states and DC; "
                 f"Puerto Rico runs with run_pr): {echo(unknown)}"
             )
-        dups = sorted({s for s in v if v.count(s) > 1})
+        dups = sorted(s for s, n in Counter(v).items() if n > 1)
         if dups:
             raise ValueError(f"lists a state more than once: {echo(dups)}")
         return v
@@ -315,6 +331,9 @@ class SafeTabConfig(BaseModel):
         if not isinstance(data, dict):
             raise ConfigError(
                 [f"the configuration must be a JSON object of keys and values (got {type(data).__name__})"], source)
+        if len(data) > MAX_KEYS:
+            raise ConfigError([f"the configuration has {len(data):,} keys; a SafeTab-P config.json has "
+                               f"{len(cls.model_fields)} (at most {MAX_KEYS} are read)"], source)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -343,19 +362,76 @@ class SafeTabConfig(BaseModel):
             ) from None
         except RecursionError:
             raise ConfigError(["the JSON is nested too deeply to be a SafeTab-P config.json"], source) from None
+        except ValueError as exc:  # e.g. a number of more than 4,300 digits (Python's limit)
+            raise ConfigError([f"not a SafeTab-P config.json: {shorten(str(exc), 120)}"], source) from None
         if dups:
             raise ConfigError([f"the key {echo(k)} appears more than once" for k in dict.fromkeys(dups)], source)
         return cls.from_dict(data, source)
 
     @classmethod
     def read(cls, path: str | Path) -> "SafeTabConfig":
-        """Read a config.json; unreadable files and non-UTF-8 bytes are ConfigErrors."""
+        """Read a config.json; unreadable files, anything but a regular file (a FIFO would
+        block the read forever, /dev/zero never end it), a file of more than
+        MAX_FILE_BYTES and non-UTF-8 bytes are ConfigErrors."""
         path = Path(path)
         try:
-            raw = path.read_bytes()
+            raw = read_regular_file(path, MAX_FILE_BYTES)
         except OSError as exc:
             raise ConfigError([f"cannot read the file ({exc.strerror or exc})"], str(path)) from None
+        except ValueError as exc:
+            raise ConfigError([str(exc)], str(path)) from None
         return cls.from_json(decode_utf8(raw, str(path)), str(path))
+
+
+#: A config.json larger than this is refused before it is read (one is about 2 kB; a
+#: larger one is read and its problems named key by key).
+MAX_FILE_BYTES = 16_000_000
+
+
+def special_file(mode: int) -> str | None:
+    """What a file of this st_mode is if it is not a regular file ("a FIFO (named
+    pipe)", "a folder"...), else None."""
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def expected_file(path: str | Path, alternative: str = "") -> str:
+    """What an input that cannot be used should be: "the file PATH (or ALT) to exist", or,
+    where PATH exists but is not a regular file (a FIFO, a device, a folder), what it is
+    instead (it is not opened: a FIFO would block the read forever)."""
+    try:
+        what = special_file(os.stat(path).st_mode)
+    except OSError:
+        what = None
+    if what:
+        return f"the file {path} to be a regular file (this is {what}; it was not opened)"
+    return f"the file {path}{alternative} to exist"
+
+
+def read_regular_file(path: str | Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (symbolic links followed).
+    ValueError in plain words for anything else, found before a byte is read: a FIFO,
+    a device, a socket or a folder (checked before it is opened, and again on the open
+    file, which is opened without blocking), or a larger file. OSError if unreadable."""
+    what = special_file(os.stat(path).st_mode)
+    if what:
+        raise ValueError(f"is {what}, not a regular file; nothing was read from it")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        what = special_file(st.st_mode)
+        if what:
+            raise ValueError(f"is {what}, not a regular file; nothing was read from it")
+        if st.st_size > limit:
+            raise ValueError(f"is {st.st_size:,} bytes long; at most {limit:,} are read")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"is more than {limit:,} bytes long; at most {limit:,} are read")
+    return data
 
 
 def decode_utf8(raw: bytes, source: str | None = None) -> str:

@@ -58,6 +58,9 @@ class _Progress:
             return
         from tqdm import tqdm
 
+        # No monitor thread: tqdm's would be left running at exit, only signalled, never
+        # joined (our bars are updated often enough not to need its help).
+        tqdm.monitor_interval = 0
         kind = stage.split(",")[0]
         if kind != self.stage:
             self.close()
@@ -364,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         return fail(EXIT_INVALID, "Invalid input: " + str(exc), "Nothing was written.")
     except OutputError as exc:
-        return fail(EXIT_INVALID, f"Cannot write the output: {exc}", "Nothing was written; OUT_DIR is as it was.")
+        return fail(EXIT_INVALID, f"Cannot write the output: {exc}",
+                    exc.on_disk or "Nothing was written; OUT_DIR is as it was.")
     except UnicodeDecodeError as exc:
         return fail(EXIT_INVALID, f"Invalid input: a file is not UTF-8 text ({_cut(exc)})", "Nothing was written.")
     except MemoryError:
@@ -549,8 +553,8 @@ def _spines(args, progress: _Progress) -> int:
                             (args.params_dir, args.data_dir))
             print(f"Wrote {args.out}")
         return EXIT_OK
-    if not args.area.is_file():
-        raise ValueError(f"--area {args.area}: no such file")
+    if not args.area.is_file():  # False for a FIFO or a device too
+        raise ValueError(f"--area {args.area}: no such file (or not a regular file)")
     text = args.area.read_text(encoding="utf-8", errors="replace")
     if args.iteration is None:
         geo = load_inputs(args.params_dir, args.data_dir).geography
@@ -572,6 +576,12 @@ def _spines(args, progress: _Progress) -> int:
         avail = rs.availability(units, tables, levels[0], args.iteration, geo.coterminous_sets(),
                                 cfg.allow_negative_counts)
     area = rs.parse_area(text, geo, file=str(args.area))
+    if not area.any():  # e.g. "tract X" then "- tract X": nothing to compose
+        from engine.errors import InputError, Problem
+
+        raise InputError([Problem(str(args.area), None, None, None,
+                                  "an area of at least one block (its lines add and subtract the same blocks, "
+                                  "so the area is empty)")])
     res = rs.compose_area(units, avail, area, rs.census_spine(geo))
     progress.close()
     print(rs.format_area(res, seeded=args.iteration is not None))

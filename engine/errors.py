@@ -99,7 +99,12 @@ class ProblemLog:
 class OutputError(Exception):
     """OUT_DIR cannot be written (a symbolic link, no permission, a read-only or full disk,
     another run writing it). Raised before the computation wherever it can be checked;
-    OUT_DIR is left as it was. The command line exits 1."""
+    OUT_DIR is left as it was, unless `on_disk` says what is there instead. The command
+    line exits 1."""
+
+    def __init__(self, message: str, on_disk: str | None = None):
+        super().__init__(message)
+        self.on_disk = on_disk
 
 
 class UsageError(ValueError):

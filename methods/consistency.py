@@ -16,7 +16,8 @@ Common options:
   ``inf`` marks an *unobserved* node: its noisy value is never read. An unobserved
   leaf is a non-negative unknown (a count that was not published, e.g. a suppressed
   one), so its parent is at least the sum of its other children; an unobserved
-  internal node is just the sum of its children.
+  internal node is just the sum of its children. A variance of 0, or at most
+  `EXACT_VARIANCE` (2^-64), marks an *exact* node: it is held at its noisy value.
 - ``fixed``: a value per node, NaN where free: the node must take that value (an
   invariant). ``root_total`` does the same for the roots, as in the seed paper.
 - ``nonnegative``: True, False, or a flag per node; it applies to the leaves, which
@@ -58,6 +59,15 @@ from methods import _highs
 
 #: Entries of cost tables solved at once by `tree_dp` (bounds its memory: ~50 bytes each).
 _DP_BUDGET = 1 << 22
+#: Variances at most this are exact values (held); see `_prepare`.
+EXACT_VARIANCE = 2.0**-64
+#: The largest ratio of two variances of free observed nodes of one tree: beyond it the
+#: weighted solvers lose every digit of the smaller weight (double precision).
+MAX_VARIANCE_RATIO = 1e12
+#: The most table entries `tree_dp` builds for one tree; a tree that needs more (its
+#: variances very unequal: the width grows as sqrt(max variance / min variance)) is
+#: refused with a message rather than exhaust memory.
+DP_MAX_ENTRIES = 1 << 26
 #: Bounds standing for "none" in integer tables (far from any count, far from overflow).
 _FAR = 1 << 60
 
@@ -203,11 +213,29 @@ def _prepare(parents, noisy, variances, fixed, root_total, nonnegative, integer:
         raise ValueError("noisy values must be finite")
     m = y.shape[1]
     var = _batch(variances, n, m, "variances", 1.0)
-    if not np.all((var > 0) & ~np.isnan(var)):
-        raise ValueError("variances must be positive (inf marks an unobserved node)")
+    if not np.all((var >= 0) & ~np.isnan(var)):
+        raise ValueError("variances must be >= 0 (inf marks an unobserved node; 0, or at most EXACT_VARIANCE, "
+                         "an exact one)")
     fx = _batch(fixed, n, m, "fixed", np.nan)
     if np.any(np.isinf(fx)):
         raise ValueError("fixed values must be finite (NaN marks a free node)")
+    # A variance of at most EXACT_VARIANCE (a discrete Gaussian at a large budget: at
+    # rho = 1e6 Var = 2 exp(-1 / (2 sigma^2)) even underflows to 0) means noise that is 0
+    # with probability at least 1 - 2^-64 (P(X != 0) <= E[X^2]): the value is exact, the
+    # limit of a weight 1 / variance without bound, and is held. Weights of 1e40 beside
+    # weights of 1e-5 would leave nothing of double precision in the solvers.
+    exact = (var <= EXACT_VARIANCE) & np.isnan(fx)
+    fx[exact] = y[exact]
+    var = np.where(var <= EXACT_VARIANCE, 1.0, var)  # held nodes cost nothing; any variance does
+    weighed = np.where(np.isnan(fx) & np.isfinite(var), var, np.nan)
+    weighed = weighed[:, np.isfinite(weighed).any(axis=0)]  # the trees with a weighed node
+    if weighed.size:
+        ratio = np.nanmax(weighed, axis=0) / np.nanmin(weighed, axis=0)
+        if np.nanmax(ratio) > MAX_VARIANCE_RATIO:
+            raise ValueError(
+                f"the noise variances of these counts differ by a factor of {np.nanmax(ratio):.2g} (more than "
+                f"{MAX_VARIANCE_RATIO:.0e}: budgets very far apart, e.g. rho 100 beside rho 1e-6), which double "
+                "precision cannot weigh against each other; choose budgets closer together")
     if root_total is not None:
         roots = tree.levels[0]
         rt = np.asarray(root_total, dtype=np.float64)
@@ -650,6 +678,11 @@ def tree_dp(parents, noisy, root_total=None, nonnegative=True, *, variances=None
     r1 = np.minimum(r, 3.0 + r / 8.0)
     lo1 = np.where(obs, np.maximum(lo, np.ceil(relaxed - r1).astype(np.int64)), lo)
     hi1 = np.where(obs, np.minimum(hi, np.floor(relaxed + r1).astype(np.int64)), hi)
+    need = np.where(obs, hi - lo + 1, 1).sum(axis=0)
+    if need.size and need.max() > DP_MAX_ENTRIES:
+        raise ValueError(f"the exact integer optimum of one tree needs tables of {int(need.max()):,} values (more than "
+                         f"{DP_MAX_ENTRIES:,}): its noise variances are very unequal (budgets far apart); use "
+                         "least-squares, or budgets closer together")
     x = _dp_batched(pb, w, lo1, hi1)
     edge = (obs & (((x == lo1) & (lo1 > lo)) | ((x == hi1) & (hi1 < hi)))).any(axis=0)
     if edge.any():

@@ -580,7 +580,8 @@ def hold_sums(values: Any, groups: Any, totals: Any, tiebreak: Any = None, weigh
     group's sum still kept exactly.
 
     `values`: int64 noisy values; `groups`: labels 0..G-1; `totals`: G int64 totals;
-    `weights`: positive numbers, one per value. A group without values must have total 0.
+    `weights`: numbers >= 0, one per value (0: the value is exact and does not move,
+    unless its whole group is). A group without values must have total 0.
     """
     v = np.asarray(values)
     g = np.asarray(groups)
@@ -602,8 +603,12 @@ def hold_sums(values: Any, groups: Any, totals: Any, tiebreak: Any = None, weigh
     if weights is None:
         return v + largest_remainder(-excess[g], np.where(empty, 1, units), g, tiebreak)
     w = np.asarray(weights, dtype=np.float64)
-    if w.shape != v.shape or not np.all(np.isfinite(w) & (w > 0)):
-        raise ValueError("weights must be finite numbers > 0, one per value")
+    if w.shape != v.shape or not np.all(np.isfinite(w) & (w >= 0)):
+        raise ValueError("weights must be finite numbers >= 0, one per value")
+    wsum = np.bincount(g, weights=w, minlength=len(t))
+    # Weights 0 (noise variances that underflow: budgets near the top of the range) keep
+    # their values; a group of only such values shares its excess equally.
+    w = np.where(wsum[g] > 0, w, 1.0)
     wsum = np.bincount(g, weights=w, minlength=len(t))
     move = -excess[g] * (w / wsum[g])
     return v + _round_keeping(move, g, -excess, tiebreak)

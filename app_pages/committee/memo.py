@@ -6,7 +6,7 @@ from datetime import datetime
 import streamlit as st
 
 from ui.committee import images, memo, memo_html, memo_pdf, plan_controls, scenarios
-from ui.core import state
+from ui.core import state, widgets
 
 state.page_setup()
 ss = st.session_state
@@ -30,21 +30,25 @@ def _renderer() -> images.Renderer:
 
 _renderer().start()  # opens in the background while the user chooses; a click then only draws
 
+store = plan_controls.store()
 try:
-    items = plan_controls.store().all()
+    items = store.all()
 except scenarios.ScenarioError as exc:
     items = []
-    st.error(f"The saved scenarios cannot be read: {exc}.")
+    st.error(widgets.plain(f"The saved scenarios cannot be read: {exc}."))
+if store.skipped:
+    widgets.problems("Some rows of the scenario store cannot be shown (see the Scenarios page):", store.skipped,
+                     kind="warning")
 opts = plan_controls.choices(items)
-details = {s.name: (s.created, s.modified, s.note) for s in items}
+details = {plan_controls.saved_label(s.name): (s.created, s.modified, s.note) for s in items}
 
 ss.setdefault("memo_kind", "plan")
 kind = st.radio("Memo of", ["plan", "comparison"], key="memo_kind", horizontal=True,
-                format_func=lambda k: {"plan": f"The current plan ({state.source_label()})",
+                format_func=lambda k: {"plan": f"The current plan ({widgets.plain(state.source_label())})",
                                        "comparison": "A comparison of plans"}[k])
 if kind == "comparison":
     if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
-        saved = [s.name for s in items if s.ok][:2]
+        saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
         ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
     picked = st.multiselect("Plans (the first is the reference)", list(opts), key="sc_compare",
                             help="The same choice as on the Scenarios page.")
@@ -95,7 +99,7 @@ with st.container(horizontal=True, vertical_alignment="center"):
     st.download_button("Decision memo (HTML)", lambda: memo_html.render(_build(), renderer=renderer).encode("utf-8"),
                        file_name=f"{stem}.html", mime="text/html", key="memo_html", on_click="ignore",
                        icon=":material/html:")
-    st.markdown(f"**{label}**" + (" with the last run" if with_run else ""))
+    st.markdown(f"**{widgets.plain(label)}**" + (" with the last run" if with_run else ""))
 if not ok:
     st.warning(f"The charts cannot be drawn as pictures here: {why}. The PDF lists each chart's data instead, and the "
                "HTML memo holds interactive charts.", icon=":material/warning:")

@@ -23,7 +23,7 @@ st.caption(
     "of the current plan in this session."
 )
 store = plan_controls.store()
-st.caption(f"Saved in `{store.path}` (an SQLite file). Set the environment variable "
+st.caption(f"Saved in {widgets.plain(store.path)} (an SQLite file). Set the environment variable "
            f"`{scenarios.ENV_DATA}` to a folder to keep them elsewhere.")
 
 try:
@@ -31,7 +31,10 @@ try:
     store_problem = None
 except scenarios.ScenarioError as exc:
     items, store_problem = [], str(exc)
-    st.error(f"The saved scenarios cannot be read: {exc}.")
+    st.error(widgets.plain(f"The saved scenarios cannot be read: {exc}."))
+if store.skipped:
+    widgets.problems("Some rows of the store cannot be shown (written by another program?); they are left in it "
+                     "untouched:", store.skipped, kind="warning")
 by_name = {s.name: s for s in items}
 
 # ------------------------------------------------------------------ save
@@ -45,19 +48,19 @@ def _on_save():
 
 
 if not ss.get("sc_name"):
-    ss["sc_name"] = state.source_label()[: scenarios.MAX_NAME]
+    ss["sc_name"] = scenarios.suggested_name(state.source_label())
 sv = st.columns([2.2, 3], vertical_alignment="bottom")
 sv[0].text_input("Name", key="sc_name", max_chars=scenarios.MAX_NAME,
                  help=f"Up to {scenarios.MAX_NAME} characters; names are unique whatever their case.")
 sv[1].text_input("Note (optional)", key="sc_note", max_chars=scenarios.MAX_NOTE,
                  placeholder="e.g. what the committee asked for")
-taken = next((n for n in by_name if n.casefold() == " ".join(ss.get("sc_name", "").split()).casefold()), None)
+taken = next((n for n in by_name if scenarios.name_key(n) == scenarios.name_key(ss.get("sc_name", ""))), None)
 with st.container(horizontal=True, vertical_alignment="center"):
     st.button("Save the current plan", key="sc_save", type="primary", icon=":material/save:", on_click=_on_save,
               disabled=bool(taken and not ss.get("sc_replace")) or store_problem is not None)
     if taken:
-        st.checkbox(f"Replace the saved “{taken}”", key="sc_replace")
-    st.markdown(f"Current plan: **{state.source_label()}**")
+        st.checkbox(f"Replace the saved “{widgets.plain(taken)}”", key="sc_replace")
+    st.markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
 
 # ------------------------------------------------------------------ list
 st.subheader(f"Saved scenarios ({len(items)})")
@@ -86,8 +89,8 @@ if items:
                   caption=f"ε of the release at δ = {state.delta():g} (tight; pure DP: the ε itself).")
     bad = [s for s in items if not s.ok]
     if bad:
-        st.warning("Some scenarios no longer pass validation (they were saved by another version?); they can "
-                   "be renamed, downloaded or deleted but not loaded: " + ", ".join(s.name for s in bad))
+        st.warning(widgets.plain("Some scenarios no longer pass validation (saved by another version or program?); "
+                                 "they can be renamed or deleted but not loaded: " + ", ".join(s.name for s in bad)))
 
     if ss.get("sc_pick") not in by_name:
         ss["sc_pick"] = items[0].name
@@ -135,7 +138,7 @@ if items:
         st.text_input("New name", key="sc_new_name", max_chars=scenarios.MAX_NAME, placeholder=pick)
         st.button("Rename", key="sc_rename", on_click=_on_rename, disabled=not ss.get("sc_new_name", "").strip())
         st.divider()
-        st.checkbox(f"Yes, delete “{pick}” for good", key="sc_delete_sure")
+        st.checkbox(f"Yes, delete “{widgets.plain(pick)}” for good", key="sc_delete_sure")
         st.button("Delete", key="sc_delete", icon=":material/delete:", on_click=_on_delete,
                   disabled=not ss.get("sc_delete_sure"))
 else:
@@ -156,10 +159,13 @@ with st.expander("Import plan files or config.json files as scenarios; export th
         widgets.problems("Not importable:", problems)
         if parsed:
             st.markdown("Ready to save: " + ", ".join(
-                f"**{p.name}**" + ("" if p.is_plan_file else " (config.json: named after the file)") for p in parsed))
-            clash = [p.name for p in parsed if any(p.name.casefold() == n.casefold() for n in by_name)]
+                f"**{widgets.plain(p.name)}**" + ("" if p.is_plan_file else " (config.json: named after the file)")
+                for p in parsed))
+            keys = {scenarios.name_key(n) for n in by_name}
+            clash = [p.name for p in parsed if scenarios.name_key(p.name) in keys]
             if clash:
-                st.checkbox("Replace the scenarios of the same name: " + ", ".join(clash), key="sc_import_replace")
+                st.checkbox("Replace the scenarios of the same name: " + widgets.plain(", ".join(clash)),
+                            key="sc_import_replace")
 
             def _on_import(parsed=parsed):
                 done, errs = [], []
@@ -193,7 +199,7 @@ st.divider()
 st.subheader("Compare plans side by side")
 opts = plan_controls.choices(items)
 if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
-    saved = [s.name for s in items if s.ok][:2]
+    saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
     ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
 picked = st.multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
                         help="Cells that differ from the first plan are highlighted.")
@@ -218,7 +224,7 @@ summ = plan_controls.cached_summary(key, delta)
 keys_tbl = comparison.config_keys(plans)
 st.markdown(f"**{len(plans)} plans:** {int(summ[comparison.DIFFERS].sum())} of {len(summ)} settings, "
             f"{len(levels_differ)} of 20 population group levels and {int(keys_tbl[comparison.DIFFERS].sum())} "
-            f"config.json keys differ. Highlighted: cells that differ from **{names[0]}**.")
+            f"config.json keys differ. Highlighted: cells that differ from **{widgets.plain(names[0])}**.")
 if len({p.config.privacy_defn for p in plans}) > 1:
     st.info("These plans mix zCDP (budgets ρ) and pure DP (budgets ε): their budgets are in different units. Compare "
             "them by the MOEs, thresholds and the ε rows.", icon=":material/info:")

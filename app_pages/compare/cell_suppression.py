@@ -58,12 +58,12 @@ if "value" not in prep:
             prep["value"] = prepare(state.sample_dir() / "params", state.sample_dir() / "data",
                                     config=runner.on_files(cfg))  # the files, as the Run page reads them
         except (InputError, ConfigError) as exc:
-            st.error(f"The sample data cannot be used with {basis.plan}:\n\n{exc}")
+            st.error(f"The sample data cannot be used with {basis.plan_text}:\n\n{widgets.plain(str(exc))}")
             st.stop()
 prepared = prep["value"]
 levels = cmp.levels_offered(prepared)
 if not levels:
-    st.warning(f"{basis.plan[0].upper()}{basis.plan[1:]} tabulates no level that has regions in the sample data.")
+    st.warning(f"{basis.plan_opening} tabulates no level that has regions in the sample data.")
     st.stop()
 
 # ------------------------------------------------------------------ controls

@@ -119,7 +119,7 @@ if mode == LEVEL:
         st.stop()
     study = ci.level_study(prepared, tables, chain_key, it_level)
     if study.empty:
-        st.info(f"{basis.plan[:1].upper()}{basis.plan[1:]} tabulates no {ITERATION_LEVEL_NAMES[it_level]} counts "
+        st.info(f"{basis.plan_opening} tabulates no {ITERATION_LEVEL_NAMES[it_level]} counts "
                 "(or publishes none) at the lower level of "
                 "this invariant on the sample data; pick another invariant or iteration level.")
         st.stop()
@@ -271,7 +271,7 @@ else:
                                     "exactly.")
     levels = [lvl.key for lvl in cfg.tabulated_levels()]
     if not levels:
-        st.info(f"{basis.plan[:1].upper()}{basis.plan[1:]} tabulates no level, so it gives no cell noise to study.")
+        st.info(f"{basis.plan_opening} tabulates no level, so it gives no cell noise to study.")
         st.stop()
     c2 = st.columns([2, 1, 1, 1.5])
     if st.session_state.get("inv_noise_level") not in levels:

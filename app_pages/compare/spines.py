@@ -76,7 +76,7 @@ if view == VIEWS[0]:
     seed = int(widgets.number_box("Seed of the study", "sp_seed", typed.SEED, 1,
                                   help="The study draws one release with seeded noise: reproducible, NOT a release."))
     try:
-        with st.status(f"Preparing the sample under {basis.plan} and drawing a seeded release…",
+        with st.status(f"Preparing the sample under {basis.plan_text} and drawing a seeded release…",
                        expanded=False) as status:
             prepared, tables, units, cspine, coterminous = _release(cfg.to_json(), seed, folder)
             status.update(label="Sample prepared and released (seeded study, not a release).", state="complete")
@@ -85,14 +85,14 @@ if view == VIEWS[0]:
         st.stop()
     geo = prepared.inputs.geography
     if not tables:
-        st.error(f"{basis.plan[:1].upper()}{basis.plan[1:]} tabulates no population group level on the sample.")
+        st.error(f"{basis.plan_opening} tabulates no population group level on the sample.")
         st.stop()
 
     left_c, right_c = st.columns(2, gap="large")
     with left_c:
         st.markdown("**The area**")
         how = st.selectbox("Build the area from", cs.BUILDERS, index=1, key="sp_builder")
-        area, problems = None, []
+        area, problems, n_problems = None, [], 0
         if how == cs.BUILDERS[0]:
             tracts = cs.tract_options(geo)
             chosen = st.multiselect("Tracts", tracts, default=tracts[:2], key="sp_tracts")
@@ -125,8 +125,8 @@ if view == VIEWS[0]:
                 try:
                     area = rs.parse_area(text, geo, file=name)
                 except InputError as exc:
-                    problems = [str(p) for p in exc.problems]
-        widgets.problems("The area cannot be read:", problems)
+                    problems, n_problems = [str(p) for p in exc.problems], exc.total
+        widgets.problems("The area cannot be read:", problems, total=n_problems)
     with right_c:
         st.markdown("**The population group**")
         levels = cs.iteration_levels(tables)

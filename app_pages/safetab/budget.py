@@ -36,7 +36,7 @@ if p[1].button("Sample-data plan", key="preset_sample", disabled=not has_sample,
                help="Load sample_data/params/config.json: the 2020 budgets with thresholds scaled to the "
                     "synthetic nation." if has_sample else "sample_data/ is not there.") and state.load_sample():
     st.rerun()
-p[2].markdown(f"Current plan: **{state.source_label()}**")
+p[2].markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
 
 # ----------------------------------------------------------------- controls
 def _remember_change(kind: str, what: str) -> None:

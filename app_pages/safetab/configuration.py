@@ -56,7 +56,7 @@ with left:
             try:
                 new = urlcodec.config_from_text(text, "pasted text")
             except ConfigError as exc:
-                widgets.problems(f"Not applied; {len(exc.problems)} problem(s):", exc.problems)
+                widgets.problems(f"Not applied; {exc.total:,} problem(s):", exc.problems)
             else:
                 state.set_config(new, "pasted config.json")
                 state.flash("success", "The pasted configuration is now the plan on every page.")
@@ -65,7 +65,7 @@ with left:
 # ------------------------------------------------------------------ export
 with right:
     st.subheader("Export")
-    st.markdown(f"Current plan: **{state.source_label()}**")
+    st.markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
     st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
                        key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
     st.download_button("Download the plan file (name, config.json and MOE targets)",

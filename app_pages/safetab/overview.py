@@ -60,7 +60,7 @@ def _on_delta():
 
 
 with right:
-    st.subheader(f"The current plan: {state.source_label()}")
+    st.subheader(f"The current plan: {widgets.plain(state.source_label())}")
     u = planner.units(cfg)
     if u["puredp"]:
         st.info("This plan uses **pure DP** (privacy_defn = puredp): level budgets are ε, noise is two-sided "

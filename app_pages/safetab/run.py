@@ -88,7 +88,7 @@ elif source == "generated":
                                           f"{summary.counties:,} counties, {summary.tracts:,} tracts, "
                                           f"{summary.places:,} places, {summary.aiannh_areas} AIANNH areas"}
         except (ValueError, OSError) as exc:
-            st.error(f"Could not generate the data: {exc}")
+            st.error(widgets.plain(f"Could not generate the data: {exc}"))
         bar.clear()
     gen = ss.get("generated")
     if gen and Path(gen["dir"]).is_dir():
@@ -104,22 +104,21 @@ else:
     if ups:
         sig = tuple((u.name, u.size) for u in ups)
         if ss.get("upload_sig") != sig:
-            up_dir = work / f"upload-{len(sig)}-{abs(hash(sig)) % 10**8}"
-            try:
-                staged = files.stage_uploads([(u.name, u.getvalue()) for u in ups], up_dir)
+            try:  # one set of uploads per session: the one it replaces is removed
+                staged = files.stage_session_upload([(u.name, u.getvalue()) for u in ups], work)
             except OSError as exc:
                 staged = None
-                st.error(f"Could not store the uploaded files: {exc}")
+                st.error(widgets.plain(f"Could not store the uploaded files: {exc}"))
             ss["upload_sig"], ss["upload_staged"] = sig, staged
         staged = ss.get("upload_staged")
         if staged is not None:
             if staged.ignored:
-                st.warning("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored))
+                st.warning(widgets.plain("Ignored (not SafeTab-P file names): " + ", ".join(staged.ignored)))
             if staged.problems:
                 widgets.problems("The upload is not complete:", staged.problems)
             else:
                 params_dir, data_dir = staged.params_dir, staged.data_dir
-                st.success("Files in place: " + ", ".join(staged.placed))
+                st.success(widgets.plain("Files in place: " + ", ".join(staged.placed)))
             if staged.config_text is not None:
                 if st.button("Use the uploaded config.json as the app's plan", key="up_cfg"):
                     try:
@@ -130,7 +129,8 @@ else:
                         widgets.problems("The uploaded config.json is not valid:", exc.problems)
     else:
         ss.pop("upload_sig", None)
-        ss.pop("upload_staged", None)
+        if ss.pop("upload_staged", None) is not None:
+            files.clear_uploads(work)
 
 # ------------------------------------------------------------------ plan and noise
 app_cfg = state.config()
@@ -163,7 +163,7 @@ pc = st.columns([3, 1.3])
 basis = compare.choose_plan(own, own_label, data_words, key="run_plan", container=pc[0])
 if own is not None and own.to_dict() != app_cfg.to_dict():
     if basis.choice == compare.DATA:
-        pc[0].caption(f"The current plan ({state.source_label()}) differs from the data's own config.json and is one "
+        pc[0].caption(f"The current plan ({widgets.plain(state.source_label())}) differs from the data's own config.json and is one "
                       "click away above. The 2020 production plan's thresholds were made for 330 million persons: "
                       "on a small nation they leave most groups with a total only, often suppressed.")
     pc[1].button("Make the data's plan the app's plan", key="use_data_cfg", on_click=_adopt_data_plan,
@@ -201,13 +201,13 @@ if go:
         from engine.errors import InputError
 
         if isinstance(exc, InputError):
-            st.error("The inputs are not valid, so nothing was run.\n\n" + exc.report().replace("\n", "\n\n"))
+            st.error("The inputs are not valid, so nothing was run.\n\n" + widgets.plain(exc.report()))  # values echoed as typed
         elif isinstance(exc, ConfigError):
             widgets.problems("The configuration is not valid, so nothing was run:", exc.problems)
         elif isinstance(exc, (ValueError, OSError)):
-            st.error(f"The run stopped: {exc}")
+            st.error(widgets.plain(f"The run stopped: {exc}"))
         else:
-            st.error(f"The run stopped unexpectedly ({type(exc).__name__}: {exc}).")
+            st.error(widgets.plain(f"The run stopped unexpectedly ({type(exc).__name__}: {exc})."))
     bar.clear()
 
 out = ss.get("run")
@@ -224,9 +224,9 @@ if out.seeded:
 else:
     st.success("Noise from the cryptographically secure random source.", icon=":material/lock:")
 run_basis = ss.get("run_basis")
-st.markdown(f"Plan run: **{out.plan or meta.get('plan', '')}**"
+st.markdown(f"Plan run: **{widgets.plain(out.plan or meta.get('plan', ''))}**"
             + (f" ({run_basis.role})" if run_basis is not None and run_basis.role else "")
-            + (f" on {meta['data']}" if meta.get("data") else "") +
+            + (f" on {widgets.plain(meta['data'])}" if meta.get("data") else "") +
             f" (r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
             f"{planner.units(out.config)['budget']} of the release "
             f"{planner.plan_summary(out.config, state.delta())['rho_release']:.4g}).")
@@ -252,7 +252,7 @@ if trunc:
                f"beyond QRACE{trunc['max_race_codes']} that is not among their first r codes; as in production, "
                f"only QRACE1..QRACE{trunc['max_race_codes']} are read. Exact count from the confidential input, "
                "never for publication.")
-st.caption(f"Plan: {out.plan or meta.get('plan', '')}. Data: {meta.get('data', '')}. "
+st.caption(f"Plan: {widgets.plain(out.plan or meta.get('plan', ''))}. Data: {widgets.plain(meta.get('data', ''))}. "
            f"Output folder: `{out.release_dir}`.")
 
 if run_basis is not None and (len(released) == 0 or len(out.t2) == 0):
@@ -276,7 +276,8 @@ if len(levels):
             + ". A smaller S means a class of geographies has no race or no ethnicity iteration at that level; "
             "those levels get " + ("less" if max(diff_s.values()) < planned_s else "different")
             + " noise than the planner pages show.", icon=":material/info:")
-    with st.expander(f"Tables published per level (stat levels, suppression), plan {out.plan}", expanded=False):
+    with st.expander(f"Tables published per level (stat levels, suppression), plan {widgets.plain(out.plan)}",
+                     expanded=False):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
 rel_dir = out.release_dir
@@ -291,7 +292,8 @@ d[2].download_button("manifest.json", (rel_dir / "manifest.json").read_bytes(),
                      on_click="ignore", icon=":material/download:",
                      help="What the run did; the exact person counts are not in it (see the operator file).")
 d[3].download_button("Plan (config.json)", out.config.to_json(), f"config_{out.plan_slug}.json", "application/json",
-                     help=f"The plan that ran: {out.plan}.", key="dl_config", on_click="ignore", icon=":material/download:")
+                     help=f"The plan that ran: {widgets.plain(out.plan)}.", key="dl_config", on_click="ignore",
+                     icon=":material/download:")
 d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, runner.production_reports(
                          ss.get("accuracy_dir"))), run_report.EVERYTHING_DOWNLOAD, "application/zip", key="dl_all",
                      on_click="ignore", icon=":material/download:",
@@ -374,7 +376,7 @@ if acc_go:
         ss["accuracy"] = runner.accuracy(out, acc_dir, int(trials), report=bar)
         ss["accuracy_dir"] = str(acc_dir)
     except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
-        st.error(f"The accuracy report stopped: {exc}")
+        st.error(widgets.plain(f"The accuracy report stopped: {exc}"))
     bar.clear()
 acc = ss.get("accuracy")
 if acc is not None:

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from calculators.config import expected_file
 from engine.errors import ProblemLog
 
 PERSON_COLUMNS = [
@@ -60,7 +61,7 @@ def find_data_file(data_dir: Path, stem: str, log: ProblemLog) -> DataFile | Non
     txt, parquet = data_dir / f"{stem}.txt", data_dir / f"{stem}.parquet"
     found = [DataFile(p, k) for p, k in ((txt, "txt"), (parquet, "parquet")) if p.is_file()]
     if not found:
-        log.add(f"{stem}.txt", None, None, None, f"the file {txt} (or {parquet.name}) to exist")
+        log.add(f"{stem}.txt", None, None, None, expected_file(txt, f" (or {parquet.name})"))
         return None
     if len(found) == 2:
         log.add(f"{stem}.txt", None, None, None,
@@ -167,37 +168,64 @@ def _parquet_batches(df: DataFile, expected: list[str]) -> Iterator[tuple[pa.Tab
 
 
 def _text_batches(df: DataFile, expected: list[str], log: ProblemLog) -> Iterator[tuple[pa.Table, int | None]]:
+    """Batches of a pipe-delimited file with the line of their first row (None once a row
+    was skipped).
+
+    pyarrow is given no Python callback while every row has the right number of fields:
+    a callback held by its parser lives on in pyarrow's worker threads after the reader
+    is gone, and releasing it takes the GIL; if that happens while the interpreter exits,
+    the worker is ended inside a C++ destructor and the process aborts ("terminate called
+    without an active exception", issue 21 item 12). Only when a row is malformed (pyarrow
+    stops with ArrowInvalid) is the file read again, on this thread (use_threads=False),
+    with a handler that collects the malformed rows; the rows already yielded are skipped.
+    """
+    line = 2
+    try:
+        for rb in _csv_reader(df, expected):
+            yield pa.Table.from_batches([rb]), line
+            line += rb.num_rows
+        return
+    except pa.ArrowInvalid:
+        pass  # a malformed row (or another error, which the second reading raises again)
     bad_rows = []
 
     def _on_invalid(row) -> str:
         bad_rows.append(row)
         return "skip"
 
-    reader = pacsv.open_csv(
+    skip = line - 2  # rows yielded above: all before the first malformed row
+    try:
+        for rb in _csv_reader(df, expected, _on_invalid):
+            if skip >= rb.num_rows:
+                skip -= rb.num_rows
+                continue
+            rb, skip = rb.slice(skip), 0
+            # pyarrow does not tell which file line a good row came from; when no row was
+            # skipped before it, the line is header + rows so far.
+            first = None if bad_rows else line
+            yield pa.Table.from_batches([rb]), first
+            line += rb.num_rows
+    finally:
+        if bad_rows:
+            lines = _locate_lines(df.path, [b.text for b in bad_rows])
+            for bad, ln in zip(bad_rows, lines):
+                log.add(df.name, ln, None, bad.text,
+                        f"{bad.expected_columns} fields separated by '|' (found {bad.actual_columns})")
+
+
+def _csv_reader(df: DataFile, expected: list[str], on_invalid=None):
+    """pyarrow's streaming reader of a data file: multi-threaded without `on_invalid`,
+    on the calling thread with it (see `_text_batches`)."""
+    return pacsv.open_csv(
         df.path,
-        read_options=pacsv.ReadOptions(block_size=_BLOCK_SIZE, use_threads=True),
-        parse_options=pacsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=_on_invalid),
+        read_options=pacsv.ReadOptions(block_size=_BLOCK_SIZE, use_threads=on_invalid is None),
+        parse_options=pacsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=on_invalid),
         # Bytes first: UTF-8 is checked per column by `_decode`, which can say which line.
         convert_options=pacsv.ConvertOptions(
             column_types={c: pa.binary() for c in expected}, include_columns=expected,
             strings_can_be_null=False, quoted_strings_can_be_null=False,
         ),
     )
-    # pyarrow does not tell which file line a good row came from; when no row was
-    # skipped before it (the normal case) the line is header + rows so far.
-    line = 2
-    try:
-        for rb in reader:
-            first = None if bad_rows else line
-            yield pa.Table.from_batches([rb]), first
-            line += rb.num_rows
-    finally:
-        if bad_rows:
-            # Multi-threaded parsing loses the line numbers of bad rows: find them again.
-            lines = _locate_lines(df.path, [b.text for b in bad_rows])
-            for bad, ln in zip(bad_rows, lines):
-                log.add(df.name, ln, None, bad.text,
-                        f"{bad.expected_columns} fields separated by '|' (found {bad.actual_columns})")
 
 
 def _decode(df: DataFile, table: pa.Table, first: int | None, log: ProblemLog) -> Batch:
@@ -257,7 +285,10 @@ def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
     """Iterate `it` in a background thread, `depth` items ahead.
 
     Parsing text (pyarrow, which releases the GIL) then overlaps with the checking and
-    counting of the previous batch on the other core.
+    counting of the previous batch on the other core. However the consumer stops (the
+    end, an error, Ctrl-C), the worker is told to stop, closes `it` (so its pyarrow
+    reader is released by that thread) and is joined: no thread is left inside pyarrow
+    when the interpreter exits (issue 21 item 12).
     """
     import queue
     import threading
@@ -266,22 +297,29 @@ def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
     done = object()
     stop = threading.Event()
 
+    def _put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def _work() -> None:
         try:
             for item in it:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not _put(item):
                     return
-            q.put(done)
+            _put(done)
         except BaseException as exc:  # noqa: BLE001 - handed over to the consumer
-            q.put(exc)
+            _put(exc)
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
 
-    t = threading.Thread(target=_work, daemon=True)
+    t = threading.Thread(target=_work, name="safetab-prefetch", daemon=True)
     t.start()
     try:
         while True:
@@ -293,6 +331,7 @@ def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
             yield item
     finally:
         stop.set()
+        t.join()
 
 
 def read_all(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: bool = False) -> Batch | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calculators.config import expected_file
 from engine.errors import ProblemLog
 from engine.inputs.readers import open_input
 
@@ -22,7 +23,7 @@ def read_pipe_table(
     """
     name = path.name
     if not path.is_file():
-        log.add(name, None, None, None, f"the file {path} to exist")
+        log.add(name, None, None, None, expected_file(path))
         return []
     try:
         with open_input(path) as fh:

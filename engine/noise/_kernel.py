@@ -52,13 +52,26 @@ def exp_table(shift: int) -> np.ndarray:
     return table
 
 
+def _compiled(fn):
+    """numba-compile `fn`, its machine code cached on disk where numba can write (the
+    package's __pycache__, else the user's cache folder, or NUMBA_CACHE_DIR). A user
+    who can write none of them (numba finds no cache locator and raises RuntimeError)
+    gets the same kernel compiled in memory for each process (about a second more per
+    run), never a traceback. No shared temporary folder is used: numba's cache files
+    are pickles, which must not come from a folder other users can write."""
+    try:
+        return njit(cache=True, nogil=True, error_model="numpy")(fn)
+    except RuntimeError:
+        return njit(cache=False, nogil=True, error_model="numpy")(fn)
+
+
 #: The production table (shift 0): the first 32-bit chunk of exp(-v).
 EXP_HI = exp_table(0)
 assert EXP_HI.shape[0] == EXP_TABLE_MAX + 1 and EXP_HI[EXP_TABLE_MAX] == 0
 assert LEMIRE_MAX == 1 << 31
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@_compiled
 def _lemire_retry(units, pos, n, d, x):
     """Finish Lemire's method for d <= 2^31 after a first product x with low part < d.
 
@@ -73,7 +86,7 @@ def _lemire_retry(units, pos, n, d, x):
     return x >> 32, pos
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@_compiled
 def _uniform_big(units, pos, n, d):
     """Uniform integer in [0, d) for 2^31 < d < 2^63: bitmask rejection on 1 or 2 units."""
     nbits = 0
@@ -100,7 +113,7 @@ def _uniform_big(units, pos, n, d):
             return val, pos
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@_compiled
 def run(units, state, out, start, stop, prm, exp_hi):
     """Fill out[start:stop] while possible; returns (next index, status).
 

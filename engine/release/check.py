@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from calculators.config import ConfigError, SafeTabConfig
+from calculators.config import ConfigError, SafeTabConfig, read_regular_file, special_file
 from calculators.levels import (
     GEO_LEVELS,
     GEO_LEVELS_PR,
@@ -165,23 +166,50 @@ class _Checker:
 
     # -------------------------------------------------------------- structure
     def marker(self) -> None:
+        """SHA256SUMS lists exactly the files of OUT_DIR, each with its checksum. Only
+        regular files are opened: a symbolic link (even to an identical copy elsewhere),
+        a FIFO, a device or a socket is a problem of its own (a FIFO would block the
+        check forever), and so is a folder that holds no listed file."""
+        what = _special(self.out_dir / MARKER) if os.path.lexists(self.out_dir / MARKER) else None
+        if what:
+            self.add(MARKER, None, None, None, f"a regular file (this is {what}; it was not opened)")
+            return
         found = marker_entries(self.out_dir)
         if found is None:
             self.add(MARKER, None, None, None, "the completion marker of this tool (written last by a run that "
                      "finished); without it the output is unfinished or was not made by SafeTab-P Studio")
             return
         listed = found[1]
-        actual = set()
-        for root, _dirs, names in os.walk(self.out_dir):
-            for name in names:
-                actual.add(os.path.relpath(os.path.join(root, name), self.out_dir).replace(os.sep, "/"))
+        actual, special, folders = set(), {}, []
+        for root, dirs, names in os.walk(self.out_dir):
+            for name in dirs + names:
+                path = os.path.join(root, name)
+                rel = os.path.relpath(path, self.out_dir).replace(os.sep, "/")
+                what = _special(Path(path), folder_ok=name in dirs)
+                if what:
+                    special[rel] = what
+                elif name in dirs:
+                    folders.append(rel)
+                else:
+                    actual.add(rel)
         actual.discard(MARKER)
-        for rel in sorted(set(listed) - actual):
+        for rel, what in sorted(special.items()):
+            self.add(rel, None, None, None, f"a regular file of the output (this is {what}; it was not opened)")
+        for rel in sorted(set(listed) - actual - set(special)):
             self.add(MARKER, None, None, rel, "every listed file to exist (it is missing)")
         for rel in sorted(actual - set(listed)):
             self.add(rel, None, None, None, f"only files listed in {MARKER} (this one was added after the run)")
+        for rel in sorted(folders):
+            if not any(f.startswith(rel + "/") for f in listed):
+                self.add(rel + "/", None, None, None, f"only folders that hold files listed in {MARKER} (this one "
+                         "holds none: it was added after the run)")
         for rel in sorted(set(listed) & actual):
-            if sha256_of(self.out_dir / rel) != listed[rel]:
+            try:
+                digest = sha256_of(self.out_dir / rel)
+            except OSError as exc:  # replaced since the walk (sha256_of opens regular files only)
+                self.add(rel, None, None, None, f"a readable regular file ({exc.strerror or exc})")
+                continue
+            if digest != listed[rel]:
                 self.add(rel, None, None, None, f"the sha256 listed in {MARKER} (the file was changed or truncated)")
             else:
                 self.summary.files_verified += 1
@@ -189,9 +217,10 @@ class _Checker:
     def manifest(self) -> dict | None:
         path = self.out_dir / MANIFEST
         try:
-            man = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            self.add(MANIFEST, None, None, None, f"a readable JSON manifest ({_cut(exc)})")
+            man = _read_json(path)
+        except (OSError, ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else _cut(exc)
+            self.add(MANIFEST, None, None, None, f"a readable JSON manifest ({why})")
             return None
         if not isinstance(man, dict):
             self.add(MANIFEST, None, None, None, "a JSON object")
@@ -232,11 +261,15 @@ class _Checker:
             self.add(f"{kind}/", None, None, None, "a folder of pipe-delimited files (SPEC section 4)")
             return []
         files = []
+        if folder.is_symlink():
+            self.add(f"{kind}/", None, None, None, "a folder of the output (this is a symbolic link)")
+            return []
         for p in sorted(folder.iterdir()):
             if p.name == NOT_FOR_RELEASE:
                 continue
-            if p.suffix != ".csv" or not p.is_file():
-                self.add(f"{kind}/{p.name}", None, None, None, "only .csv part files")
+            if p.suffix != ".csv" or _special(p):
+                self.add(f"{kind}/{p.name}", None, None, None,
+                         "only .csv part files (regular files: no links, FIFOs or devices)")
                 continue
             files.append(p)
         if not files:
@@ -428,6 +461,33 @@ class _Checker:
                 self.add(MANIFEST, None, f"outputs.rows.{kind}", stated[kind], f"the rows in {kind}/ ({n:,})")
 
 
+#: manifest.json and the operator file are read only up to this size (a manifest is ~25 kB).
+_MAX_JSON_BYTES = 64 << 20
+
+
+def _special(path: Path, folder_ok: bool = False) -> str | None:
+    """What `path` is if it is not a regular file (or, with folder_ok, a folder), by
+    lstat, without opening it: "a symbolic link to ...", "a FIFO (named pipe)"..."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"a symbolic link to {_cut(os.readlink(path))}"
+    if folder_ok and stat.S_ISDIR(st.st_mode):
+        return None
+    return special_file(st.st_mode)
+
+
+def _read_json(path: Path):
+    """JSON of a regular file that is no link, read within _MAX_JSON_BYTES (ValueError
+    otherwise; RecursionError if nested too deeply)."""
+    what = _special(path)
+    if what:
+        raise ValueError(f"{path.name} is {what}")
+    return json.loads(read_regular_file(path, _MAX_JSON_BYTES).decode("utf-8"))
+
+
 def _first_bad_line(path: Path, fields: int) -> tuple[int | None, str | None]:
     """(line, text) of the first line that is not UTF-8 or lacks `fields` fields."""
     with open(path, "rb") as fh:
@@ -493,10 +553,13 @@ def check_output(params_dir: str | Path, out_dir: str | Path, data_dir: str | Pa
     op = operator_path(out)
     if op.is_file() and man is not None:
         try:
-            link = json.loads(op.read_text(encoding="utf-8")).get("manifest_sha256")
-        except (OSError, ValueError, AttributeError):
+            link = _read_json(op).get("manifest_sha256")
+        except (OSError, ValueError, AttributeError, RecursionError):
             link = None
-        actual = sha256_of(out / MANIFEST) if (out / MANIFEST).is_file() else None
+        try:
+            actual = sha256_of(out / MANIFEST)
+        except OSError:
+            actual = None
         ch.summary.notes.append(
             f"operator file {op.name}: " + ("belongs to this release" if link == actual else
                                             "does NOT belong to this release (its manifest checksum differs)"))

@@ -232,9 +232,17 @@ class ReleaseWriter:
             for where in ("", "t1/", "t2/", "suppressed/"):
                 self.folder.write_file(where + NOT_FOR_RELEASE, not_for_release_text(reason))
             comments.insert(0, "NOT FOR RELEASE: " + reason)
-        self.folder.publish(comments)
+        # The operator file is written (beside OUT_DIR, under a hidden temporary name)
+        # before the release is published, so that a full disk stops the run with
+        # OUT_DIR as it was; once published, the file only has to be renamed into place.
+        staged = _stage_operator_file(self.out_dir, manifest, hashlib.sha256(text.encode("utf-8")).hexdigest())
         try:
-            _write_operator_file(self.out_dir, manifest, hashlib.sha256(text.encode("utf-8")).hexdigest())
+            self.folder.publish(comments)
+        except BaseException:
+            _discard(staged)
+            raise
+        try:
+            _place_operator_file(staged, operator_path(self.out_dir), self.out_dir)
         finally:
             self.folder.close()
         return self.out_dir
@@ -278,8 +286,10 @@ def read_operator_file(out_dir: str | Path) -> dict:
     return json.loads(operator_path(out_dir).read_text(encoding="utf-8"))
 
 
-def _write_operator_file(out_dir: Path, manifest: dict, manifest_sha: str) -> None:
-    """Atomically (temporary file, fsync, rename) write the operator file beside OUT_DIR."""
+def _stage_operator_file(out_dir: Path, manifest: dict, manifest_sha: str) -> Path:
+    """Write the operator file under a hidden temporary name beside OUT_DIR (fsynced);
+    its path. OutputError if it cannot be written (then nothing is left of it). A
+    killed run leaves it as a `.N.partial-*` leftover, which the next run removes."""
     path = operator_path(out_dir)
     body = {
         "kind": _OPERATOR_KIND,
@@ -290,21 +300,39 @@ def _write_operator_file(out_dir: Path, manifest: dict, manifest_sha: str) -> No
         "created": manifest.get("created"),
         "confidential": manifest.get("confidential", {}),
     }
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_dir.name}.partial-", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out_dir.name}.partial-", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"the operator file {path.name} could not be written: {os_message(exc)}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write((json.dumps(body, indent=2) + "\n").encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+    except OSError as exc:
+        _discard(Path(tmp))
+        raise OutputError(f"the operator file {path.name} could not be written: {os_message(exc)}") from None
+    return Path(tmp)
+
+
+def _place_operator_file(staged: Path, path: Path, out_dir: Path) -> None:
+    """Rename the staged operator file into place (after the release was published)."""
+    try:
+        os.replace(staged, path)
         fsync_dir(path.parent)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise OutputError(f"the release was published, but its operator file {path.name} could not be written: "
-                          f"{os_message(exc)}") from None
+        raise OutputError(
+            f"the release was published, but its operator file could not be renamed to {path.name}: "
+            f"{os_message(exc)}",
+            on_disk=f"On disk: the complete release in {out_dir}; its operator file (the exact counts) is "
+                    f"{staged if staged.exists() else 'missing'}.") from None
+
+
+def _discard(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _operator_file_is_ours(path: Path) -> bool:

@@ -37,6 +37,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -89,10 +90,10 @@ def marker_entries(folder: str | Path) -> tuple[list[str], dict[str, str]] | Non
     or not a marker of this tool."""
     path = Path(folder) / MARKER
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(64 * 1024 * 1024)
     except OSError:
-        return None
+        return None  # absent, unreadable, or a link, a FIFO, a device...: not a marker of ours
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -140,9 +141,20 @@ def is_own_output(folder: str | Path) -> bool:
     return files is not None and files - {MARKER} == set(found[1])
 
 
+def open_regular(path: str | Path):
+    """`path` opened for reading bytes if it is a regular file and not a symbolic link;
+    OSError otherwise. It is opened without blocking and checked on the open file, so a
+    FIFO (whose read would wait forever) or a device is refused before anything is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(fd, "rb")
+
+
 def sha256_of(path: str | Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()

@@ -35,7 +35,7 @@ import pandas as pd
 
 from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
-from engine.errors import InputError, Problem
+from engine.errors import SHOWN_PROBLEMS, InputError, Problem
 from engine.inputs.geography import Geography
 from engine.reports.levels import LevelTables, parent_regions
 from engine.tabulation.mechanism import TOTAL_ONLY
@@ -479,12 +479,16 @@ def parse_area(text: str, geography: Geography, file: str = "area") -> np.ndarra
     ignored. The signed sum must count every block 0 or 1 times. Raises InputError
     naming the line and the value.
     """
+    lines = text.splitlines()
+    if len(lines) > MAX_AREA_LINES:  # bounded work and messages, whatever is pasted
+        raise InputError([Problem(file, None, None, None, f"at most {MAX_AREA_LINES:,} lines (the list has "
+                                                          f"{len(lines):,})")])
     keys = _keys(geography)
     run = _in_run(geography)
     total = np.zeros(len(keys), dtype=np.int64)
-    problems: list[Problem] = []
+    problems = _Problems()
     seen = 0
-    for ln, raw in enumerate(text.splitlines(), start=1):
+    for ln, raw in enumerate(lines, start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -527,8 +531,28 @@ def parse_area(text: str, geography: Geography, file: str = "area") -> np.ndarra
                                     f"every block counted 0 or 1 times; this one is counted {total[bad[0]]} times "
                                     f"({len(bad)} such blocks)"))
     if problems:
-        raise InputError(problems)
+        raise InputError(problems.kept, problems.total)
     return total == 1
+
+
+#: The most lines an area list may have (a list of whole tracts and blocks).
+MAX_AREA_LINES = 50_000
+
+
+class _Problems:
+    """The problems of an area list: the first SHOWN_PROBLEMS kept, the others counted."""
+
+    def __init__(self) -> None:
+        self.kept: list[Problem] = []
+        self.total = 0
+
+    def append(self, problem: Problem) -> None:
+        self.total += 1
+        if len(self.kept) < SHOWN_PROBLEMS:
+            self.kept.append(problem)
+
+    def __len__(self) -> int:
+        return self.total
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
@@ -72,13 +73,20 @@ def open_app(page: str | None = None, query: dict | None = None, timeout: float 
     return at
 
 
+def shown(markdown: str) -> str:
+    """Markdown source as a reader sees its characters: the backslash escapes that
+    `ui.core.widgets.plain` puts before punctuation in user text removed."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
+
+
 def texts(at: AppTest) -> str:
-    """All markdown, captions, alerts and metric labels of the page, joined."""
+    """All markdown, captions, alerts and metric labels of the page, joined, as shown
+    (`shown`: user text is escaped in the source so that it is never read as Markdown)."""
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
     for kind in (at.error, at.warning, at.info, at.success):
         parts += [e.value for e in kind]
     parts += [f"{m.label}={m.value}" for m in at.metric]
-    return "\n".join(parts)
+    return shown("\n".join(parts))
 
 
 def metric(at: AppTest, label_start: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from calculators import budget, geometric
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from calculators.presets import production_2020
-from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, texts
+from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, shown, texts
 from ui.core import planner
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
@@ -35,7 +35,7 @@ def _verdict_label(at) -> str:
 
 
 def _errors(at) -> str:
-    return "\n".join(e.value for e in at.error)
+    return "\n".join(shown(e.value) for e in at.error)
 
 
 def test_changing_r_changes_s_and_every_moe():
@@ -121,15 +121,15 @@ def test_an_absurd_budget_is_used_with_a_warning_that_says_what_it_means():
     at = open_app("budget")
     _edit(at, {ROW[USA2]: {planner.RHO: "1e6"}})
     assert config(at).rho(USA2) == 1e6
-    warning = "\n".join(w.value for w in at.warning)
+    warning = "\n".join(shown(w.value) for w in at.warning)
     assert "USA Detailed" in warning and "essentially no privacy" in warning and "ε ≈ 1.01e+06" in warning
     assert _row(at, USA2)[planner.MOE_EXACT] == 0
     _edit(at, {ROW[USA2]: {planner.RHO: "1e-6"}})
-    assert config(at).rho(USA2) == 1e-6 and "swamps" in "\n".join(w.value for w in at.warning)
+    assert config(at).rho(USA2) == 1e-6 and "swamps" in "\n".join(shown(w.value) for w in at.warning)
     # beyond the engine's range: refused next to the table, the plan unchanged
     _edit(at, {ROW[USA2]: {planner.RHO: "1e8"}})
     assert config(at).rho(USA2) == 1e-6
-    assert any("'1e8' is above 1e+06, the largest budget the engine accepts" in e.value for e in at.error)
+    assert any("'1e8' is above 1e+06, the largest budget the engine accepts" in shown(e.value) for e in at.error)
 
 
 def test_the_verdict_says_which_moe_it_uses():
@@ -146,7 +146,7 @@ def test_the_verdict_says_which_moe_it_uses():
     at.radio(key="w_method").set_value(planner.EXACT).run()
     assert _row(at, COUNTY2)[planner.STATUS] == "✗ misses (11 > 10)"
     assert _verdict_label(at) == planner.VERDICT_LABEL[planner.EXACT]
-    assert any("miss their MOE target" in w.value for w in at.warning)
+    assert any("miss their MOE target" in shown(w.value) for w in at.warning)
     at.button(key="resolve").click().run()
     assert _row(at, COUNTY2)[planner.STATUS] == "✓ meets (10 ≤ 10)"
     assert config(at).rho(COUNTY2) == pytest.approx(float(budget.rho_level_for_exact_moe(10, 9, 0.1)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from calculators import budget, discrete_gaussian
-from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.conftest import frame, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
 
 
@@ -62,7 +62,7 @@ def test_custom_table_presets_and_errors():
     # A bad shape is a message, not a traceback; the margins follow the shape.
     at.text_input(key="inv_shape").set_value("14 x banana").run()
     assert not at.exception
-    assert any("'banana' is not a whole number" in e.value for e in at.error)
+    assert any("'banana' is not a whole number" in shown(e.value) for e in at.error)
     at.text_input(key="inv_shape").set_value("3 x 4").run()
     assert not at.exception
     assert at.multiselect(key="inv_margins").value == []

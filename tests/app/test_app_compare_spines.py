@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.conftest import frame, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
 
 pytestmark = needs_sample
@@ -38,7 +38,7 @@ def test_blocks_splitting_a_piece_are_not_composable():
     at = _open()
     at.selectbox(key="sp_builder").set_value("Blocks").run(timeout=120)
     assert not at.exception
-    assert any("Not composable" in e.value and "block groups or blocks" in e.value for e in at.error)
+    assert any("Not composable" in shown(e.value) and "block groups or blocks" in shown(e.value) for e in at.error)
     assert "cannot be built from SafeTab-P's published numbers" in at.success[0].value
     census = frame(at, "Sign", "Unit (not published by SafeTab-P)")
     assert census["Unit (not published by SafeTab-P)"].str.startswith("Block").all()
@@ -51,7 +51,7 @@ def test_a_typed_list_and_its_errors():
     assert frame(at, "Sign", "Published unit")["Published unit"].tolist()[0] in ("County 06001", "State 06")
     at.text_area(key="sp_text").set_value("tract 06001000100\nbogus line\n").run(timeout=120)
     assert not at.exception
-    err = "\n".join(e.value for e in at.error)
+    err = "\n".join(shown(e.value) for e in at.error)
     assert "line 2" in err and "bogus line" in err
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from calculators import budget
 from calculators.presets import production_2020
-from tests.app.conftest import frame, metric, open_app, texts
+from tests.app.conftest import frame, metric, open_app, shown, texts
 from ui.core import planner
 
 
@@ -48,7 +48,7 @@ def test_a_change_on_the_planner_shows_on_the_overview():
     assert "S = 4" in texts(at) and "r = 3" in texts(at)
     assert metric(at, "ρ, Puerto Rico run") == "0"
     assert metric(at, "Levels tabulated") == "11 of 20"
-    sidebar = "\n".join(m.value for m in at.sidebar.markdown)
+    sidebar = "\n".join(shown(m.value) for m in at.sidebar.markdown)
     assert "2020 production plan, edited" in sidebar and "11 of 20 levels on" in sidebar
     moe = frame(at, "Stage-1 total MOE (exact, not published)")
     county = moe[(moe["Geography"] == "COUNTY") & (moe["Iterations"] == "Detailed")].iloc[0]

@@ -706,6 +706,28 @@ def test_typed_values_are_used_as_typed_or_refused_in_the_browser(server, page):
     assert "ρ = 1e+06 means ε ≈ 1.01e+06" in body and "essentially no privacy" in body, body[body.find("Budgets"):][:600]
 
 
+def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(server, page):
+    """Issue 21 item 3: a plan named with Markdown image and link syntax (and HTML) is
+    shown exactly as written; the browser asks no other host for anything and the page
+    holds no link or image made from it."""
+    from calculators.presets import production_2020
+    from ui.core import urlcodec
+
+    name = "![x](http://attacker.invalid/p.png) [click](http://attacker.invalid) <b>bold</b>"
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "attacker.invalid" in r.url else None)
+    token = urlcodec.encode(production_2020().updated(max_race_codes=4), name=name)
+    _open(page, f"{server}/?config={token}", "Current plan:")
+    sidebar = page.locator("[data-testid='stSidebar']").inner_text().replace("\u2060", "")  # invisible joiner
+    assert name in sidebar  # exactly as written
+    _open(page, f"{server}/scenarios?config={token}", "Compare plans side by side")
+    assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
+    found = page.evaluate("""() => [...document.querySelectorAll('a[href*="attacker"], img[src*="attacker"], b')]
+                             .filter(e => e.closest('[data-testid="stSidebar"], [data-testid="stMain"]'))
+                             .filter(e => e.tagName !== 'B' || e.innerText === 'bold').map(e => e.outerHTML)""")
+    assert found == [] and asked == []
+
+
 def _in_view(page, text: str) -> bool:
     """Whether `text` is shown inside the browser window (not scrolled out of it)."""
     box = page.get_by_text(text).first.bounding_box()

@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from calculators.levels import POPULATION_GROUP_LEVELS
 from engine.cli import main
 from engine.release import outputs, publish
 from engine.release.check import check_output
@@ -435,3 +438,332 @@ def test_two_runs_into_one_folder(ds, tmp_path, capsys, procs):
     assert code == 0, text
     assert not _leftovers(tmp_path) and (out / MARKER).is_file()
     assert not (tmp_path / ".out.lock").exists()
+
+
+# ================================================================== issue 21: safe failure, round two
+def _run_cli(args, timeout: float = DEADLINE, **kw) -> subprocess.CompletedProcess:
+    """`python -m engine ARGS` in a subprocess, so that a hang fails the test (timeout)
+    instead of blocking it."""
+    return subprocess.run([sys.executable, "-m", "engine", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout, check=False, **kw)
+
+
+# ---- item 6: the operator file is written before the release is published
+def test_a_full_disk_at_the_operator_file_leaves_out_dir_as_it_was(ds, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    earlier = _release(ds, out, capsys)
+    op = outputs.operator_path(out)
+    op_before = op.read_bytes()
+    real_fdopen = outputs.os.fdopen
+
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(fd, *a, **k):
+        fh = real_fdopen(fd, *a, **k)
+        return FullDisk(fh) if ".partial-" in os.readlink(f"/proc/self/fd/{fd}") else fh
+
+    monkeypatch.setattr(outputs.os, "fdopen", fdopen)
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--overwrite", "--seed", 5], capsys)
+    assert code == 1, text
+    assert f"Cannot write the output: the operator file {op.name} could not be written: the disk is full" in text
+    assert "Nothing was written; OUT_DIR is as it was." in text and "published" not in text
+    assert _digest(out) == earlier and op.read_bytes() == op_before  # true: the earlier release and its file
+    assert not _leftovers(tmp_path) and "Traceback" not in text
+
+
+def test_a_release_that_cannot_take_its_operator_file_says_exactly_what_is_on_disk(ds, tmp_path, capsys,
+                                                                                   monkeypatch):
+    out = tmp_path / "out"
+    real_replace = outputs.os.replace
+
+    def replace(a, b, *rest, **kw):
+        if str(b).endswith(outputs.OPERATOR_SUFFIX):
+            raise OSError(errno.EIO, "Input/output error", str(b))
+        return real_replace(a, b, *rest, **kw)
+
+    monkeypatch.setattr(outputs.os, "replace", replace)
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--seed", 5], capsys)
+    assert code == 1 and "the release was published, but its operator file could not be renamed" in text
+    assert "Nothing was written" not in text
+    staged = [p for p in tmp_path.iterdir() if p.name.startswith(".out.partial-")]
+    assert len(staged) == 1 and staged[0].is_file()
+    assert f"On disk: the complete release in {out}; its operator file (the exact counts) is {staged[0]}." in text
+    check_output(ds.params, out)  # the release is complete
+    assert "confidential" in json.loads(staged[0].read_text())
+
+
+# ---- item 7: a user who can write neither $HOME nor the project folder
+@needs_unshare
+def test_run_without_any_writable_numba_cache_folder(ds, tmp_path):
+    """The project copy and $HOME are read-only mounts (root cannot write through them),
+    so numba finds no cache folder: the kernel is compiled in memory, no traceback."""
+    copy, home = tmp_path / "project", tmp_path / "home"
+    home.mkdir()
+    shutil.copytree(REPO / "engine", copy / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "calculators", copy / "calculators", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "methods", copy / "methods", ignore=shutil.ignore_patterns("__pycache__"))
+    ro = " && ".join(f"mount --bind {d} {d} && mount -o remount,ro,bind {d}" for d in (copy, home))
+    script = (f"{ro} && cd {copy} && env -u NUMBA_CACHE_DIR -u XDG_CACHE_HOME HOME={home} PYTHONPATH={copy} "
+              f"PYTHONDONTWRITEBYTECODE=1 {sys.executable} -c 'import numba.core.caching as c, engine.noise._kernel "
+              f"as k; print(\"cached\" if k.run._cache.__class__.__name__ != \"NullCache\" else \"in memory\")' && "
+              f"env -u NUMBA_CACHE_DIR -u XDG_CACHE_HOME HOME={home} PYTHONPATH={copy} PYTHONDONTWRITEBYTECODE=1 "
+              f"{sys.executable} -m engine run {ds.params} {ds.data} {tmp_path}/out --seed 1 --quiet")
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("in memory") and "Traceback" not in proc.stderr
+    assert not list(copy.rglob("*.nbi")) and not list(home.rglob("*"))  # nothing could be cached
+    check_output(ds.params, tmp_path / "out")
+
+
+def test_run_as_a_user_without_write_access():
+    """The same as an unprivileged user whose $HOME does not exist and who cannot write the
+    project folder, where this process can drop its privileges (root with setpriv)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to drop privileges")
+    drop = ["setpriv", "--reuid=54321", "--regid=54321", "--clear-groups"]
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env.update(HOME="/nonexistent", PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1")
+    probe = subprocess.run([*drop, sys.executable, "-c", "import numba, engine"], capture_output=True, env=env,
+                           cwd="/", timeout=120, check=False)
+    if probe.returncode != 0:
+        pytest.skip("an unprivileged user cannot run this Python or read the project here")
+    work = Path(tempfile.mkdtemp(prefix="safetab-h21-"))  # the pytest folder is private to root
+    try:
+        work.chmod(0o777)
+        proc = subprocess.run([*drop, sys.executable, "-m", "engine", "run", SAMPLE / "params", SAMPLE / "data",
+                               work / "rel", "--seed", "1", "--quiet"], cwd="/", env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        check_output(SAMPLE / "params", work / "rel")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---- item 10: tracebacks of spines --area and check-output
+def test_spines_area_whose_lines_cancel_is_a_message(tmp_path, capsys):
+    area = tmp_path / "area.txt"
+    area.write_text("tract 06001000100\n- tract 06001000100\n")
+    code, text = _cli(["spines", SAMPLE / "params", SAMPLE / "data", "--area", area], capsys)
+    assert code == 1 and "Traceback" not in text, text
+    assert f"{area}: an area of at least one block (its lines add and subtract the same blocks" in text
+
+
+def test_check_output_on_a_deeply_nested_manifest(ds, tmp_path, capsys):
+    out = tmp_path / "out"
+    _release(ds, out, capsys)
+    (out / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    code, text = _cli(["check-output", ds.params, out], capsys)
+    assert code == 1 and "Traceback" not in text
+    assert "manifest.json: a readable JSON manifest (nested too deeply)" in text
+
+
+# ---- item 11: FIFOs and other special files are refused before they are opened
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_fifo_config_json_is_refused_not_waited_on(ds, tmp_path, command):
+    cfg = ds.params / "config.json"
+    cfg.unlink()
+    os.mkfifo(cfg)
+    args = [command, ds.params, ds.data] + ([tmp_path / "out"] if command == "run" else [])
+    proc = _run_cli([*args, "--quiet"], timeout=60)  # a read of the FIFO would block until the timeout
+    assert proc.returncode == 1, proc.stderr
+    assert "- config.json: is a FIFO (named pipe), not a regular file; nothing was read from it" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists() and not _leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("where, name", [("data", "person-records.txt"), ("data", "GRF-C.txt"),
+                                         ("params", "race-characteristic-iterations.txt")])
+def test_a_fifo_data_or_spec_file_is_named_not_waited_on(ds, tmp_path, where, name):
+    path = getattr(ds, where) / name
+    path.unlink()
+    os.mkfifo(path)
+    proc = _run_cli(["validate", ds.params, ds.data, "--quiet"], timeout=60)  # a read would block until then
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"- {name}: the file {path} to be a regular file (this is a FIFO (named pipe); it was not opened)" \
+        in proc.stderr
+
+
+def test_a_device_as_config_json_is_refused(ds, capsys):
+    cfg = ds.params / "config.json"
+    cfg.unlink()
+    cfg.symlink_to("/dev/zero")  # reading it would never end
+    code, text = _cli(["validate", ds.params, ds.data, "--quiet"], capsys)
+    assert code == 1 and "is a character device, not a regular file" in text
+
+
+def test_check_output_does_not_open_a_fifo_listed_in_sha256sums(ds, tmp_path, capsys):
+    out = tmp_path / "out"
+    _release(ds, out, capsys)
+    part = sorted((out / "t1").glob("*-1.csv"))[0]
+    part.unlink()
+    os.mkfifo(part)
+    proc = _run_cli(["check-output", ds.params, out], timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    rel = part.relative_to(out).as_posix()
+    assert f"{rel}: a regular file of the output (this is a FIFO (named pipe); it was not opened)" in proc.stderr
+    (out / "SHA256SUMS").rename(tmp_path / "sums")
+    os.mkfifo(out / "SHA256SUMS")
+    proc = _run_cli(["check-output", ds.params, out], timeout=60)
+    assert proc.returncode == 1 and "SHA256SUMS: a regular file (this is a FIFO (named pipe); it was not opened)" \
+        in proc.stderr
+
+
+# ---- item 12: no thread is left running when the command line returns
+# ---- item 15: the whole documented range of budgets
+@pytest.mark.parametrize("option", [["--consistency", "tree-dp"], ["--consistency", "least-squares"],
+                                    ["--invariant", "COUNTY"]])
+def test_every_level_at_the_largest_budget(ds, tmp_path, capsys, option):
+    """At rho = 1e6 the discrete Gaussian's variance underflows to 0: the values are exact
+    and the post-processing holds them (it said "variances must be positive", exit 2)."""
+    ds.config.update({lvl.budget_key: 1e6 for lvl in POPULATION_GROUP_LEVELS})
+    ds.write()
+    out = tmp_path / "out"
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--seed", 3, *option], capsys)
+    assert code == 0, text
+    check_output(ds.params, out)
+    truth = tmp_path / "truth"
+    assert _cli(["truth", ds.params, ds.data, truth, "--quiet"], capsys)[0] == 0
+    if option[0] == "--consistency":  # the noise is 0: the release is the truth
+        for kind in ("t1", "t2", "suppressed"):
+            assert _tables(out / kind) == _tables(truth / kind)
+
+
+def _tables(folder: Path) -> list[str]:
+    return sorted(line for p in folder.glob("*.csv") for line in p.read_text().splitlines()[1:])
+
+
+def test_budgets_too_far_apart_for_the_consistency_methods_are_a_message(ds, tmp_path, capsys):
+    """rho 200 at USA and STATE beside 1e-6 below: the noise variances differ by about
+    1e17, more than double precision can weigh; refused at once (not a 4 GB, endless
+    tree DP, not a traceback)."""
+    ds.config.update({lvl.budget_key: (200 if lvl.geo in ("USA", "STATE", "PR-STATE") else 1e-6)
+                      for lvl in POPULATION_GROUP_LEVELS})
+    ds.write()
+    for method in ("tree-dp", "least-squares"):
+        code, text = _cli(["run", ds.params, ds.data, tmp_path / method, "--quiet", "--seed", 3, "--consistency",
+                           method], capsys)
+        assert code == 2 and "Traceback" not in text, text
+        assert "noise variances of these counts differ by a factor of" in text
+        assert "choose budgets closer together" in text and not (tmp_path / method).exists()
+
+
+# ---- item 17: check-output gaps
+def test_check_output_refuses_a_part_file_that_links_to_an_identical_copy(ds, tmp_path, capsys):
+    out = tmp_path / "out"
+    _release(ds, out, capsys)
+    part = sorted((out / "t1").glob("*.csv"))[0]
+    copy = tmp_path / "copy.csv"
+    shutil.copy(part, copy)
+    part.unlink()
+    part.symlink_to(copy)  # same bytes, so the checksum matches
+    code, text = _cli(["check-output", ds.params, out], capsys)
+    assert code == 1
+    rel = part.relative_to(out).as_posix()
+    assert f"{rel}: a regular file of the output (this is a symbolic link to " in text  # the target, cut short
+    assert "; it was not opened)" in text
+
+
+def test_check_output_reports_an_extra_empty_folder(ds, tmp_path, capsys):
+    out = tmp_path / "out"
+    _release(ds, out, capsys)
+    (out / "t1" / "extra").mkdir()
+    code, text = _cli(["check-output", ds.params, out], capsys)
+    assert code == 1
+    assert "t1/extra/: only folders that hold files listed in SHA256SUMS (this one holds none" in text
+
+
+# ---- item 5: bounded work and messages for an area list
+def test_an_area_list_is_bounded_in_lines_and_in_problems_listed():
+    from engine.errors import InputError
+    from engine.inputs.validate import load_inputs
+    from engine.reports import spines as rs
+
+    geo = load_inputs(SAMPLE / "params", SAMPLE / "data").geography
+    with pytest.raises(InputError) as err:
+        rs.parse_area("x\n" * 200_000, geo, file="area.txt")
+    assert err.value.total == 1 and "at most 50,000 lines (the list has 200,000)" in err.value.report()
+    with pytest.raises(InputError) as err:
+        rs.parse_area("bogus\n" * 50_000, geo, file="area.txt")
+    assert err.value.total == 50_000 and len(err.value.problems) == 20 and len(err.value.report()) < 3000
+
+
+# ---- item 12: nothing of pyarrow (or tqdm) is left running when a command returns
+def test_pyarrow_gets_no_python_callback_on_its_threads_unless_a_row_is_malformed(ds, monkeypatch):
+    """The abort at exit came from a Python object held by pyarrow's worker threads (the
+    malformed-row handler), released by a worker while the interpreter was exiting. Well
+    formed files are read with no Python callback; a malformed row makes the reader read
+    the file again on the calling thread, with the handler, and every row is reported."""
+    from engine.errors import ProblemLog
+    from engine.inputs import readers
+
+    made = []
+    real = readers.pacsv.open_csv
+
+    def open_csv(path, read_options=None, parse_options=None, **kw):
+        made.append((parse_options.invalid_row_handler is not None, read_options.use_threads))
+        return real(path, read_options=read_options, parse_options=parse_options, **kw)
+
+    monkeypatch.setattr(readers.pacsv, "open_csv", open_csv)
+    df = readers.DataFile(ds.data / "person-records.txt", "txt")
+    log = ProblemLog()
+    rows = sum(b.table.num_rows for b in readers.iter_batches(df, readers.PERSON_COLUMNS, log))
+    assert rows == 60 and not log and made == [(False, True)]  # threads, no callback
+    lines = (ds.data / "person-records.txt").read_text().splitlines(keepends=True)
+    lines[5] = lines[5].rstrip("\n") + "|extra\n"
+    lines[40] = "1|2\n"
+    (ds.data / "person-records.txt").write_text("".join(lines))
+    made.clear()
+    batches = list(readers.iter_batches(df, readers.PERSON_COLUMNS, log))
+    assert made == [(False, True), (True, False)]  # then the calling thread only, with the handler
+    assert sum(b.table.num_rows for b in batches) == 58
+    assert [(p.line, p.expected) for p in log.problems] == [
+        (6, "17 fields separated by '|' (found 18)"), (41, "17 fields separated by '|' (found 2)")]
+
+
+def test_prefetch_ends_its_thread_however_the_consumer_stops():
+    import threading
+
+    from engine.inputs.readers import prefetch
+
+    closed = []
+
+    def source():
+        try:
+            yield from range(1000)
+        finally:
+            closed.append(threading.current_thread().name)
+
+    it = prefetch(source(), depth=2)
+    assert next(it) == 0
+    it.close()  # the consumer stops early (an error, Ctrl-C...)
+    assert closed == ["safetab-prefetch"]  # the source was closed by the worker, which was joined
+    assert not [t for t in threading.enumerate() if t.name == "safetab-prefetch"]
+
+    def failing():
+        yield 1
+        raise ValueError("broken input")
+
+    with pytest.raises(ValueError, match="broken input"):
+        list(prefetch(failing()))
+    assert not [t for t in threading.enumerate() if t.name == "safetab-prefetch"]
+
+
+def test_validate_leaves_no_thread_running(ds, capsys):
+    import threading
+
+    before = set(threading.enumerate())
+    (ds.data / "person-records.txt").write_text((ds.data / "person-records.txt").read_text() + "1|2\n")
+    code, text = _cli(["validate", ds.params, ds.data], capsys)  # with progress bars (no --quiet)
+    assert code == 1 and "found 2" in text
+    assert [t.name for t in set(threading.enumerate()) - before if t.is_alive()] == []

@@ -388,8 +388,8 @@ def test_bad_trees_are_refused_with_a_clear_message(parents, match):
 def test_bad_values_are_refused():
     with pytest.raises(ValueError, match="shape"):
         least_squares([-1, 0], [1, 2, 3])
-    with pytest.raises(ValueError, match="positive"):
-        least_squares([-1, 0], [1, 2], variances=[1, 0])
+    with pytest.raises(ValueError, match=">= 0"):
+        least_squares([-1, 0], [1, 2], variances=[1, -1])
     with pytest.raises(ValueError, match="integers"):
         tree_dp([-1, 0], [1, 2], root_total=2.5)
     with pytest.raises(ValueError, match="negative"):
@@ -546,3 +546,15 @@ def test_distribute_tiebreak_spreads_an_even_adjustment_without_favouring_first_
     assert (fair.sum(axis=1) == 4).all() and set(np.unique(fair)) == {0, 1}
     # each cell's mean is 0.5; its sd over n tables is 0.5/sqrt(n) = 0.0035: 6 sd is 0.021
     assert np.abs(fair.mean(axis=0) - 0.5).max() < 0.021
+
+
+def test_a_variance_of_zero_holds_an_exact_value_and_extreme_ratios_are_refused():
+    """Issue 21 item 15: at rho = 1e6 the discrete Gaussian's variance underflows to 0;
+    such a value is exact and held, and the others absorb the difference."""
+    parents, noisy = [-1, 0, 0], [10, 4, 5]
+    for solve in (least_squares, lambda *a, **k: tree_dp(*a, nonnegative=False, **k)):
+        x = solve(parents, noisy, variances=[0.0, 1.0, 1.0])
+        assert x[0] == 10 and x[1] + x[2] == 10 and abs(x[1] - x[2]) <= 1
+        assert list(solve(parents, noisy, variances=[1e-30, 1.0, 1.0])) == list(x)  # below EXACT_VARIANCE too
+    with pytest.raises(ValueError, match="differ by a factor of 1e\\+20"):
+        least_squares(parents, noisy, variances=[1e-10, 1e10, 1.0])

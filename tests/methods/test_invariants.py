@@ -485,4 +485,9 @@ def test_weighted_hold_sums_moves_the_noisier_values_more() -> None:
     out = inv.hold_sums(np.array([100, 100]), np.array([0, 0]), np.array([170]), weights=np.array([1.0, 9.0]))
     np.testing.assert_array_equal(out, [97, 73])
     with pytest.raises(ValueError, match="weights"):
-        inv.hold_sums(np.array([1, 2]), np.array([0, 0]), np.array([3]), weights=np.array([1.0, 0.0]))
+        inv.hold_sums(np.array([1, 2]), np.array([0, 0]), np.array([3]), weights=np.array([1.0, -1.0]))
+    # weight 0: an exact value (a variance that underflows at rho = 1e6, issue 21) does not move;
+    # a group of only such values shares its excess equally
+    out = inv.hold_sums(np.array([100, 100, 5, 7]), np.array([0, 0, 1, 1]), np.array([170, 10]),
+                        weights=np.array([0.0, 9.0, 0.0, 0.0]))
+    np.testing.assert_array_equal(out, [100, 70, 4, 6])

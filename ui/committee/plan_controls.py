@@ -76,7 +76,7 @@ def sidebar() -> None:
         with st.popover("Save as scenario", icon=":material/save:", width="stretch",
                         help="Save the current plan as a named scenario (kept on disk across restarts)."):
             if "sb_save_name" not in ss or not ss.get("sb_save_name"):
-                ss["sb_save_name"] = state.source_label()[: scenarios.MAX_NAME]
+                ss["sb_save_name"] = scenarios.suggested_name(state.source_label())
             st.text_input("Scenario name", key="sb_save_name", max_chars=scenarios.MAX_NAME)
             taken = False
             try:
@@ -91,31 +91,38 @@ def sidebar() -> None:
 
 
 # ------------------------------------------------------------------ plans to compare
-CURRENT = "Current plan"
-PRODUCTION = "2020 production plan"
-SAMPLE = "Sample-data plan"
+CURRENT, PRODUCTION, SAMPLE = scenarios.BUILT_IN_NAMES  # no scenario may take these names
+#: How a saved scenario that has a built-in plan's name (saved by an older version) is listed.
+SAVED_SUFFIX = " (saved scenario)"
 
 
 def choices(items: list[scenarios.Scenario] | None = None) -> dict[str, Callable[[], comparison.Plan]]:
     """The plans a user can compare or put in a memo, by the name shown: the current
-    plan, every valid saved scenario, the 2020 production plan and (if shipped) the
-    sample-data plan. Values are zero-argument callables returning a `comparison.Plan`."""
+    plan, the 2020 production plan, (if shipped) the sample-data plan, and every valid
+    saved scenario. A built-in plan is never shadowed: a scenario of the same name
+    (saved by an older version; `scenarios.is_built_in`) is listed as "<name> (saved
+    scenario)". Values are zero-argument callables returning a `comparison.Plan`."""
     out: dict[str, Callable[[], comparison.Plan]] = {
         CURRENT: lambda: comparison.Plan(f"{CURRENT} ({state.source_label()})", state.config(), state.targets()),
+        PRODUCTION: lambda: comparison.Plan(PRODUCTION, presets.production_2020(), planner.production_targets()),
     }
+    if state.sample_config_path().is_file():
+        out[SAMPLE] = lambda: comparison.Plan(SAMPLE, SafeTabConfig.read(state.sample_config_path()))
     if items is None:
         try:
             items = store().all()
         except scenarios.ScenarioError:
             items = []
     for s in items:
-        if s.ok and s.name not in out:
-            out[s.name] = (lambda s=s: comparison.Plan(s.name, s.config, s.targets))
-    out.setdefault(PRODUCTION, lambda: comparison.Plan(PRODUCTION, presets.production_2020(),
-                                                       planner.production_targets()))
-    if state.sample_config_path().is_file():
-        out.setdefault(SAMPLE, lambda: comparison.Plan(SAMPLE, SafeTabConfig.read(state.sample_config_path())))
+        label = saved_label(s.name)
+        if s.ok and label not in out:
+            out[label] = (lambda s=s, label=label: comparison.Plan(label, s.config, s.targets))
     return out
+
+
+def saved_label(name: str) -> str:
+    """How the saved scenario `name` is listed among the plans (`choices`)."""
+    return name + SAVED_SUFFIX if scenarios.is_built_in(name) else name
 
 
 def plans_key(plans: list[comparison.Plan]) -> tuple:

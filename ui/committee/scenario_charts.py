@@ -7,6 +7,8 @@ also offer for download.
 
 from __future__ import annotations
 
+import html
+
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +22,12 @@ from ui.core import planner
 from ui.core.charts import COLORS, style
 from ui.committee.comparison import DIFFERS, Plan, unique_names
 from ui.core.planner import GEO, ITER
+
+
+def _text(name: str) -> str:
+    """A plan name as plotly shows it: its pseudo-HTML escaped, so that a name such as
+    '<a href="...">' is shown as written, never as a link (issue 21 item 3)."""
+    return html.escape(str(name), quote=False)
 
 _DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 
@@ -45,9 +53,9 @@ def level_bars(df: pd.DataFrame, title: str, y_title: str, log_y: bool = False) 
     for i, name in enumerate(plans):
         vals = d[name].astype("Float64").astype(float)
         fig.add_trace(go.Bar(
-            x=labels, y=vals, name=name, marker_color=color(i),
+            x=labels, y=vals, name=_text(name), marker_color=color(i),
             text=[("" if np.isnan(v) else f"{v:.4g}") for v in vals], textposition="none",
-            hovertemplate=f"<b>{name}</b><br>%{{x}}<br>{y_title} = %{{y:.5g}}<extra></extra>"))
+            hovertemplate=f"<b>{_text(name)}</b><br>%{{x}}<br>{y_title} = %{{y:.5g}}<extra></extra>"))
     _layout(fig, title, "population group level (geography, Regional / Detailed)", y_title)
     fig.update_layout(barmode="group", bargap=0.25)
     fig.update_xaxes(tickangle=-40, tickfont=dict(size=12))
@@ -72,17 +80,17 @@ def moe_budget_curves(plans: Sequence[Plan], method: str = planner.EXACT) -> go.
         curve = planner.moe_rho_curve(planner.stability_of(cfg), cfg.gamma, lo, hi, points=121,
                                       noise=planner.noise_of(cfg))
         fig.add_trace(go.Scatter(
-            x=curve[planner.RHO], y=curve[planner.MOE_EXACT], mode="lines", name=f"{name}",
+            x=curve[planner.RHO], y=curve[planner.MOE_EXACT], mode="lines", name=f"{_text(name)}",
             legendgroup=name, line=dict(color=color(i), shape="hv", dash=_DASHES[i % len(_DASHES)]),
-            hovertemplate=f"<b>{name}</b><br>{b} = %{{x:.4g}}<br>exact MOE = %{{y}} persons<extra></extra>"))
+            hovertemplate=f"<b>{_text(name)}</b><br>{b} = %{{x:.4g}}<br>exact MOE = %{{y}} persons<extra></extra>"))
         pts = planner.level_points(cfg, method)
         if len(pts):
             fig.add_trace(go.Scatter(
-                x=pts[planner.RHO], y=pts["MOE"], mode="markers", name=f"{name}: its levels",
+                x=pts[planner.RHO], y=pts["MOE"], mode="markers", name=f"{_text(name)}: its levels",
                 legendgroup=name, showlegend=False,
                 marker=dict(size=11, color=color(i), symbol="diamond", line=dict(width=1, color="white")),
                 customdata=pts[["Levels"]],
-                hovertemplate=f"<b>{name}</b><br>%{{customdata[0]}}<br>{b} = %{{x:.4g}}<br>MOE = %{{y}}"
+                hovertemplate=f"<b>{_text(name)}</b><br>%{{customdata[0]}}<br>{b} = %{{x:.4g}}<br>MOE = %{{y}}"
                               "<extra></extra>"))
     _layout(fig, f"MOE of one stage-2 cell against the level budget {b}: one curve per plan",
             f"level budget {b} ({'pure DP' if puredp else 'zCDP'}, log scale)",
@@ -124,13 +132,13 @@ def adaptive_overlay(data: pd.DataFrame, plans: Sequence[Plan], level: Populatio
         th = ", ".join(f"{t:,}" for t in p.config.thresholds(level))
         fig.add_trace(go.Scatter(
             x=sub["True group size"], y=sub["Expected MOE of the group total T1"], mode="lines",
-            name=f"{name} (Θ = {th})", legendgroup=name, line=dict(color=color(i), width=2, dash=dash),
-            hovertemplate=f"<b>{name}</b><br>true size %{{x:,}}<br>T1 MOE = %{{y:.1f}} persons<extra></extra>"),
+            name=f"{_text(name)} (Θ = {th})", legendgroup=name, line=dict(color=color(i), width=2, dash=dash),
+            hovertemplate=f"<b>{_text(name)}</b><br>true size %{{x:,}}<br>T1 MOE = %{{y:.1f}} persons<extra></extra>"),
             row=1, col=1)
         fig.add_trace(go.Scatter(
             x=sub["True group size"], y=sub["Expected relative MOE of a published cell (%)"], mode="lines",
-            name=name, legendgroup=name, showlegend=False, line=dict(color=color(i), width=2, dash=dash),
-            hovertemplate=f"<b>{name}</b><br>true size %{{x:,}}<br>relative cell MOE = %{{y:.1f}}%"
+            name=_text(name), legendgroup=name, showlegend=False, line=dict(color=color(i), width=2, dash=dash),
+            hovertemplate=f"<b>{_text(name)}</b><br>true size %{{x:,}}<br>relative cell MOE = %{{y:.1f}}%"
                           "<extra></extra>"), row=1, col=2)
     _layout(fig, f"{planner.level_label(level)}: expected accuracy by true group size, one line per plan", "", "",
             height=440)
@@ -173,14 +181,14 @@ def suppression_overlay(data: pd.DataFrame, level: PopulationGroupLevel) -> go.F
         t = int(sub["Threshold T"].iloc[0])
         dash = _DASHES[i % len(_DASHES)]
         fig.add_trace(go.Scatter(
-            x=sub["True count n"], y=sub["P(suppressed)"], mode="lines", name=f"{name} (T = {t})",
+            x=sub["True count n"], y=sub["P(suppressed)"], mode="lines", name=f"{_text(name)} (T = {t})",
             legendgroup=name, line=dict(color=color(i), width=2, dash=dash),
-            hovertemplate=f"<b>{name}</b><br>n = %{{x}}<br>P(suppressed) = %{{y:.4f}}<extra></extra>"),
+            hovertemplate=f"<b>{_text(name)}</b><br>n = %{{x}}<br>P(suppressed) = %{{y:.4f}}<extra></extra>"),
             row=1, col=1)
         fig.add_trace(go.Scatter(
-            x=sub["True count n"], y=sub["Bias of a released count"], mode="lines", name=name,
+            x=sub["True count n"], y=sub["Bias of a released count"], mode="lines", name=_text(name),
             legendgroup=name, showlegend=False, line=dict(color=color(i), width=2, dash=dash),
-            hovertemplate=f"<b>{name}</b><br>n = %{{x}}<br>bias = %{{y:.2f}} persons<extra></extra>"),
+            hovertemplate=f"<b>{_text(name)}</b><br>n = %{{x}}<br>bias = %{{y:.2f}} persons<extra></extra>"),
             row=1, col=2)
         fig.add_vline(x=t, line=dict(color=color(i), dash="dot", width=1), row=1, col=1)
     _layout(fig, f"{planner.level_label(level)}: suppression by true count, one line per plan", "", "",

@@ -7,10 +7,13 @@ modified (UTC, ISO 8601).
 Where: one SQLite database (the standard library's `sqlite3`), ``scenarios.sqlite3``
 in the data folder `data_dir()`: ``$SAFETAB_STUDIO_DATA`` if set, else the user data
 folder of the platform (`platformdirs.user_data_dir("safetab-p-studio")`, e.g.
-``~/.local/share/safetab-p-studio`` on Linux). Table ``scenarios``: ``name`` (unique,
-compared without regard to case), ``config`` (config.json text), ``targets`` (JSON
-object), ``note``, ``created``, ``modified``. Every call opens and closes its own
-connection, so several app sessions can share the store.
+``~/.local/share/safetab-p-studio`` on Linux). Table ``scenarios``: ``name`` (unique
+after Unicode normalisation and case folding, `name_key`; the names of the built-in
+plans are not allowed), ``config`` (config.json text), ``targets`` (JSON object),
+``note``, ``created``, ``modified``. Every call opens and closes its own connection, so
+several app sessions can share the store; the file is in WAL mode and writes are
+serialised (`ScenarioStore`). What is read back passes the same checks as a link or a
+plan file (`urlcodec.config_from_text`, `urlcodec.plan_targets`).
 
 A plan also travels as a *plan file* (`plan_file_text` / `read_plan_file`):
 ``{"format": "safetab-p-studio plan", "version": 1, "name": ..., "config": {...},
@@ -32,9 +35,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from calculators.config import ConfigError, SafeTabConfig, decode_utf8
-from calculators.levels import PopulationGroupLevel
 from ui.core import urlcodec
 
 #: Environment variable that moves the data folder (tests point it at tmp_path).
@@ -50,7 +53,8 @@ MAX_SCENARIOS = 500
 MAX_FILE = 200_000
 PLAN_FORMAT = "safetab-p-studio plan"
 PLAN_VERSION = 1
-_SCHEMA_VERSION = 1
+#: 2: names unique after NFKC and case folding (`name_key`); older duplicates renamed.
+_SCHEMA_VERSION = 2
 
 
 class ScenarioError(ValueError):
@@ -113,34 +117,68 @@ def clean_name(name: Any) -> str:
     return text
 
 
+def name_key(name: str) -> str:
+    """What two names must share to be the same scenario: the name after Unicode
+    compatibility normalisation (NFKC) and case folding, as Unicode's caseless matching
+    defines it, so "été" / "ÉTÉ", "Straße" / "STRASSE" and the composed and decomposed
+    spellings of "café" are one name."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", " ".join(name.split())).casefold())
+
+
+#: The names of the plans the app always offers beside the saved ones (the comparison
+#: and the memo list them by name): a scenario cannot take one of them.
+BUILT_IN_NAMES = ("Current plan", "2020 production plan", "Sample-data plan")
+_BUILT_IN_KEYS = frozenset(name_key(n) for n in BUILT_IN_NAMES)
+
+
+def is_built_in(name: str) -> bool:
+    """True if `name` is (up to case and Unicode spelling) the name of a built-in plan."""
+    return isinstance(name, str) and name_key(name) in _BUILT_IN_KEYS
+
+
+def suggested_name(label: str) -> str:
+    """A name to offer for saving the plan called `label`: the label itself, or, for a
+    built-in plan, "<label> (copy)", which a scenario may take."""
+    text = " ".join(str(label).split())[:MAX_NAME]
+    return f"{text[: MAX_NAME - 7]} (copy)" if is_built_in(text) else text
+
+
 def clean_targets(targets: Mapping[str, Any] | None) -> dict[str, int]:
-    """MOE targets keyed by valid level keys, whole numbers >= 1 (others are dropped:
-    a target is advice for the planner, never part of config.json)."""
-    out: dict[str, int] = {}
-    for key, value in (targets or {}).items():
-        try:
-            PopulationGroupLevel.parse(str(key))
-        except ValueError:
-            continue
-        if isinstance(value, bool):
-            continue
-        try:
-            m = float(value)
-        except (TypeError, ValueError):
-            continue
-        if m >= 1 and m == int(m) and m < 1e12:
-            out[str(key)] = int(m)
-    return out
+    """The app's own MOE targets as stored: the entries `urlcodec.target_problem`
+    accepts (a target is advice for the planner, never part of config.json; a plan
+    entering the app with bad targets is refused by `urlcodec.plan_targets`)."""
+    return {str(k): int(v) for k, v in (targets or {}).items() if urlcodec.target_problem(k, v) is None}
 
 
 # ------------------------------------------------------------------ the store
+#: Seconds a write waits for another program's write lock before it says the store is busy.
+WRITE_TIMEOUT = 1.0
+#: Seconds a read may wait: only an older store not yet in WAL mode can make it wait
+#: (in WAL mode readers never wait for a writer).
+READ_TIMEOUT = 1.0
+
+
 class ScenarioStore:
-    """The scenarios in one SQLite file (created on first write)."""
+    """The scenarios in one SQLite file (created on first write).
+
+    Concurrency: the file is in WAL mode (set on the first write), so reads never wait
+    for a writer; every write is one ``BEGIN IMMEDIATE`` transaction, so two sessions
+    saving at once are serialised (the second sees the first's name: "exists
+    already"), and a write that cannot get the lock within `WRITE_TIMEOUT` says the
+    store is busy. Names are unique after `name_key` (checked under the write lock).
+    Rows this version cannot use (a name that is not valid text, e.g. NULL or BLOB,
+    written by another program) are skipped and described in `skipped` after `all()`.
+    """
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_path()
+        #: What the last `all()` skipped, one sentence per row.
+        self.skipped: list[str] = []
 
     # ---- connection
+    def _uri(self, write: bool) -> str:
+        return f"file:{quote(str(self.path.absolute()))}?mode={'rwc' if write else 'rw'}"
+
     @contextmanager
     def _connect(self, write: bool) -> Iterator[sqlite3.Connection]:
         if not write and not self.path.exists():
@@ -149,21 +187,53 @@ class ScenarioStore:
         try:
             if write:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(sqlite3.connect(self.path, timeout=10)) as con:
-                with con:  # one transaction: committed, or rolled back on error
+            con = sqlite3.connect(self._uri(write), uri=True, isolation_level=None,
+                                  timeout=WRITE_TIMEOUT if write else READ_TIMEOUT)
+            with closing(con):
+                if not write:
+                    con.execute("PRAGMA query_only = ON")
+                    _check_version(con)
+                    yield con
+                    return
+                # WAL is persistent; readers then never wait for a writer. The switch is tried
+                # without waiting, so that the whole write waits at most WRITE_TIMEOUT.
+                con.execute("PRAGMA busy_timeout = 0")
+                try:
+                    con.execute("PRAGMA journal_mode = WAL")
+                except sqlite3.OperationalError:
+                    pass  # another program holds the old-style lock: this write waits below
+                con.execute(f"PRAGMA busy_timeout = {int(WRITE_TIMEOUT * 1000)}")
+                con.execute("BEGIN IMMEDIATE")  # the write lock first, so a transaction never has to upgrade
+                try:
                     self._schema(con)
                     yield con
+                except BaseException:
+                    con.rollback()
+                    raise
+                con.execute("COMMIT")
+        except sqlite3.IntegrityError:  # the write lock makes a clash of names unreachable; if not, say so
+            raise ScenarioError("a scenario of that name exists already; choose another name or replace it") \
+                from None
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                what = "save the change" if write else "read it"
+                raise ScenarioError(
+                    f"the scenario store {self.path} is busy: another program or app session is writing it "
+                    f"(waited {WRITE_TIMEOUT if write else READ_TIMEOUT:g} s to {what}); try again in a "
+                    "moment") from None
+            raise ScenarioError(self._unusable(exc)) from None
         except sqlite3.DatabaseError as exc:
-            raise ScenarioError(f"the scenario store {self.path} could not be used ({exc}); "
-                                f"move it away or set {ENV_DATA} to another folder") from None
+            raise ScenarioError(self._unusable(exc)) from None
         except OSError as exc:
             raise ScenarioError(f"the scenario store {self.path} could not be opened ({exc})") from None
 
+    def _unusable(self, exc: Exception) -> str:
+        return (f"the scenario store {self.path} could not be used ({str(exc)[:200]}); move it away or set "
+                f"{ENV_DATA} to another folder")
+
     @staticmethod
     def _schema(con: sqlite3.Connection) -> None:
-        version = con.execute("PRAGMA user_version").fetchone()[0]
-        if version > _SCHEMA_VERSION:
-            raise ScenarioError("the scenario store was written by a newer version of this app")
+        version = _check_version(con)
         con.execute(
             "CREATE TABLE IF NOT EXISTS scenarios ("
             " name TEXT PRIMARY KEY COLLATE NOCASE,"
@@ -174,29 +244,43 @@ class ScenarioStore:
             " modified TEXT NOT NULL)"
         )
         if version < _SCHEMA_VERSION:
+            _rename_duplicates(con)
             con.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     # ---- reading
     def all(self) -> list[Scenario]:
-        """Every scenario, most recently modified first."""
+        """Every scenario, most recently modified first; rows that cannot be shown are
+        left in the store untouched and described in `self.skipped`."""
+        self.skipped = []
         with self._connect(write=False) as con:
-            if con is None:
+            if con is None or not _has_table(con):
                 return []
             rows = con.execute(
-                "SELECT name, config, targets, note, created, modified FROM scenarios "
+                "SELECT rowid, name, config, targets, note, created, modified FROM scenarios "
                 "ORDER BY modified DESC, name COLLATE NOCASE LIMIT ?", (MAX_SCENARIOS,)).fetchall()
-        return [_scenario(*row) for row in rows]
+        out = []
+        for row in rows:
+            why = _bad_name(row[1])
+            if why:
+                self.skipped.append(f"row {row[0]}: {why}")
+            else:
+                out.append(_scenario(*row[1:]))
+        return out
 
     def names(self) -> list[str]:
         return [s.name for s in self.all()]
 
     def get(self, name: str) -> Scenario:
+        name = clean_name(name)
         with self._connect(write=False) as con:
-            row = None if con is None else con.execute(
-                "SELECT name, config, targets, note, created, modified FROM scenarios WHERE name = ?",
-                (clean_name(name),)).fetchone()
+            row = None
+            if con is not None and _has_table(con):
+                rowid = _find(con, name)
+                if rowid is not None:
+                    row = con.execute("SELECT name, config, targets, note, created, modified FROM scenarios "
+                                      "WHERE rowid = ?", (rowid,)).fetchone()
         if row is None:
-            raise ScenarioError(f"there is no scenario named {clean_name(name)!r}")
+            raise ScenarioError(f"there is no scenario named {name!r}")
         return _scenario(*row)
 
     def exists(self, name: str) -> bool:
@@ -209,54 +293,135 @@ class ScenarioStore:
     # ---- writing
     def save(self, name: str, config: SafeTabConfig, targets: Mapping[str, Any] | None = None,
              note: str = "", overwrite: bool = False) -> Scenario:
-        """Store a plan under `name`. An existing scenario of that name (any case) is
-        replaced only with overwrite=True (it keeps its creation time)."""
-        name = clean_name(name)
+        """Store a plan under `name`. An existing scenario of that name (after
+        `name_key`) is replaced only with overwrite=True (it keeps its creation time)."""
+        name = _new_name(name)
         note = _clean_note(note)
         cfg_text = config.to_json()
         tgt_text = json.dumps(clean_targets(targets), sort_keys=True)
         stamp = now()
         with self._connect(write=True) as con:
-            old = con.execute("SELECT name, created FROM scenarios WHERE name = ?", (name,)).fetchone()
-            if old is not None and not overwrite:
-                raise ScenarioError(f"a scenario named {old[0]!r} exists already; choose another name or replace it")
-            if old is None:
+            rowid = _find(con, name)
+            if rowid is not None and not overwrite:
+                old = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()[0]
+                raise ScenarioError(f"a scenario named {old!r} exists already; choose another name or replace it")
+            if rowid is None:
                 count = con.execute("SELECT COUNT(*) FROM scenarios").fetchone()[0]
                 if count >= MAX_SCENARIOS:
                     raise ScenarioError(f"the store holds {MAX_SCENARIOS} scenarios, its limit; delete some first")
-                con.execute("INSERT INTO scenarios VALUES (?, ?, ?, ?, ?, ?)",
-                            (name, cfg_text, tgt_text, note, stamp, stamp))
+                con.execute("INSERT INTO scenarios (name, config, targets, note, created, modified) "
+                            "VALUES (?, ?, ?, ?, ?, ?)", (name, cfg_text, tgt_text, note, stamp, stamp))
             else:
                 con.execute("UPDATE scenarios SET name = ?, config = ?, targets = ?, note = ?, modified = ? "
-                            "WHERE name = ?", (name, cfg_text, tgt_text, note, stamp, name))
+                            "WHERE rowid = ?", (name, cfg_text, tgt_text, note, stamp, rowid))
         return self.get(name)
 
     def rename(self, old: str, new: str) -> Scenario:
-        """Give a scenario another name (a change of case only is allowed)."""
-        old, new = clean_name(old), clean_name(new)
+        """Give a scenario another name (a change of case or spelling only is allowed)."""
+        old, new = clean_name(old), _new_name(new)
         with self._connect(write=True) as con:
-            if con.execute("SELECT 1 FROM scenarios WHERE name = ?", (old,)).fetchone() is None:
+            rowid = _find(con, old)
+            if rowid is None:
                 raise ScenarioError(f"there is no scenario named {old!r}")
-            if old.casefold() != new.casefold():
-                clash = con.execute("SELECT name FROM scenarios WHERE name = ?", (new,)).fetchone()
-                if clash is not None:
-                    raise ScenarioError(f"a scenario named {clash[0]!r} exists already")
-            con.execute("UPDATE scenarios SET name = ?, modified = ? WHERE name = ?", (new, now(), old))
+            clash = _find(con, new)
+            if clash is not None and clash != rowid:
+                taken = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (clash,)).fetchone()[0]
+                raise ScenarioError(f"a scenario named {taken!r} exists already")
+            con.execute("UPDATE scenarios SET name = ?, modified = ? WHERE rowid = ?", (new, now(), rowid))
         return self.get(new)
 
     def delete(self, name: str) -> None:
         name = clean_name(name)
         with self._connect(write=True) as con:
-            if con.execute("DELETE FROM scenarios WHERE name = ?", (name,)).rowcount == 0:
+            rowid = _find(con, name)
+            if rowid is None:
                 raise ScenarioError(f"there is no scenario named {name!r}")
+            con.execute("DELETE FROM scenarios WHERE rowid = ?", (rowid,))
 
     def set_note(self, name: str, note: str) -> Scenario:
         name, note = clean_name(name), _clean_note(note)
         with self._connect(write=True) as con:
-            if con.execute("UPDATE scenarios SET note = ?, modified = ? WHERE name = ?",
-                           (note, now(), name)).rowcount == 0:
+            rowid = _find(con, name)
+            if rowid is None:
                 raise ScenarioError(f"there is no scenario named {name!r}")
+            con.execute("UPDATE scenarios SET note = ?, modified = ? WHERE rowid = ?", (note, now(), rowid))
         return self.get(name)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _check_version(con: sqlite3.Connection) -> int:
+    version = con.execute("PRAGMA user_version").fetchone()[0]
+    if version > _SCHEMA_VERSION:
+        raise ScenarioError("the scenario store was written by a newer version of this app")
+    return version
+
+
+def _has_table(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'scenarios'").fetchone() \
+        is not None
+
+
+def _bad_name(name: Any) -> str | None:
+    """Why a stored name cannot be shown (None if it can)."""
+    if name is None:
+        return "it has no name (NULL)"
+    if not isinstance(name, str):
+        return f"its name is not text (a {type(name).__name__})"
+    try:
+        if clean_name(name) != name:
+            return "its name has extra spaces"
+    except ScenarioError as exc:
+        return f"its name is not valid ({exc})"
+    return None
+
+
+def _find(con: sqlite3.Connection, name: str) -> int | None:
+    """The rowid of the scenario whose name is `name` after `name_key` (the first, if an
+    older version stored two), or None."""
+    key = name_key(name)
+    for rowid, stored in con.execute("SELECT rowid, name FROM scenarios ORDER BY rowid"):
+        if isinstance(stored, str) and name_key(stored) == key:
+            return rowid
+    return None
+
+
+def _rename_duplicates(con: sqlite3.Connection) -> None:
+    """Names an older version kept apart although they are one name after `name_key`
+    ("été" and "ÉTÉ"): the later ones get " (2)", " (3)"... so that every scenario stays
+    and each can be found by its name."""
+    rows = [(r, n) for r, n in con.execute("SELECT rowid, name FROM scenarios ORDER BY rowid")
+            if isinstance(n, str)]
+    taken = {name_key(n) for _r, n in rows}
+    seen: set[str] = set()
+    for rowid, name in rows:
+        key = name_key(name)
+        if key not in seen:
+            seen.add(key)
+            continue
+        k = 2
+        while True:
+            cand = f"{name[: MAX_NAME - 6]} ({k})"
+            if name_key(cand) not in taken:
+                break
+            k += 1
+        taken.add(name_key(cand))
+        seen.add(name_key(cand))
+        con.execute("UPDATE scenarios SET name = ? WHERE rowid = ?", (cand, rowid))
+
+
+def _new_name(name: Any) -> str:
+    """A name a scenario may take: `clean_name`, and not a built-in plan's name."""
+    name = clean_name(name)
+    if is_built_in(name):
+        raise ScenarioError(f"{name!r} is the name of a plan the app always offers; choose another name "
+                            f"(e.g. {suggested_name(name)!r})")
+    return name
 
 
 def _clean_note(note: Any) -> str:
@@ -266,17 +431,37 @@ def _clean_note(note: Any) -> str:
     return text
 
 
-def _scenario(name: str, cfg_text: str, tgt_text: str, note: str, created: str, modified: str) -> Scenario:
-    try:
-        config: SafeTabConfig | None = SafeTabConfig.from_json(cfg_text, f"scenario {name!r}")
-        problems: tuple[str, ...] = ()
-    except ConfigError as exc:
-        config, problems = None, tuple(exc.problems)
-    try:
-        targets = clean_targets(json.loads(tgt_text))
-    except (ValueError, TypeError, AttributeError):
-        targets = {}
-    return Scenario(name, config, targets, note or "", created, modified, problems)
+def _scenario(name: str, cfg_text: Any, tgt_text: Any, note: Any, created: Any, modified: Any) -> Scenario:
+    """A stored row as a Scenario; whatever is wrong with its plan (a configuration or MOE
+    targets that do not pass `urlcodec`'s checks, NULL or BLOB values) makes it an
+    invalid scenario with `problems`, never an error."""
+    source = f"scenario {name!r}"
+    problems: list[str] = []
+    config: SafeTabConfig | None = None
+    targets: dict[str, int] = {}
+    if not isinstance(cfg_text, str):
+        kind = "NULL" if cfg_text is None else type(cfg_text).__name__
+        problems.append(f"the stored configuration is not text ({kind})")
+    else:
+        try:
+            config = urlcodec.config_from_text(cfg_text, source)
+        except ConfigError as exc:
+            problems += exc.problems
+    if tgt_text is not None:
+        try:
+            if not isinstance(tgt_text, str):
+                raise ConfigError([f"the stored MOE targets are not text ({type(tgt_text).__name__})"], source)
+            urlcodec.check_json_text(tgt_text, source)
+            try:
+                raw = json.loads(tgt_text)
+            except (ValueError, RecursionError):
+                raise ConfigError(["the stored MOE targets are not valid JSON"], source) from None
+            targets = urlcodec.plan_targets(raw, source)
+        except ConfigError as exc:
+            problems += exc.problems
+    text = lambda v: v if isinstance(v, str) else ""  # noqa: E731
+    return Scenario(name, None if problems else config, targets, text(note)[:MAX_NOTE], text(created)[:40],
+                    text(modified)[:40], tuple(problems))
 
 
 # ------------------------------------------------------------------ plan files
@@ -356,8 +541,12 @@ def read_plan_file(data: bytes | str, filename: str) -> PlanFile:
             raise ScenarioError(f"{filename}: the plan's configuration is not valid:\n"
                                 + "\n".join(f"- {p}" for p in exc.problems)) from None
         name = clean_name(doc.get("name") or Path(filename).stem)
-        tg = doc.get("moe_targets")
-        return PlanFile(name, config, clean_targets(tg if isinstance(tg, dict) else {}),
+        try:
+            targets = urlcodec.plan_targets(doc.get("moe_targets"), filename)
+        except ConfigError as exc:
+            raise ScenarioError(f"{filename}: the plan's MOE targets are not valid:\n"
+                                + "\n".join(f"- {p}" for p in exc.problems)) from None
+        return PlanFile(name, config, targets,
                         _clean_note(doc.get("note") if isinstance(doc.get("note"), str) else ""),
                         str(doc.get("created") or "")[:40], str(doc.get("modified") or "")[:40], True)
     try:

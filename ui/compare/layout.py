@@ -26,6 +26,7 @@ import streamlit as st
 from calculators import presets
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import PopulationGroupLevel
+from ui.core.plaintext import plain
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,19 @@ class Basis:
         return f"{self.name} ({self.role})" if self.role else self.name
 
     @property
+    def plan_text(self) -> str:
+        """`plan` for a Markdown message: shown exactly as typed (`ui.core.plaintext.plain`)."""
+        return plain(self.plan)
+
+    @property
+    def plan_opening(self) -> str:
+        """`plan_text` starting a sentence (first letter capitalised)."""
+        return plain(self.plan[:1].upper() + self.plan[1:])
+
+    @property
     def sentence(self) -> str:
         """"Data: ... Plan: ...", the line every result and verdict carries."""
-        return f"Data: {self.data}. Plan: {self.plan}."
+        return f"Data: {plain(self.data)}. Plan: {plain(self.plan)}."  # names as typed, never Markdown
 
 
 def plan_options(own_label: str | None, current_label: str) -> dict[str, str]:
@@ -171,8 +182,8 @@ def plan_options(own_label: str | None, current_label: str) -> dict[str, str]:
     config.json), the current plan, the 2020 production plan."""
     out = {}
     if own_label is not None:
-        out[DATA] = f"The data's own plan ({own_label})"
-    out[CURRENT] = f"The current plan ({current_label})"
+        out[DATA] = f"The data's own plan ({plain(own_label)})"
+    out[CURRENT] = f"The current plan ({plain(current_label)})"
     out[PRODUCTION] = "The 2020 production plan"
     return out
 
@@ -258,7 +269,7 @@ def nothing_published(basis: Basis, level: PopulationGroupLevel | None, what: st
                "size of any group in this data")
         why += "; they were set for a nation of 330 million persons." if basis.choice == PRODUCTION else "."
     other = " Choose the data's own plan above to see what SafeTab-P publishes here." if basis.choice != DATA else ""
-    return f"Under {basis.plan}, SafeTab-P publishes {what} on {basis.data}.{why}{other}"
+    return f"Under {plain(basis.plan)}, SafeTab-P publishes {what} on {plain(basis.data)}.{why}{other}"
 
 
 GLOSSARY_PAGE = "app_pages/safetab/glossary.py"

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import io
+import shutil
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -169,6 +171,28 @@ def stage_uploads(files: Iterable[tuple[str, bytes | IO[bytes]]], dest: str | Pa
     if missing:
         staged.problems.append("missing: " + ", ".join(missing))
     return staged
+
+
+#: The folders of a session's work folder that hold an upload (`stage_session_upload`).
+UPLOAD_PREFIX = "upload-"
+
+
+def clear_uploads(work: str | Path) -> list[Path]:
+    """Remove every upload folder of a session's work folder; the folders removed."""
+    removed = []
+    for folder in sorted(Path(work).glob(UPLOAD_PREFIX + "*")):
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def stage_session_upload(files: Iterable[tuple[str, bytes | IO[bytes]]], work: str | Path) -> StagedUpload:
+    """`stage_uploads` into a new upload folder of the session's work folder, after the
+    earlier ones are removed: a session keeps one set of uploaded files at a time (each
+    may unpack to `MAX_UNZIPPED`), never a pile of the sets it replaced."""
+    clear_uploads(work)
+    return stage_uploads(files, tempfile.mkdtemp(prefix=UPLOAD_PREFIX, dir=work))
 
 
 # ------------------------------------------------------------------ releases

@@ -28,6 +28,7 @@ import streamlit as st
 from calculators import presets
 from calculators.config import ConfigError, SafeTabConfig
 from ui.core import history, planner, urlcodec
+from ui.core.plaintext import plain
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -259,10 +260,12 @@ def flash(kind: str, text: str) -> None:
 
 
 def show_flashes() -> None:
+    """The flashed messages, as plain text: they echo names and values a user gave
+    (`widgets.plain`; issue 21 item 3)."""
     msgs = st.session_state.get(K_FLASH) or []
     st.session_state[K_FLASH] = []
     for kind, text in msgs:
-        {"error": st.error, "warning": st.warning, "success": st.success}.get(kind, st.info)(text)
+        {"error": st.error, "warning": st.warning, "success": st.success}.get(kind, st.info)(plain(text))
 
 
 # ------------------------------------------------------------------ the URL

@@ -11,6 +11,11 @@ config.json file (`SafeTabConfig.from_dict`). Decoding never raises anything but
 pasted or uploaded: text longer than `MAX_PAYLOAD` or nested deeper than `MAX_DEPTH`
 is refused before it is parsed (Python's JSON parser recurses, so a deeply nested text
 would otherwise raise RecursionError).
+
+`plan_targets` is the one way the app reads the MOE targets that come with a plan (a
+link, a plan file, the scenario store): whole numbers of persons from 1 to
+`MAX_TARGET` keyed by population group level; anything else (Infinity, NaN, a
+400-digit number, a string, an unknown level) refuses the plan with a message.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 import zlib
 from typing import Any
 
 import numpy as np
 
-from calculators.config import ConfigError, SafeTabConfig
-from calculators.levels import PopulationGroupLevel
+from calculators.config import ConfigError, SafeTabConfig, echo
+from calculators.levels import POPULATION_GROUP_LEVELS
 
 #: The query parameter that carries the configuration.
 PARAM = "config"
@@ -34,6 +40,17 @@ VERSION = 1
 MAX_PAYLOAD = 1_000_000
 #: JSON nested deeper than this is refused (a link's payload is 4 levels deep).
 MAX_DEPTH = 32
+#: Links longer than this are refused before they are decoded (a plan's link is about
+#: 800 characters, its name and every MOE target included).
+MAX_TOKEN = 16_000
+#: The largest MOE target a plan may carry, in persons. The planner takes typed targets
+#: up to `ui.core.planner.TARGET_MAX`; a plan's own targets can be larger, because a level's
+#: target starts as the MOE its budget achieves, and the noisiest valid plan (pure DP,
+#: scale `calculators.config.MAX_NOISE_SCALE` = 9e10) has an exact MOE of about 3e11.
+MAX_TARGET = 10**12
+#: Problems of one plan's targets listed before the rest are only counted.
+SHOWN_PROBLEMS = 10
+_LEVEL_KEYS = frozenset(lvl.key for lvl in POPULATION_GROUP_LEVELS)
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
@@ -64,6 +81,48 @@ def config_from_text(text: str, source: str) -> SafeTabConfig:
         return SafeTabConfig.from_json(text, source)
     except RecursionError:
         raise ConfigError([f"the JSON is nested too deeply (at most {MAX_DEPTH} levels are read)"], source) from None
+
+
+def target_problem(key: Any, value: Any) -> str | None:
+    """Why (key, value) is not a MOE target a plan may carry, or None if it is one: the key
+    a population group level ("(COUNTY, 2)"), the value a JSON number that is a whole
+    number of persons from 1 to MAX_TARGET (9 or 9.0; never Infinity, NaN, true, "9")."""
+    if key not in _LEVEL_KEYS:
+        return f"MOE target {echo(key)}: not a population group level written as \"(COUNTY, 2)\""
+    where = f"MOE target of {key}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{where} must be a number of persons (got {echo(value)})"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} must be a finite number of persons (got {echo(value)})"
+    if value != int(value):
+        return f"{where} must be a whole number of persons (got {echo(value)})"
+    if not 1 <= value <= MAX_TARGET:
+        return f"{where} must be from 1 to {MAX_TARGET:,} persons (got {echo(value)})"
+    return None
+
+
+def plan_targets(raw: Any, source: str) -> dict[str, int]:
+    """The MOE targets of a plan entering the app (a link's "t", a plan file's
+    "moe_targets", a stored scenario's targets): {level key: whole persons}, or
+    ConfigError naming every bad entry (the first SHOWN_PROBLEMS, then their number)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError([f"the MOE targets must be a mapping of levels to persons (got {echo(raw)})"], source)
+    if len(raw) > len(POPULATION_GROUP_LEVELS):
+        raise ConfigError([f"the plan has {len(raw):,} MOE targets; there are {len(POPULATION_GROUP_LEVELS)} "
+                           "population group levels"], source)
+    problems = [p for p in (target_problem(k, v) for k, v in raw.items()) if p]
+    if problems:
+        raise ConfigError(cap_problems(problems), source)
+    return {k: int(v) for k, v in raw.items()}
+
+
+def cap_problems(problems: list[str], shown: int = SHOWN_PROBLEMS) -> list[str]:
+    """The first `shown` problems, then one line with the number of the others."""
+    if len(problems) <= shown:
+        return list(problems)
+    return list(problems[:shown]) + [f"... and {len(problems) - shown:,} more problems"]
 
 
 #: The longest plan name a link carries.
@@ -119,6 +178,9 @@ def decode(token: str) -> Decoded:
     if not isinstance(token, str) or not token.strip():
         raise ConfigError(["the link carries no configuration"], source)
     text = token.strip()
+    if len(text) > MAX_TOKEN:
+        raise ConfigError([f"the link's configuration is {len(text):,} characters long; a plan's link carries "
+                           f"about 800 (at most {MAX_TOKEN:,} are read)"], source)
     try:
         packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         inflater = zlib.decompressobj()
@@ -143,17 +205,7 @@ def decode(token: str) -> Decoded:
             source,
         )
     config = SafeTabConfig.from_dict(payload["c"], source=source)
-    targets: dict[str, int] = {}
-    raw_targets = payload.get("t") or {}
-    if isinstance(raw_targets, dict):
-        for key, value in raw_targets.items():
-            try:
-                PopulationGroupLevel.parse(key)
-                m = int(value)
-            except (ValueError, TypeError):
-                continue
-            if m >= 1:
-                targets[key] = m
+    targets = plan_targets(payload.get("t"), source)
     return Decoded(config, targets, _name(payload.get("n")), payload.get("e") == 1)
 
 

@@ -3,6 +3,7 @@ sidebar summary, plain-words problem lists."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -11,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui.core import charts, planner, state, typed
+from ui.core.plaintext import plain  # the pages call it as widgets.plain
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -260,11 +262,28 @@ def _typed_changed(key: str, rule: typed.Rule, value: float | int, apply: Callab
         ss.pop(f"{key}::refused", None)
 
 
-def problems(title: str, items: Iterable[str], kind: str = "error") -> None:
+#: Problems listed in a message box before the others are only counted.
+SHOWN_PROBLEMS = 10
+#: The last line of a list of problems cut short (`calculators.config.ConfigError`, `urlcodec.cap_problems`).
+_MORE = re.compile(r"\.\.\. and ([\d,]+) more problems")
+
+
+def problems(title: str, items: Iterable[str], kind: str = "error", total: int | None = None) -> None:
+    """A message box: `title`, then the first SHOWN_PROBLEMS items and the number of the
+    others (`total`, if more were found than given, or the count a ConfigError's last
+    line gives: "... and N more problems"), all as plain text (`plain`)."""
     items = list(items)
     if not items:
         return
-    text = title + "\n" + "\n".join(f"- {p}" for p in items)
+    more = _MORE.fullmatch(str(items[-1]))
+    if more:  # already cut short upstream: count what it left out
+        items = items[:-1]
+        total = max(total or 0, len(items) + int(more[1].replace(",", "")))
+    total = max(total or 0, len(items))
+    shown = [f"- {p}" for p in items[:SHOWN_PROBLEMS]]
+    if total > len(shown):
+        shown.append(f"... and {total - len(shown):,} more")
+    text = plain(title + "\n" + "\n".join(shown))
     (st.error if kind == "error" else st.warning)(text)
 
 
@@ -285,7 +304,7 @@ def sidebar_summary() -> None:
     cfg = state.config()
     s = planner.plan_summary(cfg, state.delta())
     st.session_state[state.K_SIDEBAR] = state.sidebar_signature()
-    head = f"**Current plan:** {state.source_label()}\n\n"
+    head = f"**Current plan:** {plain(state.source_label())}\n\n"
     levels = f"{s['levels_tabulated']} of {s['levels_total']} levels on"
     with st.sidebar:
         if cfg.privacy_defn == "puredp":

@@ -20,6 +20,7 @@ import pandas as pd
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
 from calculators.projection import MAX_PROFILE_BYTES, Profile, ProfileError, Projection, project
+from ui.core.plaintext import plain  # names of profiles and files are the user's, never Markdown (issue 21 item 3)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PROFILES = ROOT / "sample_data" / "profiles"
@@ -91,15 +92,6 @@ def read_upload(raw: bytes, name: str) -> Profile:
     if not raw:
         raise ProfileError(["the file is empty"], name)
     return Profile.parse(raw, name)
-
-
-def plain(text: str) -> str:
-    """`text` for a Markdown element, shown as typed: every Markdown character escaped
-    (names of profiles and files are the user's, never Markdown)."""
-    return "".join("\\" + ch if ch in _MARKDOWN else ch for ch in str(text))
-
-
-_MARKDOWN = set("\\`*_{}[]()#+-.!|<>~$:=^&\"'")
 
 
 def describe(profile: Profile) -> str:

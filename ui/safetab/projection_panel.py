@@ -88,12 +88,12 @@ def picker(key: str) -> Profile | None:
         st.caption("It stays in this session's memory only and is never saved.")
     err = ss.get(f"{widget}_upload_error")
     if err is not None:
-        widgets.problems(f"This profile ({pj.plain(err.source or 'the upload')}) cannot be used; the one shown "
-                         "before stays:", [pj.plain(x) for x in err.problems])
+        widgets.problems(f"This profile ({err.source or 'the upload'}) cannot be used; the one shown "
+                         "before stays:", err.problems)  # widgets.problems shows them as plain text
     try:
         prof = chosen()
     except ProfileError as exc:
-        widgets.problems("The shipped profile cannot be used:", [pj.plain(x) for x in exc.problems])
+        widgets.problems("The shipped profile cannot be used:", exc.problems)
         return None
     if prof is not None:
         if prof.confidential:

@@ -148,8 +148,10 @@ def test_default_location_is_the_platform_user_data_folder(monkeypatch):
 
 
 def test_targets_are_cleaned():
-    assert scenarios.clean_targets({"(COUNTY, 2)": 8, "(USA, 2)": "3", "(NOPE, 2)": 5, "(STATE, 1)": 0,
-                                    "(TRACT, 2)": 2.5, "(PLACE, 2)": True, "(AIANNH, 2)": None}) == \
+    # the rule of urlcodec.target_problem: whole JSON numbers of persons, 1 to MAX_TARGET
+    assert scenarios.clean_targets({"(COUNTY, 2)": 8, "(USA, 2)": 3.0, "(NOPE, 2)": 5, "(STATE, 1)": 0,
+                                    "(TRACT, 2)": 2.5, "(PLACE, 2)": True, "(AIANNH, 2)": None,
+                                    "(USA, 1)": "3", "(STATE, 2)": float("inf"), "(TRACT, 1)": 10**400}) == \
         {"(COUNTY, 2)": 8, "(USA, 2)": 3}
 
 
@@ -202,3 +204,134 @@ def test_hostile_plan_files_are_refused_in_plain_words():
         scenarios.read_plan_file(deep.encode(), "deep.json")
     with pytest.raises(scenarios.ScenarioError, match="not UTF-8"):
         scenarios.read_plan_file(b'{"name": "caf\xe9"}', "latin1.plan.json")
+
+
+# ------------------------------------------------------------------ issue 21: hostile stores and names
+def _raw_insert(path, *rows):
+    """Rows written by another program (or an older version), bypassing the store."""
+    with sqlite3.connect(path) as con:
+        con.executemany("INSERT INTO scenarios (name, config, targets, note, created, modified) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
+def test_malformed_rows_are_skipped_and_reported_the_rest_stays_usable(store, prod):
+    store.path.parent.mkdir(parents=True)
+    with sqlite3.connect(store.path) as con:  # a table another program made, with no NOT NULL constraints
+        con.execute("CREATE TABLE scenarios (name PRIMARY KEY, config, targets, note, created, modified)")
+    store.save("good", prod, {"(COUNTY, 2)": 8})
+    cfg = prod.to_json()
+    _raw_insert(store.path,
+                (None, cfg, "{}", "", "t", "t"),                       # NULL name
+                (b"\x00blob", cfg, "{}", "", "t", "t"),                # BLOB name
+                ("null config", None, "{}", "", "t", "t"),
+                ("blob config", b"{}", "{}", "", "t", "t"),
+                ("infinite target", cfg, '{"(COUNTY, 2)": Infinity}', "", "t", "t"),
+                ("huge target", cfg, '{"(COUNTY, 2)": 1' + "0" * 400 + "}", None, None, 5))
+    listed = {s.name: s for s in store.all()}
+    assert sorted(store.skipped) == ["row 2: it has no name (NULL)", "row 3: its name is not text (a bytes)"]
+    assert set(listed) == {"good", "null config", "blob config", "infinite target", "huge target"}
+    assert listed["good"].ok and listed["good"].targets == {"(COUNTY, 2)": 8}
+    assert listed["null config"].problems == ("the stored configuration is not text (NULL)",)
+    assert listed["blob config"].problems == ("the stored configuration is not text (bytes)",)
+    assert listed["infinite target"].problems == \
+        ("MOE target of (COUNTY, 2) must be a finite number of persons (got Infinity)",)
+    assert "must be from 1 to 1,000,000,000,000 persons" in listed["huge target"].problems[0]
+    assert listed["huge target"].note == "" and listed["huge target"].modified == ""
+    assert not any(s.ok for n, s in listed.items() if n != "good")
+    store.save("another", prod)  # the store stays usable: save, rename, delete
+    store.delete("infinite target")
+    assert "infinite target" not in store.names() and store.get("good").ok
+
+
+@pytest.mark.parametrize("first, second", [("été", "ÉTÉ"), ("Straße", "STRASSE"), ("caf\u00e9", "cafe\u0301"),
+                                           ("Plan Ⅻ", "plan xii"), ("ﬁnal", "FINAL")])
+def test_names_are_one_name_after_unicode_normalisation_and_case_folding(store, prod, first, second):
+    store.save(first, prod)
+    with pytest.raises(ScenarioError, match="exists already"):
+        store.save(second, prod.updated(max_race_codes=2))
+    s = store.save(second, prod.updated(max_race_codes=2), overwrite=True)  # "Replace" replaces that row
+    assert store.names() == [second] and s.config.max_race_codes == 2
+    assert store.get(first).name == second and store.exists(first)
+    store.save("other", prod)
+    with pytest.raises(ScenarioError, match="exists already"):
+        store.rename("other", first)
+    assert store.rename(second, first).name == first  # a change of spelling only
+
+
+def test_an_older_store_with_names_that_are_now_one_is_migrated_without_loss(tmp_path, prod):
+    path = tmp_path / scenarios.DB_NAME
+    with sqlite3.connect(path) as con:  # the schema of version 1, which compared names by ASCII case only
+        con.execute("CREATE TABLE scenarios (name TEXT PRIMARY KEY COLLATE NOCASE, config TEXT NOT NULL, targets "
+                    "TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '', created TEXT NOT NULL, modified TEXT "
+                    "NOT NULL)")
+        con.execute("PRAGMA user_version = 1")
+        for i, name in enumerate(["été", "ÉTÉ", "ÉTÉ (2)"]):
+            con.execute("INSERT INTO scenarios VALUES (?, ?, '{}', ?, 't', 't')", (name, prod.to_json(), str(i)))
+    store = ScenarioStore(path)
+    assert sorted(store.names()) == ["ÉTÉ", "ÉTÉ (2)", "été"]  # reading changes nothing
+    store.save("x", prod)  # the first write migrates
+    notes = {s.name: s.note for s in store.all()}
+    assert notes == {"été": "0", "ÉTÉ (3)": "1", "ÉTÉ (2)": "2", "x": ""}  # every plan kept, each findable
+    with sqlite3.connect(path) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_built_in_plan_names_cannot_be_taken(store, prod):
+    for name in ("2020 production plan", "  current   PLAN ", "Sample-Data Plan"):
+        with pytest.raises(ScenarioError, match="is the name of a plan the app always offers"):
+            store.save(name, prod)
+    store.save("mine", prod)
+    with pytest.raises(ScenarioError, match="always offers"):
+        store.rename("mine", "2020 Production Plan")
+    assert scenarios.suggested_name("2020 production plan") == "2020 production plan (copy)"
+    assert scenarios.suggested_name("County plan") == "County plan"
+    store.save(scenarios.suggested_name("2020 production plan"), prod)
+
+
+def _save_in_process(path, name, barrier):
+    from calculators.presets import production_2020 as _prod
+
+    barrier.wait(timeout=60)
+    try:
+        ScenarioStore(path).save(name, _prod())
+        return "saved"
+    except ScenarioError as exc:
+        return str(exc)
+
+
+def test_concurrent_saves_of_one_name_say_exists_already(tmp_path):
+    import multiprocessing as mp
+
+    path = tmp_path / scenarios.DB_NAME
+    ctx = mp.get_context("spawn")
+    results = []
+    with ctx.Manager() as manager, ctx.Pool(6) as pool:
+        for round_ in range(5):
+            barrier = manager.Barrier(6)
+            results += pool.starmap(_save_in_process, [(path, f"same {round_}", barrier)] * 6)
+    assert results.count("saved") == 5, results
+    others = [r for r in results if r != "saved"]
+    assert len(others) == 25 and all(r.startswith("a scenario named 'same ") and "exists already" in r
+                                     for r in others), others
+    assert sorted(ScenarioStore(path).names()) == [f"same {i}" for i in range(5)]
+
+
+def test_a_locked_store_can_still_be_read_and_a_write_says_busy(store, prod):
+    store.save("before", prod)
+    holder = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")  # another program holds the write lock
+        holder.execute("UPDATE scenarios SET note = 'being written' WHERE name = 'before'")
+        assert store.names() == ["before"] and store.get("before").note == ""  # reads never wait (WAL)
+        with pytest.raises(ScenarioError) as err:
+            store.save("during", prod)
+        assert "is busy: another program or app session is writing it (waited 1 s to save the change)" \
+            in str(err.value) and "move it away" not in str(err.value)
+        assert scenarios.WRITE_TIMEOUT <= 1.0
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    store.save("after", prod)
+    assert sorted(store.names()) == ["after", "before"]
+    with sqlite3.connect(store.path) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -208,3 +208,18 @@ def test_release_downloads_are_marked_and_never_carry_the_operator_file(tmp_path
     assert not any("CONFIDENTIAL" in n for n in whole.namelist())
     assert files.for_release(seeded) is False
     assert json.loads(files.operator_file(seeded))["confidential"]["persons"]["counted"] == 50_000
+
+
+def test_a_session_keeps_one_set_of_uploads(tmp_path):
+    """Issue 21 item 4: each new set of uploads replaces the session's earlier one on disk."""
+    work = tmp_path / "session"
+    work.mkdir()
+    (work / "run-1").mkdir()  # a release of the session stays
+    first = files.stage_session_upload([("GRF-C.txt", b"g" * 1000), ("person-records.txt", b"p")], work)
+    assert first.params_dir.parent.parent == work and (first.data_dir / "GRF-C.txt").stat().st_size == 1000
+    second = files.stage_session_upload([("GRF-C.txt", b"h"), ("person-records.txt", b"q")], work)
+    uploads = sorted(p.name for p in work.iterdir() if p.name.startswith(files.UPLOAD_PREFIX))
+    assert uploads == [second.params_dir.parent.name] and not first.data_dir.exists()
+    assert (second.data_dir / "GRF-C.txt").read_bytes() == b"h"
+    assert files.clear_uploads(work) == [second.params_dir.parent]
+    assert sorted(p.name for p in work.iterdir()) == ["run-1"]

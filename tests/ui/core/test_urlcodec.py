@@ -62,9 +62,16 @@ def test_other_version_and_bad_targets():
     data = production_2020().to_dict()
     with pytest.raises(ConfigError, match="version"):
         urlcodec.decode(_raw_token({"v": 99, "c": data}))
-    _cfg, targets = urlcodec.decode(_raw_token({"v": 1, "c": data, "t": {"(COUNTY, 2)": 9, "(MOON, 2)": 3,
-                                                                        "(TRACT, 2)": "x", "(USA, 2)": 0}}))
-    assert targets == {"(COUNTY, 2)": 9}
+    _cfg, targets = urlcodec.decode(_raw_token({"v": 1, "c": data, "t": {"(COUNTY, 2)": 9, "(USA, 2)": 3.0}}))
+    assert targets == {"(COUNTY, 2)": 9, "(USA, 2)": 3}
+    # a bad target refuses the link, each named (issue 21, item 1: never dropped silently)
+    with pytest.raises(ConfigError) as err:
+        urlcodec.decode(_raw_token({"v": 1, "c": data, "t": {"(COUNTY, 2)": 9, "(MOON, 2)": 3,
+                                                            "(TRACT, 2)": "x", "(USA, 2)": 0}}))
+    assert err.value.problems == [
+        'MOE target "(MOON, 2)": not a population group level written as "(COUNTY, 2)"',
+        'MOE target of (TRACT, 2) must be a number of persons (got "x")',
+        "MOE target of (USA, 2) must be from 1 to 1,000,000,000,000 persons (got 0)"]
 
 
 def test_share_url():
