@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calculators.levels import PopulationGroupLevel
-from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, texts
+from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
 
 PAGE = "compare_cell_suppression"
@@ -34,8 +34,8 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
     assert "cell_suppression_audit.csv" in labels and any("cell_suppression.zip" in lab for lab in labels)
     # the data's own plan by default, named with the data beside the verdict; SafeTab-P publishes tables
     assert at.radio(key="cs_plan").value == "data"
-    assert any(c.value == "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: sample-data "
-                          "plan (the data's own config.json)." for c in at.caption)
+    assert any(shown(c.value) == "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: sample-data "
+                                 "plan (the data's own config.json)." for c in at.caption)
     safetab_tables = [m.value for m in at.metric if m.label == "Groups with a table"][1]
     assert int(safetab_tables.replace(",", "")) > 0
     assert not any("SafeTab-P publishes" in w.value for w in at.warning)  # no "publishes nothing" words here
