@@ -2,7 +2,7 @@
 
 The navigation has two sections: "SafeTab-P" (tune, explain and run it) and "Compare
 methods" (the other disclosure-avoidance methods, one page each, listed in
-`ui.compare.METHODS`). Every page shares one configuration (`ui.state`); the address
+`ui.compare.layout.METHODS`). Every page shares one configuration (`ui.core.state`); the address
 bar carries it as ?config=... whenever it differs from the 2020 production plan.
 """
 
@@ -15,7 +15,9 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ui import compare, plan_controls, state, widgets
+from ui.compare import layout as compare
+from ui.committee import plan_controls
+from ui.core import state, widgets
 
 st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
 st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kept in view, focus, contrast
@@ -23,21 +25,32 @@ st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kep
 state.init()
 state.keep_widgets()
 
+#: Pages are filed by section (app_pages/safetab, app_pages/committee, app_pages/compare, as
+#: ui/ is), and each keeps the address it had before (url_path): share links and bookmarks
+#: use it. The folder is not called pages/: Streamlit would serve a fresh server's first
+#: request in its legacy "pages/ folder" mode, which knows no page in a subfolder.
 SECTIONS = {
     "SafeTab-P": [
-        st.Page("pages/overview.py", title="Overview", icon=":material/home:", default=True),
-        st.Page("pages/budget.py", title="Budget and MOE planner", icon=":material/tune:"),
-        st.Page("pages/adaptive.py", title="Adaptive tables", icon=":material/table_chart:"),
-        st.Page("pages/suppression.py", title="Suppression", icon=":material/visibility_off:"),
-        st.Page("pages/run.py", title="Run the mechanism", icon=":material/play_circle:"),
-        st.Page("pages/configuration.py", title="Configuration", icon=":material/settings:"),
-        st.Page("pages/scenarios.py", title="Scenarios", icon=":material/folder_open:"),
-        st.Page("pages/memo.py", title="Decision memo", icon=":material/picture_as_pdf:"),
-        st.Page("pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
+        st.Page("app_pages/safetab/overview.py", url_path="overview", title="Overview", icon=":material/home:",
+                default=True),
+        st.Page("app_pages/safetab/budget.py", url_path="budget", title="Budget and MOE planner",
+                icon=":material/tune:"),
+        st.Page("app_pages/safetab/adaptive.py", url_path="adaptive", title="Adaptive tables",
+                icon=":material/table_chart:"),
+        st.Page("app_pages/safetab/suppression.py", url_path="suppression", title="Suppression",
+                icon=":material/visibility_off:"),
+        st.Page("app_pages/safetab/run.py", url_path="run", title="Run the mechanism", icon=":material/play_circle:"),
+        st.Page("app_pages/safetab/configuration.py", url_path="configuration", title="Configuration",
+                icon=":material/settings:"),
+        st.Page("app_pages/committee/scenarios.py", url_path="scenarios", title="Scenarios",
+                icon=":material/folder_open:"),
+        st.Page("app_pages/committee/memo.py", url_path="memo", title="Decision memo", icon=":material/picture_as_pdf:"),
+        st.Page("app_pages/safetab/glossary.py", url_path="glossary", title="Glossary", icon=":material/menu_book:"),
     ],
     "Compare methods": [
-        st.Page("pages/compare_index.py", title="Methods at a glance", icon=":material/compare_arrows:"),
-        *(st.Page(m.path, title=m.title, icon=m.icon) for m in compare.METHODS),
+        st.Page("app_pages/compare/index.py", url_path="compare_index", title="Methods at a glance",
+                icon=":material/compare_arrows:"),
+        *(st.Page(m.path, url_path=m.url_path, title=m.title, icon=m.icon) for m in compare.METHODS),
     ],
 }
 

@@ -117,7 +117,8 @@ def _scenario_store(folder: Path) -> None:
     """Four saved scenarios in `folder` (the server's $SAFETAB_STUDIO_DATA)."""
     sys.path.insert(0, str(ROOT))
     from calculators.presets import production_2020
-    from ui import planner, scenarios
+    from ui.core import planner
+    from ui.committee import scenarios
 
     store = scenarios.ScenarioStore(folder / "scenarios.sqlite3")
     for name, changes in SCENARIOS.items():

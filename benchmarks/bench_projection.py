@@ -19,7 +19,7 @@ and the projection of a whole plan (`calculators.projection.project`).
 2. The panels' share of a control change in the app (always; --no-app skips it): the
    planner (gamma), adaptive-tables (Theta_1) and suppression (p) pages are driven with
    Streamlit's AppTest, each control change `--app-reps` times, with the national-outcome
-   panel and with it replaced by nothing (`ui.projection_panel.outcome` patched), and the
+   panel and with it replaced by nothing (`ui.safetab.projection_panel.outcome` patched), and the
    CPU time of each script run is compared (CPU time, not wall time: it is what the panel
    adds, whatever else loads the machine). `benchmarks/bench_app.py` measures the whole
    answer in a browser.
@@ -91,7 +91,7 @@ def bench_projection(profile_path: Path, reps: int) -> list[dict]:
     from calculators.levels import PopulationGroupLevel
     from calculators.projection import project
     from engine.reports.profile import read_profile
-    from ui import projection as pj
+    from ui.safetab import projection as pj
 
     cold, _ = _time(lambda: read_profile(profile_path))
     st = profile_path.stat()
@@ -135,7 +135,7 @@ def bench_app_panels(reps: int, pages: int = 3) -> list[dict]:
     from streamlit.testing.v1 import AppTest
 
     from streamlit.runtime import pages_manager
-    from ui import projection_panel
+    from ui.safetab import projection_panel
 
     original = pages_manager.PagesManager.__init__
 
@@ -155,7 +155,7 @@ def bench_app_panels(reps: int, pages: int = 3) -> list[dict]:
                 with ctx:
                     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
                     at.run()
-                    at.switch_page(f"pages/{page}.py").run()
+                    at.switch_page(f"app_pages/safetab/{page}.py").run()  # budget, adaptive, suppression
                     times = []
                     for i in range(reps + 1):
                         c = time.process_time()

@@ -35,7 +35,7 @@ def _tests_leave_tracked_files_alone():
 
 @pytest.fixture(scope="session", autouse=True)
 def _scenario_store_in_a_temp_folder(tmp_path_factory):
-    """The app's scenario store (ui.scenarios) lives in a temp folder for the whole run,
+    """The app's scenario store (ui.committee.scenarios) lives in a temp folder for the whole run,
     for the app tests and for the browser test's server alike (it inherits the
     environment): the tests never touch the user's saved scenarios."""
     import os

@@ -169,3 +169,185 @@ def test_tests_mirror_the_packages():
         assert (REPO / "tests" / "engine" / pkg.name).is_dir(), f"tests/engine/{pkg.name} is missing"
     for pkg in ("calculators", "methods", "ui"):
         assert (REPO / "tests" / pkg).is_dir(), f"tests/{pkg} is missing"
+
+
+# --------------------------------------------------------------- the app's ui/ and app_pages/
+#: The ui subpackages, one per section of the app, and what each may import from ui/
+#: (besides itself): core is below everything; committee and compare both build on core
+#: and safetab and never import each other.
+UI_SECTIONS = {
+    "core": (),
+    "safetab": ("core",),
+    "committee": ("core", "safetab"),
+    "compare": ("core", "safetab"),
+}
+#: Deliberate exceptions, each with its reason.
+UI_EXCEPTIONS = {
+    # the national outcome panel's Scenarios view highlights differing cells with the
+    # comparison table's styler (a lazy import inside `projection_panel.compare`)
+    ("ui.safetab.projection_panel", "ui.committee.comparison"),
+}
+#: Page folders that must not reach into each other's helpers.
+PAGES_APART = {"compare": ("committee",), "committee": ("compare",)}
+
+
+def _ui_imports(name: str, source: str) -> set[str]:
+    """The ui modules or packages a module imports (function-level imports included),
+    as written: `from ui.core import state` gives "ui.core.state", `from ui import x`
+    gives "ui.x", `import ui.safetab.runner` gives that, relative imports resolved."""
+    package = name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name == "ui" or a.name.startswith("ui.")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module == "ui" or module.startswith("ui."):
+                found |= {f"{module}.{a.name}" for a in node.names}
+    return found
+
+
+def _section(target: str) -> str | None:
+    """The subpackage of "ui.<section>..." (None for "ui" itself)."""
+    parts = target.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _ui_violations(sources: dict[str, str]) -> list[str]:
+    """Broken rules among ui modules (module name -> source)."""
+    bad = []
+    for name, source in sources.items():
+        parts = name.split(".")
+        if parts[0] != "ui" or name == "ui":
+            continue
+        section = parts[1]
+        if section not in UI_SECTIONS:
+            bad.append(f"{name} lies directly in ui/ (put it in one of {sorted(UI_SECTIONS)})")
+            continue
+        for target in sorted(_ui_imports(name, source)):
+            other = _section(target)
+            if other is None or other not in UI_SECTIONS:
+                bad.append(f"{name} imports {target}, which is not in a ui subpackage")
+            elif other != section and other not in UI_SECTIONS[section] and not any(
+                    name == a and (target == b or target.startswith(b + ".")) for a, b in UI_EXCEPTIONS):
+                bad.append(f"{name} ({section}) imports {target} ({other})")
+    return bad
+
+
+def _page_violations(sources: dict[str, str]) -> list[str]:
+    """Broken rules among pages (path relative to the repository -> source): ui only
+    through its subpackages, and the compare and committee pages apart."""
+    bad = []
+    for rel, source in sources.items():
+        parts = rel.split("/")
+        folder = parts[1] if parts[0] == "app_pages" and len(parts) > 2 else None
+        if parts[0] == "app_pages" and folder is None:
+            bad.append(f"{rel} lies directly in app_pages/ (put it in its section's folder)")
+        for target in sorted(_ui_imports(rel.removesuffix(".py").replace("/", "."), source)):
+            other = _section(target)
+            if other is None or other not in UI_SECTIONS or target == f"ui.{other}":
+                bad.append(f"{rel} imports {target}: import a module of a ui subpackage (from ui.core import state)")
+            elif other in PAGES_APART.get(folder, ()):
+                bad.append(f"{rel} ({folder}) imports {target} ({other})")
+    return bad
+
+
+def _sources(paths) -> dict[str, str]:
+    return {p: (REPO / p).read_text(encoding="utf-8") for p in paths}
+
+
+def test_ui_subpackages_import_only_what_they_may():
+    modules = {_module_name(p): p.read_text(encoding="utf-8") for p in (REPO / "ui").rglob("*.py")}
+    assert {"ui.core.state", "ui.safetab.runner", "ui.committee.memo", "ui.compare.layout"} <= set(modules)
+    assert not _ui_violations(modules), _ui_violations(modules)
+
+
+def test_the_listed_exceptions_are_still_needed():
+    """An exception nobody uses any more is removed from the list."""
+    for a, b in UI_EXCEPTIONS:
+        path = REPO / (a.replace(".", "/") + ".py")
+        assert any(t == b or t.startswith(b + ".") for t in _ui_imports(a, path.read_text(encoding="utf-8"))), (a, b)
+
+
+def test_no_module_is_left_directly_in_ui():
+    flat = sorted(p.name for p in (REPO / "ui").glob("*.py") if p.name != "__init__.py")
+    assert not flat, f"modules directly in ui/: {flat}"
+    assert sorted(p.name for p in (REPO / "ui").iterdir() if (p / "__init__.py").is_file()) == sorted(UI_SECTIONS)
+
+
+def test_pages_import_ui_through_its_subpackages():
+    paths = [p.relative_to(REPO).as_posix() for p in (REPO / "app_pages").rglob("*.py")] + ["app.py"]
+    assert len(paths) > 10
+    assert not _page_violations(_sources(paths)), _page_violations(_sources(paths))
+
+
+def test_the_rules_catch_a_bad_import():
+    """Each rule fails on a synthetic module that breaks it (so the checks above can fail)."""
+    assert _ui_violations({"ui.core.x": "from ui.safetab import analysis"}) == [
+        "ui.core.x (core) imports ui.safetab.analysis (safetab)"]
+    assert _ui_violations({"ui.core.x": "def f():\n    import ui.committee.memo\n"}) == [
+        "ui.core.x (core) imports ui.committee.memo (committee)"]
+    assert _ui_violations({"ui.compare.x": "from ui.committee.memo import Memo"}) == [
+        "ui.compare.x (compare) imports ui.committee.memo.Memo (committee)"]
+    assert _ui_violations({"ui.committee.x": "from ..compare import layout"}) == [
+        "ui.committee.x (committee) imports ui.compare.layout (compare)"]
+    assert _ui_violations({"ui.safetab.x": "from ui.committee import comparison"}) == [
+        "ui.safetab.x (safetab) imports ui.committee.comparison (committee)"]
+    assert _ui_violations({"ui.state": ""}) == [
+        "ui.state lies directly in ui/ (put it in one of ['committee', 'compare', 'core', 'safetab'])"]
+    assert _ui_violations({"ui.core.x": "from ui import planner"}) == [
+        "ui.core.x imports ui.planner, which is not in a ui subpackage"]
+    # what is allowed passes
+    assert not _ui_violations({"ui.committee.x": "from ui.safetab import analysis\nfrom ui.core import state\n"
+                                                 "from . import memo"})
+    assert not _ui_violations({"ui.safetab.projection_panel": "from ui.committee import comparison"})
+    assert _page_violations({"app_pages/compare/x.py": "from ui import state"}) == [
+        "app_pages/compare/x.py imports ui.state: import a module of a ui subpackage (from ui.core import state)"]
+    assert _page_violations({"app_pages/compare/x.py": "from ui.committee import memo"}) == [
+        "app_pages/compare/x.py (compare) imports ui.committee.memo (committee)"]
+    assert _page_violations({"app_pages/committee/x.py": "import ui.compare.layout"}) == [
+        "app_pages/committee/x.py (committee) imports ui.compare.layout (compare)"]
+    assert _page_violations({"app_pages/x.py": ""}) == [
+        "app_pages/x.py lies directly in app_pages/ (put it in its section's folder)"]
+    assert not _page_violations({"app_pages/compare/x.py": "from ui.compare import layout as compare\n"
+                                                        "from ui.safetab import runner"})
+
+
+def test_ui_tests_mirror_the_subpackages():
+    """tests/ui/<section>/ for every ui subpackage, and no test left directly in tests/ui."""
+    for section in UI_SECTIONS:
+        assert (REPO / "tests" / "ui" / section / "__init__.py").is_file(), f"tests/ui/{section} is missing"
+    flat = sorted(p.name for p in (REPO / "tests" / "ui").glob("test_*.py"))
+    assert not flat, f"tests directly in tests/ui/: {flat}"
+
+
+#: The address of every page before the pages were filed by section (issue 25): share
+#: links, bookmarks and the tests use them, so they never change.
+PAGE_URLS = {"overview", "budget", "adaptive", "suppression", "run", "configuration", "scenarios", "memo",
+             "glossary", "compare_index", "compare_consistency", "compare_invariants", "compare_cell_suppression",
+             "compare_spines"}
+
+
+def test_no_pages_folder_beside_the_app():
+    """A pages/ folder beside app.py would put a fresh server's first request in
+    Streamlit's legacy mode, which finds no page in a section's folder: a shared link
+    opened first would say "Page not found" (the browser test opens one)."""
+    assert not (REPO / "pages").exists()
+    assert (REPO / "app_pages").is_dir()
+
+
+def test_every_page_keeps_its_address():
+    from tests.app.conftest import app_pages
+
+    pages = app_pages()
+    assert set(pages) == PAGE_URLS
+    for url, script in pages.items():
+        assert (REPO / script).is_file(), script
+    # app.py names every page's address (Streamlit would otherwise take the file's name)
+    calls = [n for n in ast.walk(ast.parse((REPO / "app.py").read_text(encoding="utf-8")))
+             if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "Page"]
+    assert calls and all("url_path" in {k.arg for k in c.keywords} for c in calls)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ def _served_like_a_running_server(monkeypatch):
     AppTest rebuilds Streamlit's PagesManager for every run, and with a pages/ folder
     beside app.py that starts each run in Streamlit's legacy "pages folder" mode, which
     a real server leaves for good once app.py has called st.navigation (see
-    ui.state.page_setup, and the browser test, which opens a deep link on a fresh
+    ui.core.state.page_setup, and the browser test, which opens a deep link on a fresh
     server). Without this, every run would first run the page alone and rerun.
     """
     from streamlit.runtime import pages_manager
@@ -35,21 +37,45 @@ def _served_like_a_running_server(monkeypatch):
     monkeypatch.setattr(pages_manager.PagesManager, "__init__", init)
 
 
+@cache
+def app_pages() -> dict[str, str]:
+    """Every page of app.py: its address (url_path) -> its script (e.g. "budget" ->
+    "app_pages/safetab/budget.py"), read from app.py's st.Page calls and the "Compare
+    methods" list they are built from."""
+    from ui.compare import layout
+
+    out = {m.url_path: m.path for m in layout.METHODS}
+    for node in ast.walk(ast.parse(APP.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page" and node.args:
+            kw = {k.arg: k.value for k in node.keywords}
+            if isinstance(node.args[0], ast.Constant) and isinstance(kw.get("url_path"), ast.Constant):
+                out[kw["url_path"].value] = node.args[0].value
+    return out
+
+
+def page_script(page: str) -> str:
+    """The script of the page at address `page` (e.g. "budget", "compare_spines")."""
+    pages = app_pages()
+    assert page in pages, f"no page at /{page}: {sorted(pages)}"
+    return pages[page]
+
+
 def open_app(page: str | None = None, query: dict | None = None, timeout: float = 30) -> AppTest:
-    """A fresh session of the app (optionally with URL query parameters), on `page`."""
+    """A fresh session of the app (optionally with URL query parameters), on `page`
+    (its address, e.g. "budget": the same name the browser shows)."""
     at = AppTest.from_file(str(APP), default_timeout=timeout)
     for k, v in (query or {}).items():
         at.query_params[k] = v
     at.run()
     if page:
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(page_script(page)).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
 
 def shown(markdown: str) -> str:
     """Markdown source as a reader sees its characters: the backslash escapes that
-    `ui.widgets.plain` puts before punctuation in user text removed."""
+    `ui.core.widgets.plain` puts before punctuation in user text removed."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
 
 

@@ -71,7 +71,8 @@ def test_thresholds_beyond_any_population_do_not_break_the_page():
 
     from calculators.config import THRESHOLD_LIMIT
     from calculators.presets import production_2020
-    from ui import analysis, urlcodec
+    from ui.safetab import analysis
+    from ui.core import urlcodec
 
     # A link with thresholds of 1e40 (beyond the configuration's range): a message, no traceback.
     data = production_2020().to_dict()
@@ -80,7 +81,7 @@ def test_thresholds_beyond_any_population_do_not_break_the_page():
     token = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
     at = open_app(query={"config": token})  # asserts no exception
     assert any("could not be used" in shown(e.value) and "1,000,000,000,000" in shown(e.value) for e in at.error)
-    at.switch_page("pages/adaptive.py").run()
+    at.switch_page("app_pages/safetab/adaptive.py").run()
     assert not at.exception
     assert config(at).thresholds(COUNTY2) == production_2020().thresholds(COUNTY2)
     # Thresholds at the largest value the range allows: kept as typed, the page draws.

@@ -11,7 +11,7 @@ from calculators import budget, geometric
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from calculators.presets import production_2020
 from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, shown, texts
-from ui import planner
+from ui.core import planner
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 USA1 = PopulationGroupLevel("USA", 1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.app.conftest import open_app, texts
-from ui import compare
+from ui.compare import layout as compare
 
 
 def test_index_lists_the_methods_with_their_questions():
@@ -19,7 +19,7 @@ def test_index_lists_the_methods_with_their_questions():
 
 def test_every_method_page_opens_without_error():
     for m in compare.METHODS:
-        at = open_app(m.path.removeprefix("pages/").removesuffix(".py"), timeout=600)  # studies take a while
+        at = open_app(m.url_path, timeout=600)  # studies take a while
         assert at.title and at.title[0].value == m.title
         # every term of the page is linked to its glossary entry
         links = {link.proto.label: link.proto.query_string for link in at.get("page_link")

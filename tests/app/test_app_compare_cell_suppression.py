@@ -35,7 +35,7 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
     # the data's own plan by default, named with the data beside the verdict; SafeTab-P publishes tables
     assert at.radio(key="cs_plan").value == "data"
     assert any(shown(c.value) == "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: sample-data "
-                          "plan (the data's own config.json)." for c in at.caption)
+                                 "plan (the data's own config.json)." for c in at.caption)
     safetab_tables = [m.value for m in at.metric if m.label == "Groups with a table"][1]
     assert int(safetab_tables.replace(",", "")) > 0
     assert not any("SafeTab-P publishes" in w.value for w in at.warning)  # no "publishes nothing" words here

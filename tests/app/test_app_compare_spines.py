@@ -1,4 +1,4 @@
-"""The "Custom geographies" page (pages/compare_spines.py) as a user drives it."""
+"""The "Custom geographies" page (app_pages/compare/spines.py) as a user drives it."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import json
 
 from calculators.presets import production_2020
 from tests.app.conftest import config, open_app, shown, texts
-from ui import urlcodec
+from ui.core import urlcodec
 
 
 def _upload(at, name: str, text: str):
@@ -84,7 +84,7 @@ def test_url_restores_the_configuration():
     assert at.session_state["moe_targets"]["(COUNTY, 2)"] == 9
     assert any("restored from the link" in s.value for s in at.success)
     assert "S = 4" in texts(at)
-    at.switch_page("pages/budget.py").run()
+    at.switch_page("app_pages/safetab/budget.py").run()
     assert at.slider(key="w_r").value == 3 and at.text_input(key="w_gamma").value == "0.2"
 
 
@@ -114,7 +114,7 @@ def test_hostile_nested_json_is_a_message_in_the_link_the_paste_and_the_upload()
     at = open_app(query={"config": token.rstrip("=")})  # open_app asserts no exception
     assert any("nested 50,001 levels deep" in shown(e.value) for e in at.error)
     assert config(at).to_dict() == production_2020().to_dict()
-    at.switch_page("pages/configuration.py").run()
+    at.switch_page("app_pages/safetab/configuration.py").run()
     at.text_area[0].set_value('{"thresholds_p": ' + nested + "}").run()
     at.button(key="cfg_apply").click().run()
     assert not at.exception and any("nested" in shown(e.value) for e in at.error)

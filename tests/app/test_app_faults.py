@@ -13,8 +13,9 @@ import zlib
 import pytest
 
 from calculators.presets import production_2020
-from tests.app.conftest import SAMPLE, config, needs_sample, open_app, shown, texts
-from ui import scenarios, urlcodec
+from tests.app.conftest import SAMPLE, config, needs_sample, open_app, page_script, shown, texts
+from ui.committee import scenarios
+from ui.core import urlcodec
 
 #: Every page of the SafeTab-P section (the Compare methods pages run studies; their index is enough here).
 PAGES = ("overview", "budget", "adaptive", "suppression", "run", "configuration", "scenarios", "memo", "glossary",
@@ -50,7 +51,7 @@ def test_a_link_with_a_non_finite_or_huge_target_is_a_message_on_every_page(targ
     for page in PAGES:  # a new session on each page: the bad link stays in the address bar
         at = open_app(query={"config": token})
         if page != "overview":
-            at.switch_page(f"pages/{page}.py").run()
+            at.switch_page(page_script(page)).run()
         assert not at.exception, (page, [e.value for e in at.exception])
         assert config(at).to_dict() == production_2020().to_dict()
         if page == "overview":  # the message is shown once, on the first page drawn
@@ -88,7 +89,7 @@ def test_configuration_upload_and_scenarios_import_refuse_a_bad_target(store, ta
     err = shown("\n".join(e.value for e in at.error))
     assert "hostile.plan.json was not loaded" in err and "the plan's MOE targets are not valid" in err
     assert config(at).to_dict() == production_2020().to_dict()  # the plan did not change
-    at.switch_page("pages/scenarios.py").run()
+    at.switch_page("app_pages/committee/scenarios.py").run()
     at.expander[0]  # the import panel
     _upload(at, "sc_upload", "hostile.plan.json", _plan_file(target))
     err = shown("\n".join(e.value for e in at.error))
@@ -126,7 +127,7 @@ def test_names_that_look_like_markdown_are_escaped_wherever_they_are_shown(store
     assert "\\!\\[x\\]\\(http\u2060\\:\\/\\/host\\.invalid\\/p\\.png\\)" in sidebar  # every mark escaped
     assert f"**Current plan:** {HOSTILE}" in shown(sidebar)  # and shown exactly as written
     assert "](http" not in sidebar.replace("\\]\\(", "")
-    at.switch_page("pages/scenarios.py").run()
+    at.switch_page("app_pages/committee/scenarios.py").run()
     at.text_input(key="sc_name").set_value(HOSTILE[:80]).run()
     at.button(key="sc_save").click().run()
     success = [s.value for s in at.success]
@@ -135,7 +136,7 @@ def test_names_that_look_like_markdown_are_escaped_wherever_they_are_shown(store
     replace = next(c for c in at.checkbox if c.key == "sc_replace")
     assert "\\!\\[x\\]" in replace.label and "](" not in replace.label
     for page in ("overview", "budget", "configuration", "memo"):
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(page_script(page)).run()
         assert not at.exception
         raw = "\n".join(m.value for m in at.markdown) + "\n".join(s.value for s in at.subheader)
         assert "](http" not in raw and "![x]" not in raw, page
@@ -229,7 +230,7 @@ def test_a_pasted_area_of_200000_bad_lines_gives_a_short_message():
 
 # ---- item 8: built-in plans cannot be shadowed by a saved scenario
 def test_a_saved_scenario_never_replaces_a_built_in_plan(store):
-    from ui import plan_controls
+    from ui.committee import plan_controls
 
     with pytest.raises(scenarios.ScenarioError, match="always offers"):
         store.save("2020 production plan", production_2020().updated(max_race_codes=3))
@@ -246,7 +247,7 @@ def test_a_saved_scenario_never_replaces_a_built_in_plan(store):
     assert "2020 production plan" in options and "2020 production plan (saved scenario)" in options
     at.multiselect(key="sc_compare").set_value(["2020 production plan", "2020 production plan (saved scenario)"]).run()
     assert not at.exception and "differ" in texts(at)
-    at.switch_page("pages/memo.py").run()
+    at.switch_page("app_pages/committee/memo.py").run()
     assert not at.exception
     assert at.text_input(key="sb_save_name").value == "2020 production plan (copy)"  # the sidebar suggests a name
 
@@ -270,7 +271,8 @@ def test_pages_work_while_another_program_holds_the_store_locked(store):
 
 
 def test_the_memo_and_the_charts_show_hostile_names_as_text():
-    from ui import comparison, memo, memo_html, planner, scenario_charts
+    from ui.committee import comparison, memo, memo_html, scenario_charts
+    from ui.core import planner
 
     evil = '<a href="http://host.invalid">x</a> <img src="http://host.invalid/p.png"> ![y](http://host.invalid)'
     plans = [comparison.Plan(evil, production_2020(), planner.production_targets()),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.app.conftest import open_app, texts
-from ui import glossary
+from ui.core import glossary
 
 
 def test_glossary_page_lists_and_searches_terms():
@@ -18,11 +18,11 @@ def test_glossary_page_lists_and_searches_terms():
 
 def test_overview_links_to_the_glossary():
     at = open_app()
-    assert any(link.proto.page == "pages/glossary.py" or "glossary" in link.proto.page
+    assert any(link.proto.page == "app_pages/safetab/glossary.py" or "glossary" in link.proto.page
                for link in at.get("page_link"))
 
 
 def test_a_link_opens_the_glossary_on_its_entry():
     at = open_app(query={"term": "Off-spine entity distance (OSED)"})
-    at.switch_page("pages/glossary.py").run()
+    at.switch_page("app_pages/safetab/glossary.py").run()
     assert any(i.value.startswith("**Off-spine entity distance (OSED)**") for i in at.info)

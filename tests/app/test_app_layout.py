@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.app.conftest import open_app
-from ui import compare, widgets
+from ui.compare import layout as compare
+from ui.core import widgets
 
 PAGES = [None, "budget", "adaptive", "suppression", "run", "configuration", "glossary", "compare_index",
-         *(m.path.removeprefix("pages/").removesuffix(".py") for m in compare.METHODS)]
+         *(m.url_path for m in compare.METHODS)]
 
 
 def _placeholders(at) -> list[str]:

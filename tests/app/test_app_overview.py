@@ -7,7 +7,7 @@ import pytest
 from calculators import budget
 from calculators.presets import production_2020
 from tests.app.conftest import frame, metric, open_app, shown, texts
-from ui import planner
+from ui.core import planner
 
 
 def test_opens_on_the_2020_plan_with_its_numbers():
@@ -44,7 +44,7 @@ def test_a_change_on_the_planner_shows_on_the_overview():
     at = open_app("budget")
     at.slider(key="w_r").set_value(3).run()
     at.toggle(key="w_run_pr").set_value(False).run()
-    at.switch_page("pages/overview.py").run()
+    at.switch_page("app_pages/safetab/overview.py").run()
     assert "S = 4" in texts(at) and "r = 3" in texts(at)
     assert metric(at, "ρ, Puerto Rico run") == "0"
     assert metric(at, "Levels tabulated") == "11 of 20"

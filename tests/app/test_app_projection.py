@@ -11,8 +11,9 @@ from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from calculators.presets import production_2020
 from engine.reports.profile import compute_profile
 from tests.app.conftest import SAMPLE, config, frame, metric, open_app, texts
-from ui import projection as pj
-from ui import projection_panel, scenarios
+from ui.safetab import projection as pj
+from ui.safetab import projection_panel
+from ui.committee import scenarios
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 LEVEL, WITH_TABLE, SUPP = pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"]
@@ -89,7 +90,7 @@ def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
     at.selectbox(key="pl_nat_profile").set_value(pj.SAMPLE).run()
     assert _national(at).to_dict("records") == _expected(config(at), pj.SAMPLE).to_dict("records")
     assert "Shipped sample" in texts(at)
-    at.switch_page("pages/suppression.py").run()
+    at.switch_page("app_pages/safetab/suppression.py").run()
     assert at.selectbox(key="sup_nat_profile").value == pj.SAMPLE
     assert "(scale)" not in texts(at)  # the sample is not compared with itself
 

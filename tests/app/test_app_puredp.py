@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from calculators import budget, geometric, suppression
 from calculators.levels import PopulationGroupLevel
-from tests.app.conftest import config, frame, metric, open_app, texts
+from tests.app.conftest import config, frame, metric, open_app, page_script, texts
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 
@@ -13,7 +13,7 @@ def _pure(page: str):
     at = open_app("budget")
     at.radio(key="w_privacy_defn").set_value("puredp").run()
     assert config(at).privacy_defn == "puredp"
-    at.switch_page(f"pages/{page}.py").run()
+    at.switch_page(page_script(page)).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -40,5 +40,5 @@ def test_planner_and_adaptive_pages_run_under_pure_dp():
     at = _pure("budget")
     assert metric(at, "ε of the release (δ = 0)") == f"{budget.plan_totals(config(at)).release:.3g}"
     assert at.radio(key="w_privacy_defn").value == "puredp"
-    at.switch_page("pages/adaptive.py").run()
+    at.switch_page("app_pages/safetab/adaptive.py").run()
     assert not at.exception and "two-sided geometric noise" in texts(at)

@@ -71,7 +71,7 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     # ... and production's layouts of the same release, as downloads
     labels = [b.label for b in at.download_button]
     assert "error_report.csv" in labels and "multi_run_error_report.csv" in labels
-    from ui import runner
+    from ui.safetab import runner
 
     files = runner.production_reports(at.session_state["accuracy_dir"])
     head = files["error_report.csv"].decode().split("\n")[0]
@@ -110,12 +110,12 @@ def test_the_data_config_can_become_the_plan():
 def test_the_data_plan_is_the_default_and_the_choice_is_shared_with_the_compare_pages():
     at = open_app("budget")
     at.slider(key="w_r").set_value(3).run()
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/safetab/run.py").run()
     assert at.radio(key="run_plan").value == "data"  # the data's own plan by default, as on every page
     assert any("(2020 production plan, edited) differs from the data's own config.json and is one click away"
                in shown(c.value) for c in at.caption)
     at.radio(key="run_plan").set_value("current").run()
-    at.switch_page("pages/compare_invariants.py").run(timeout=120)
+    at.switch_page("app_pages/compare/invariants.py").run(timeout=120)
     assert at.radio(key="inv_plan").value == "current"  # the same choice on the Compare pages
     assert "Plan: 2020 production plan, edited (the current plan)" in texts(at)
 

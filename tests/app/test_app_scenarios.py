@@ -9,7 +9,8 @@ from calculators import budget
 from calculators.levels import PopulationGroupLevel
 from calculators.presets import production_2020
 from tests.app.conftest import config, frame, open_app, texts
-from ui import scenarios, urlcodec
+from ui.committee import scenarios
+from ui.core import urlcodec
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 

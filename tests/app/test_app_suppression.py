@@ -53,6 +53,6 @@ def test_a_new_rho_on_the_planner_changes_t_here():
     row = POPULATION_GROUP_LEVELS.index(COUNTY2)
     at.session_state["planner_0"] = {"edited_rows": {row: {"ρ": 0.02}}, "added_rows": [], "deleted_rows": []}
     at.run()
-    at.switch_page("pages/suppression.py").run()
+    at.switch_page("app_pages/safetab/suppression.py").run()
     assert _t(at)["Threshold T"] == suppression.threshold(budget.sigma2_stage2(0.02, 0.1, 9), 0.9999)
     assert _t(at)["Threshold T"] > 21

@@ -40,7 +40,7 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
 WIDTH = 1500
 #: Widths every page is checked at: a laptop (the narrowest a committee uses) and a desk screen.
 WIDTHS = (1280, 1920)
-#: Every page of the app by its address (the "Compare methods" pages are added from ui.compare).
+#: Every page of the app by its address (the "Compare methods" pages are added from ui.compare.layout).
 PAGES = ("", "budget", "adaptive", "suppression", "run", "configuration", "scenarios", "memo", "glossary",
          "compare_index")
 
@@ -300,7 +300,7 @@ def _download(page, button_name: str, name_out: list | None = None) -> bytes:
 def test_deep_link_on_a_fresh_server_restores_the_configuration(server, page):
     """First request of the server goes straight to a page with a shared link."""
     from calculators.presets import production_2020
-    from ui import urlcodec
+    from ui.core import urlcodec
 
     token = urlcodec.encode(production_2020().updated(max_race_codes=3))
     _open(page, f"{server}/budget?config={token}", "Stability S = 4")
@@ -311,6 +311,10 @@ def test_deep_link_on_a_fresh_server_restores_the_configuration(server, page):
     assert nav.index("SafeTab-P") < nav.index("Glossary") < nav.index("Compare methods")
     assert nav.index("Compare methods") < nav.index("Methods at a glance")
     assert "Configuration restored from the link" in page.inner_text("body")
+    # served by app.py's navigation from the first request: no "Page not found" dialog
+    # (a pages/ folder beside app.py would start Streamlit's legacy mode, which knows no
+    # page in app_pages/<section>/)
+    assert page.get_by_text("Page not found").count() == 0
 
 
 def test_overview(server, page):
@@ -319,7 +323,7 @@ def test_overview(server, page):
     body = page.inner_text("body")
     assert "19 of 20" in body and "25.36" in body and "26.28" in body
     # every page is listed in the sidebar, none hidden behind "View more"
-    from ui import compare
+    from ui.compare import layout as compare
 
     nav = page.locator("[data-testid='stSidebarNav']").inner_text()
     for title in ("Scenarios", "Decision memo", "Glossary", "Methods at a glance", *(m.title for m in compare.METHODS)):
@@ -526,7 +530,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
 
 def test_a_plan_file_keeps_its_name_when_imported(server, page, tmp_path):
     from calculators.presets import production_2020
-    from ui import scenarios
+    from ui.committee import scenarios
 
     f = tmp_path / "committee.plan.json"
     f.write_text(scenarios.plan_file_text("Committee import", production_2020().updated(max_race_codes=5)))
@@ -640,9 +644,9 @@ def test_compare_cell_suppression(server, page, tmp_path):
 
 
 def _all_pages() -> list[str]:
-    from ui import compare
+    from ui.compare import layout as compare
 
-    return list(PAGES) + [Path(m.path).stem for m in compare.METHODS]
+    return list(PAGES) + [m.url_path for m in compare.METHODS]
 
 
 #: Every chart has a one-sentence text summary right under it (for readers who cannot see it).
@@ -707,7 +711,7 @@ def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(se
     shown exactly as written; the browser asks no other host for anything and the page
     holds no link or image made from it."""
     from calculators.presets import production_2020
-    from ui import urlcodec
+    from ui.core import urlcodec
 
     name = "![x](http://attacker.invalid/p.png) [click](http://attacker.invalid) <b>bold</b>"
     asked = []
@@ -778,7 +782,7 @@ def test_keyboard_focus_is_visible(server, page):
     style = page.evaluate("""() => { const e = document.activeElement; const s = getComputedStyle(e);
         return {tag: e.tagName, width: parseFloat(s.outlineWidth), style: s.outlineStyle, color: s.outlineColor}; }""")
     assert style["tag"] == "A" and style["style"] != "none" and style["width"] >= 2, style
-    from ui import widgets
+    from ui.core import widgets
 
     rgb = [int(x) for x in style["color"][style["color"].index("(") + 1:].split(")")[0].split(",")[:3]]
     assert widgets.contrast("#%02x%02x%02x" % tuple(rgb), "#ffffff") >= 3.0, style

@@ -1,0 +1,336 @@
+"""The decision memo (ui.committee.memo, ui.committee.memo_pdf, ui.committee.memo_html, ui.committee.images): the PDF and the
+HTML are opened and their numbers checked against the calculators, computed here."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from datetime import datetime, timezone
+
+import pytest
+
+from calculators import budget, suppression
+from calculators.levels import PopulationGroupLevel
+from calculators.presets import production_2020
+from ui.committee import images, memo, memo_html, memo_pdf
+from ui.core import planner
+from ui.committee.comparison import Plan
+
+COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+NOW = datetime(2026, 5, 4, 9, 30, tzinfo=timezone.utc)
+
+
+def _need_browser():
+    ok, why = images.available()
+    if not ok:
+        if os.environ.get("SAFETAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {why}", pytrace=False)
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    # not the production plan: r = 3 (S = 4) and COUNTY Detailed at rho = 0.3
+    cfg = production_2020().updated(max_race_codes=3).with_rho(COUNTY2, 0.3)
+    targets = planner.reconcile_targets(planner.production_targets(), production_2020(), cfg, planner.BOUND)
+    targets["(COUNTY, 2)"] = 8
+    return Plan("Committee plan B", cfg, targets)
+
+
+@pytest.fixture(scope="module")
+def expected():
+    """The figures a reader looks for, from the calculators directly."""
+    s2 = budget.sigma2_stage2(0.3, 0.1, 4)
+    total = 0.008 * 5 + 2.134 * 2 + 0.159 * 3 + 0.3  # the US run's levels (AIANNH Regional off)
+    return {
+        "moe_exact": int(budget.moe_for_rho(0.3, 4, 0.1, exact=True)),
+        "moe_bound": int(budget.moe_for_rho(0.3, 4, 0.1, exact=False)),
+        "T": int(suppression.threshold(s2, 0.9999)),
+        "eps": f"{budget.epsilon_tight(total, 1e-10):.4g}",
+        "rho_release": f"{total:.4g}",
+    }
+
+
+def _row(lines: list[str], title: str, start: str, also_next: bool = False) -> list[str]:
+    """Tokens of the first line starting with `start` after the line `title` (and of the
+    line after it: a table cell's second line)."""
+    i = next(k for k, line in enumerate(lines) if line.strip() == title)
+    j = next(k for k in range(i + 1, len(lines)) if lines[k].startswith(start))
+    return [t for line in lines[j:j + (3 if also_next else 1)] for t in line.split()]
+
+
+@pytest.fixture(scope="module")
+def pdf_text(plan):
+    from pypdf import PdfReader
+
+    _need_browser()
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    data = memo_pdf.render(m)
+    reader = PdfReader(io.BytesIO(data))
+    text = "\n".join(p.extract_text() for p in reader.pages)
+    return m, reader, text
+
+
+def test_the_pdf_holds_the_plans_numbers(pdf_text, expected):
+    m, reader, text = pdf_text
+    lines = text.splitlines()
+    assert data_ok(text)
+    # budget and MOE per level: rho, target, both MOEs and the verdict
+    row = _row(lines, "Budget and MOE per level", "COUNTY Detailed")
+    assert row[2:6] == ["US", "yes", "8", "0.3"]
+    # the verdict names the exact MOE and the target it is held against
+    assert row[-7:] == [str(expected["moe_exact"]), str(expected["moe_bound"]), "✓", "meets",
+                        f"({expected['moe_exact']}", "≤", "8)"]
+    assert _row(lines, "Budget and MOE per level", "STATE Detailed")[5] == "2.134"
+    # the suppression threshold of the level
+    row = _row(lines, "Threshold T per level", "COUNTY Detailed", also_next=True)  # "stat-level-0 totals" wraps
+    k = row.index("stat-level-0")
+    assert row[2] == "0.3" and row[k + 1:k + 3] == ["totals", str(expected["T"])]
+    # privacy accounting: the release and the level's epsilon
+    assert f"ε of the release (tight / classic) {expected['eps']} /" in text
+    assert f"ρ of the release = max(US, PR) {expected['rho_release']} (bounded" in text
+    row = _row(lines, "Each level", "COUNTY Detailed")
+    assert row[6] == f"{float(budget.epsilon_tight(0.3, 1e-10)):.4g}"  # 4 significant digits
+    assert row[7] == f"{float(budget.epsilon_tight(0.6, 1e-10)):.4g}"  # bounded: 2 rho
+    # every chart is a picture; bookmarks for the sheet and every section; date and version on it
+    distinct = {(f.fig.to_json(), f.size) for f in m.figures()}  # the same picture is embedded once
+    assert sum(len(p.images) for p in reader.pages) == len(distinct) >= 5
+    assert [o.title for o in reader.outline] == [memo.SHEET_TITLE] + [
+        f"{memo.appendix_label(i)}. {s.title}" for i, s in enumerate(m.sections)]
+    assert "2026-05-04 09:30 UTC" in text and f"SafeTab-P Studio {memo.project_version()}" in text
+
+
+def test_page_one_is_the_decision_sheet(pdf_text, expected):
+    m, reader, text = pdf_text
+    page1 = " ".join(reader.pages[0].extract_text().split())  # table cells may wrap
+    assert memo.SHEET_TITLE in page1 and "Committee plan B" in page1
+    # the release's privacy loss, unbounded and bounded, and epsilon
+    assert f"ρ = {expected['rho_release']}" in page1 and f"ρ = {float(expected['rho_release']) * 2:.4g}" in page1
+    assert f"{expected['eps']} (tight)" in page1
+    # which levels meet their targets, the national outcome block, what differs from 2020
+    assert "all 19 tabulated levels meet their target" in page1
+    assert "National outcome" in page1
+    assert "race multiplicity r 8 → 3" in page1 and "COUNTY Detailed: ρ 0.159 → 0.3, MOE target 11 → 8" in page1
+    assert "Appendix: A. Parameters" in page1 and "Parameters" not in reader.pages[0].extract_text().split(
+        "Appendix:")[0]  # the appendix starts on page 2
+
+
+@pytest.fixture(scope="module")
+def layouts(plan):
+    """The memo of the plan with its last run, on both papers, with the charts' places."""
+    from pypdf import PdfReader
+
+    _need_browser()
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    pics = memo_pdf.pictures(m)
+    out = {}
+    for paper in memo_pdf.PAPERS:
+        placed: list = []
+        data = memo_pdf.render(m, pngs=pics, paper=paper, layout=placed)
+        out[paper] = (m, PdfReader(io.BytesIO(data)), placed)
+    return out
+
+
+@pytest.mark.parametrize("paper, size", [("US Letter", (792, 612)), ("A4", (842, 595))])
+def test_the_memo_prints_on_letter_and_a4_in_at_most_12_pages(layouts, paper, size):
+    m, reader, placed = layouts[paper]
+    assert 2 <= len(reader.pages) <= 12
+    w, h = (float(x) for x in reader.pages[0].mediabox.upper_right)
+    assert (round(w), round(h)) == size
+    # every chart lies whole inside the page's margins, above the footer
+    wmm, hmm = w / 72 * 25.4, h / 72 * 25.4
+    assert len(placed) == len(m.figures())
+    for page, x, y, cw, ch in placed:
+        assert memo_pdf.PAGE_MARGIN - 0.01 <= x and x + cw <= wmm - memo_pdf.PAGE_MARGIN + 0.01
+        assert memo_pdf.PAGE_MARGIN <= y and y + ch <= hmm - memo_pdf.PAGE_MARGIN - 4 + 0.01, (page, y, ch)
+
+
+def _words(m: memo.Memo) -> set[str]:
+    return {w for t in m.tables() for text in [*map(str, t.df.columns), *(memo.memo_text(v) for v in t.df.to_numpy().ravel())]
+            for w in text.split() if len(w) >= 4 and any(c.isalpha() for c in w)}
+
+
+@pytest.mark.parametrize("paper", ["US Letter", "A4"])
+def test_no_word_is_broken_no_page_holds_only_a_heading_and_numbers_are_rounded(layouts, paper):
+    m, reader, _placed = layouts[paper]
+    words = _words(m)
+    footer = m.title
+    for k, page in enumerate(reader.pages, 1):
+        lines = [line.strip() for line in page.extract_text().splitlines() if line.strip()]
+        tokens = [t for line in lines for t in line.split()]
+        # a word broken inside a table shows as two tokens that join into one of its words
+        broken = [a + b for a, b in zip(tokens, tokens[1:]) if a + b in words and a not in words and b not in words]
+        assert not broken, (paper, k, broken)
+        body = [line for line in lines if not line.startswith(footer)]
+        assert len(body) > 2 or len(page.images), (paper, k, body)  # more than a heading
+    text = "\n".join(p.extract_text() for p in reader.pages)
+    # no raw precision (0.2646726442517879): at most 4 significant digits after a decimal point
+    long = [x for x in re.findall(r"\d+\.\d+", text) if len(x.replace(".", "").lstrip("0")) > 4]
+    assert not long, long[:5]
+
+
+def data_ok(text: str) -> bool:
+    return "Committee plan B" in text and "could not be drawn" not in text
+
+
+def test_project_version_is_read_from_pyproject(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "9.8.7"\n')
+    assert memo.project_version(tmp_path) == "9.8.7"
+    assert memo.project_version(tmp_path / "missing") == "unknown"
+
+
+def _tables(doc: str) -> dict[str, list[list[str]]]:
+    """HTML tables by the title above them: rows of cell texts (header row first)."""
+    out = {}
+    for title, body in re.findall(r"<h3>([^<]*)</h3><table>(.*?)</table>", doc, flags=re.S):
+        rows = []
+        for tr in re.findall(r"<tr>(.*?)</tr>", body, flags=re.S):
+            rows.append([re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, flags=re.S)])
+        out.setdefault(title, rows)
+    return out
+
+
+def test_the_html_memo_holds_the_same_numbers_and_svg_charts(plan, expected):
+    _need_browser()
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    doc = memo_html.render(m)
+    t = _tables(doc)
+    row = next(r for r in t["Budget and MOE per level"] if r[:2] == ["COUNTY", "Detailed"])
+    assert row[4:6] == ["8", "0.3"] and row[9:12] == [str(expected["moe_exact"]), str(expected["moe_bound"]),
+                                                      f"✓ meets ({expected['moe_exact']} ≤ 8)"]
+    row = next(r for r in t["Threshold T per level"] if r[:2] == ["COUNTY", "Detailed"])
+    assert row[6] == str(expected["T"])
+    assert doc.count("data:image/svg+xml;base64,") == len(m.figures())
+    assert "2026-05-04 09:30 UTC" in doc and "plotly" not in doc.split("<body>")[1][:2000]
+
+
+def test_without_a_browser_the_memo_still_comes_with_the_charts_data(plan, monkeypatch):
+    from pypdf import PdfReader
+
+    monkeypatch.setattr(images, "available", lambda: (False, "no Chrome or Chromium was found"))
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    doc = memo_html.render(m)
+    assert "no Chrome or Chromium was found" in doc
+    assert doc.count('class="plotly-graph-div"') == len(m.figures())
+    assert doc.count("Plotly.newPlot") == len(m.figures())
+    reader = PdfReader(io.BytesIO(memo_pdf.render(m)))
+    text = "\n".join(p.extract_text() for p in reader.pages)
+    assert "could not be drawn as pictures (no Chrome or Chromium was found)" in text
+    assert "the chart's data; the chart could not be drawn" in text
+    assert sum(len(p.images) for p in reader.pages) == 0
+
+
+def _tiny_png() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 20), "white").save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_a_font_without_greek_letters_spells_them_out(plan, expected):
+    from pypdf import PdfReader
+
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    dot = _tiny_png()
+    data = memo_pdf.render(m, pngs=[dot] * len(m.figures()), font=None)  # the PDF core font
+    text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(data)).pages)
+    assert "rho of the release = max(US, PR)" in text and "floor(1.96sigma)" in text
+    lines = text.splitlines()
+    row = _row(lines, "Threshold T per level", "COUNTY Detailed")
+    assert str(expected["T"]) in row
+
+
+def test_the_comparison_memo_highlights_what_differs(plan):
+    prod = Plan("2020 production plan", production_2020(), planner.production_targets())
+    m = memo.comparison_memo([prod, plan], planner.EXACT, 1e-10, now=NOW,
+                             details={"Committee plan B": ("2026-01-02T03:04:05+00:00", "2026-02-02T00:00:00+00:00",
+                                                           "the June draft")})
+    titles = [s.title for s in m.sections]
+    assert titles[:4] == list(memo.COMPARISON_SECTIONS)
+    assert "Committee plan B: Suppression" in titles and "2020 production plan: Parameters" in titles
+    assert [memo.SHEET_TITLE] + titles == memo.outline([prod, plan])
+    doc = memo_html.render(m, svgs=[b"<svg xmlns='http://www.w3.org/2000/svg'/>"] * len(m.figures()))
+    t = _tables(doc)
+    assert ["Committee plan B", "zCDP", "2026-01-02 03:04:05", "2026-02-02 00:00:00", "the June draft"] in t["The plans"]
+    moe = next(r for r in t["MOE exact"] if r[:2] == ["COUNTY", "Detailed"])
+    assert moe[2:4] == ["11", str(int(budget.moe_for_rho(0.3, 4, 0.1, exact=True)))]
+    # the differing cell is highlighted, the reference is not
+    block = doc.split("<h3>MOE exact</h3>", 1)[1].split("</table>", 1)[0]
+    county = [tr for tr in re.findall(r"<tr>(.*?)</tr>", block, flags=re.S) if ">COUNTY<" in tr][1]
+    cells = re.findall(r'<td class="([^"]*)">', county)
+    assert "hl" in cells[3] and "hl" not in cells[2]
+
+
+def test_a_comparison_needs_two_plans(plan):
+    with pytest.raises(ValueError, match="two or more"):
+        memo.comparison_memo([plan])
+
+
+def test_images_are_drawn_once_per_distinct_figure():
+    import plotly.graph_objects as go
+
+    _need_browser()
+    a = go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).update_layout(height=300)
+    b = go.Figure(go.Scatter(x=[1, 2], y=[4, 3])).update_layout(height=300, title="ρ")
+    out = images.render([a, b, a], "png")
+    assert all(x.startswith(b"\x89PNG") for x in out)
+    assert out[0] == out[2] and out[0] != out[1]
+
+
+def test_no_browser_is_a_plain_error(monkeypatch):
+    import plotly.graph_objects as go
+
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chrome")
+    ok, why = images.available()
+    assert not ok and "apt-get install -y chromium" in why
+    with pytest.raises(images.ImageError, match="no Chrome or Chromium"):
+        images.render([go.Figure()])
+
+
+def test_a_browser_kept_open_draws_the_same_pictures_and_closes():
+    import plotly.graph_objects as go
+
+    _need_browser()
+    a = go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).update_layout(height=300)
+    b = go.Figure(go.Bar(x=["x", "y"], y=[1, 2])).update_layout(height=300)
+    r = images.Renderer(idle=60)
+    try:
+        assert r.start()
+        first = r.render([a, b], "png")
+        assert first == r.render([a, b], "png") == images.render([a, b], "png")  # drawn alike, page kept loaded
+    finally:
+        r.close()
+    assert r._loop is None
+
+
+def test_page_one_national_outcome_is_the_projection_of_each_plan(plan):
+    """The decision sheet's national block is the national projection (issue 23) of each
+    plan on the shipped synthetic profile, named, and differs between plans that differ."""
+    from calculators.projection import project
+    from ui.safetab import projection
+
+    profile = projection.shipped(projection.NATIONAL)
+    assert profile is not None and profile.persons == 330_000_000
+    ref = Plan("2020 production plan", production_2020(), planner.production_targets())
+    (block,) = memo.national_outcome([plan, ref])
+    assert isinstance(block, memo.Table), getattr(block, "text", block)
+    df = block.df.set_index("Plan")
+    for p in (plan, ref):
+        total = project(p.config, profile).frame().query("geo == 'TOTAL'").iloc[0]
+        assert df.loc[p.name, "Groups"] == round(float(total["groups"]))
+        for col, label in (("age4", "Sex × age4"), ("suppressed", "Suppressed"), ("total_only", "Total only")):
+            assert df.loc[p.name, label] == f"{100 * float(total[col]) / float(total['groups']):.1f}%"
+    assert profile.name in block.caption and "synthetic" in block.caption
+    # r = 3 instead of 8 changes which groups are published at every level
+    assert (df.loc[plan.name] != df.loc[ref.name]).any()
+
+
+def test_page_one_says_so_when_the_profile_cannot_be_read(plan, tmp_path):
+    class Broken:
+        name = "broken"
+
+    (block,) = memo.national_outcome([plan], profile=Broken())
+    assert isinstance(block, memo.Text) and block.kind == "warning"
+    assert "national projection could not be made" in block.text

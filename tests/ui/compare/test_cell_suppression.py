@@ -1,0 +1,145 @@
+"""The "Cell suppression" comparison's pure helpers (ui.compare.cell_suppression), on a
+small hand-built input whose counts are known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calculators.levels import PopulationGroupLevel
+from engine.reports.legacy import WITHHELD, LegacyOptions
+from engine.run import prepare
+from tests.engine.conftest import BLOCKS, Dataset, person
+from ui.compare import layout as compare
+from ui.compare import cell_suppression as cmp
+
+LEVEL = PopulationGroupLevel("COUNTY", 2)
+AGES = [10, 30, 50, 70]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """Albanians in two counties of state 01 (42 and 47 persons), a lone boy in the first;
+    every other group is empty or tiny."""
+    ds = Dataset(tmp_path_factory.mktemp("in"))
+    a = {1: [1, 10, 5, 4], 2: [6, 8, 5, 3]}
+    b = {1: [5, 7, 6, 4], 2: [4, 9, 7, 5]}
+    ds.persons = [person(age=AGES[k], sex=s, block=blk, races=("1010",))
+                  for table, blk in ((a, BLOCKS[0]), (b, BLOCKS[3]))
+                  for s, cnt in table.items() for k, n in enumerate(cnt) for _ in range(n)]
+    ds.persons += [person(age=40, block=BLOCKS[4], races=("1020",))]  # one Angolan in state 02
+    ds.config["thresholds_p"]["(COUNTY, 2)"] = [10, 30, 60]
+    ds.write()
+    prepared = prepare(ds.params, ds.data)
+    opts = LegacyOptions(geo="COUNTY", iteration_level=2, min_population=20, ages=4)
+    return cmp.run(prepared, LEVEL, opts, seed=3)
+
+
+def test_the_page_is_registered_under_compare_methods():
+    paths = [m.path for m in compare.METHODS]
+    assert "app_pages/compare/cell_suppression.py" in paths
+    page = compare.METHODS[paths.index("app_pages/compare/cell_suppression.py")]
+    assert page.title == "Cell suppression" and "Massell" in page.source
+
+
+def test_summary_counts_the_same_groups_on_both_sides(study):
+    c = cmp.counts(study, 2)
+    legacy, sp = c[cmp.LEGACY], c[cmp.SAFETAB]
+    t = study.safetab.tables[LEVEL]
+    assert legacy["groups"] == sp["groups"] == t.truth.size
+    assert legacy["groups_published"] == 4  # Albanian alone and in combination, two counties
+    assert sp["groups_published"] == int(t.released.sum())
+    assert sp["cells_published"] == sum(cells.size for _k, cells in study.safetab.cells[LEVEL].values())
+    table = cmp.summary(study, 2)
+    assert list(table.columns) == ["Measure", cmp.LEGACY, cmp.SAFETAB]
+    row = table.set_index("Measure").loc["Groups with a published total"]
+    assert row[cmp.LEGACY].startswith("4 (") and row[cmp.SAFETAB].startswith(f"{sp['groups_published']} (")
+    assert "Computing time" in set(table["Measure"])
+
+
+def test_the_legacy_grid_shows_exact_counts_and_d_with_the_audit_range(study):
+    choices = cmp.table_choices(study)
+    assert len(choices) == 4
+    labels = [lab for lab, _g in choices]
+    assert labels[0].startswith("01001") or labels[0].startswith("01003")
+    g = dict(choices)[[lab for lab in labels if lab.startswith("01001")][0]]
+    grid = cmp.legacy_grid(study, g)
+    assert len(grid) == 8 + 2 + 1
+    boy = grid[(grid.Row == "Male") & (grid.Column == "0-17")].iloc[0]
+    assert boy.Published == WITHHELD and boy.Status == "primary" and boy["True count"] == 1
+    assert boy["Lowest possible"] <= 0 and boy["Highest possible"] >= 4
+    shown = grid[grid.Published != WITHHELD]
+    assert (shown.Published.astype(int) == shown["True count"]).all()
+    withheld = grid[grid.Published == WITHHELD]
+    assert ((withheld["Lowest possible"] <= withheld["True count"])
+            & (withheld["True count"] <= withheld["Highest possible"])).all()
+    fig = cmp.grid_figure(grid, "legacy")
+    assert len(fig.layout.annotations) == len(grid)
+    assert any("D  [" in a.text for a in fig.layout.annotations)
+
+
+def test_the_safetab_grid_is_its_own_noisy_table(study):
+    t = study.safetab.tables[LEVEL]
+    stat = t.stat_level.reshape(-1)
+    g = int(np.flatnonzero(stat >= 1)[0])
+    grid, note = cmp.safetab_grid(study, g)
+    k, cells = study.safetab.cells[LEVEL][g]
+    assert note.startswith(f"Stat level {k}")
+    body = grid[grid.Column != "All ages"]
+    assert len(body) == cells.size and (grid.Status == "noisy").all()
+    male = grid[(grid.Row == "Male") & (grid.Column == "All ages")].Published.astype(int).item()
+    assert male == int(cells[: cells.size // 2].sum())
+    total = grid[grid.Row == "Both sexes"].Published.astype(int).item()
+    assert total == int(t.published.reshape(-1)[g])
+    g0 = int(np.flatnonzero(stat == 0)[0])
+    grid0, note0 = cmp.safetab_grid(study, g0)
+    assert len(grid0) == 1 and ("total" in note0.lower())
+
+
+def test_detail_by_size_and_its_chart(study):
+    df = cmp.detail_by_size(study)
+    assert set(df["Method"]) == {cmp.LEGACY, cmp.SAFETAB}
+    for col in ("Groups with a published total (%)", "Groups with a sex by age table (%)"):
+        assert df[col].between(0, 100).all()
+    legacy = df[df["Method"] == cmp.LEGACY].set_index("Group size")
+    assert legacy.loc["10-99 persons", "Groups with a sex by age table (%)"] == 100.0  # 42 and 47 >= 20
+    assert legacy.loc["1-9 persons", "Groups with a published total (%)"] == 0.0
+    fig = cmp.size_chart(df)
+    assert len(fig.data) == 4 and fig.layout.yaxis.title.text == "Share of groups (%)"
+
+
+def test_audit_frame_lists_withheld_counts_narrowest_first(study):
+    audit = cmp.audit_frame(study)
+    assert {"Geography", "Region", "Group", "Count", "Why withheld", "Lowest possible", "Highest possible",
+            "Width", "Recovered exactly", "Protection met"} <= set(audit.columns)
+    assert (np.diff(audit["Width"].to_numpy()) >= 0).all()
+    boy = audit[(audit.Region == "01001") & (audit.Count == "Male 0-17") & (audit["Iteration code"] == "3001")]
+    assert boy["Why withheld"].item() == "primary" and boy["Protection met"].item()
+    assert "Albanian alone" in set(audit.Group)
+
+
+def test_verdict_states_both_sides_in_numbers(study):
+    text = cmp.verdict(study, 2)
+    c = cmp.counts(study, 2)
+    assert f"exact tables for {c[cmp.LEGACY]['groups_published']:,}" in text
+    assert f"a total for {c[cmp.SAFETAB]['groups_published']:,} groups" in text
+    assert f"±{study.moe_cell}" in text
+
+
+def test_labels_and_durations():
+    assert cmp.level_label(PopulationGroupLevel("COUNTY", 2)) == "COUNTY Detailed, linked to STATE"
+    assert cmp.level_label(PopulationGroupLevel("AIANNH", 2)) == "AIANNH Detailed"
+    assert cmp.seconds(0.0123) == "12 ms" and cmp.seconds(12.34) == "12.3 s"
+    assert len(cmp.legend_frame()) == len(cmp.STATUS_COLORS)
+
+
+def test_paper_numbers_check_massells_statements():
+    t = cmp.paper_numbers().set_index("The paper says")
+    assert t.loc["Audit bounds: each value between 0 and the grand total", "Paper's value"] == "≤ 17"
+    assert "x[0,0] in [0, 5]" in t.loc["Audit bounds: each value between 0 and the grand total", "Computed here"]
+    assert t.loc["Capacity = the cell's value: zero cells protect nothing", "Computed here"] == \
+        "0 (value); 2 with unbounded capacity"
+    assert t.loc["Frozen cells: the largest protection they allow", "Computed here"].startswith("0 of 2")
+    assert t.loc["LP-based suppression protects 3-D tables at the cell level", "Computed here"].startswith("Yes")
+    assert (t.drop("Backtracking across linked tables (60 → 100 units)")["Match"] == "yes").all()
+    assert t.loc["Backtracking across linked tables (60 → 100 units)", "Match"] == "—"

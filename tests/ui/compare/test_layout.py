@@ -1,0 +1,37 @@
+"""The shared layout of the "Compare methods" pages (ui.compare.layout)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+
+from ui.compare import layout as compare
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_overview_table_lists_safetab_p_first_then_every_method():
+    t = compare.overview_table()
+    assert list(t.columns) == ["method", "question it answers", "how it works", "source"]
+    assert t["method"].tolist() == ["SafeTab-P", *[m.title for m in compare.METHODS]]
+    assert t["question it answers"].str.len().min() > 20
+
+
+def test_every_method_page_exists_and_uses_the_shared_layout():
+    for m in compare.METHODS:
+        src = (REPO / m.path).read_text(encoding="utf-8")
+        for part in ("compare.header(", "compare.side_by_side(", "compare.verdict(", "compare.downloads("):
+            assert part in src, f"{m.path} does not call {part}"
+
+
+def test_zip_bytes_writes_frames_as_csv_and_text_as_utf8():
+    df = pd.DataFrame({"level": ["COUNTY", "TRACT"], "mae": [1.5, 2.25]})
+    data = compare.zip_bytes({"errors.csv": df, "note.txt": "Zoë's note", "chart.png": b"\x89PNG"})
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert sorted(zf.namelist()) == ["chart.png", "errors.csv", "note.txt"]
+        assert pd.read_csv(zf.open("errors.csv")).equals(df)
+        assert zf.read("note.txt").decode("utf-8") == "Zoë's note"
+        assert zf.read("chart.png") == b"\x89PNG"

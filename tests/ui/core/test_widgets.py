@@ -1,0 +1,23 @@
+"""ui.core.widgets' pure helpers: the table column widths that keep headers and numbers whole."""
+
+import pandas as pd
+import streamlit as st
+
+from ui.core import widgets
+
+
+def test_a_fixed_width_is_widened_to_the_widest_number_with_separators():
+    df = pd.DataFrame({"Groups": [262_667_218.0, 12.0], "Share": [0.25, 0.5]})
+    cfg = widgets.fit_columns(df, {
+        "Groups": st.column_config.NumberColumn("Groups", width=74, format="localized"),
+        "Share": st.column_config.NumberColumn("Share", width=300, format="%.1f"),
+    })
+    need = widgets.text_px("262,667,218") + widgets.CELL_PADDING_PX
+    assert need > 74 and cfg["Groups"]["width"] == int(need + 0.999)
+    assert cfg["Share"]["width"] == 300  # wide enough already: kept as given
+
+
+def test_a_header_wider_than_its_width_is_kept_whole():
+    df = pd.DataFrame({"A very long column header": [1]})
+    cfg = widgets.fit_columns(df, {"A very long column header": {"width": 20}})
+    assert cfg["A very long column header"]["width"] >= widgets.text_px("A very long column header")

@@ -1,0 +1,710 @@
+"""The decision memo: the current plan, or a comparison of plans, as one document
+(pure; no Streamlit). `ui.committee.memo_html` and `ui.committee.memo_pdf` print it.
+
+A memo opens with a one-page **decision sheet** (`decision_sheet`): the plan(s), the
+release's privacy loss (ρ or ε, unbounded and bounded neighbours, ε at δ), which levels
+meet their MOE targets, the national outcome (share of groups that get each table and
+that are suppressed, from the national projection; `national_outcome`) and what differs
+from the reference plan. The detail follows as an appendix of sections of text, tables
+and figures. Every table and figure is built by the same helpers as the app's pages,
+so the memo shows the numbers the pages show: `ui.core.planner` (plan table, MOEs, summary,
+race multiplicity, MOE against ρ), `ui.safetab.analysis` (adaptive tables and curves,
+suppression thresholds and curves), `ui.core.charts` (the pages' figures), `ui.committee.comparison`
+and `ui.committee.scenario_charts` (plans side by side) and `ui.safetab.run_report` (the last run).
+Levels that share their budget and thresholds have identical curves, so the memo draws
+them once and names them all. Numbers are printed by `memo_text`: budgets and other
+measurements to 4 significant digits, counts whole.
+
+Every memo carries its date, the project version (pyproject.toml), the privacy
+definition and delta, and the MOE method used for the "meets its target" verdicts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from calculators import budget, presets
+from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
+from ui.safetab import analysis
+from ui.core import charts, files, planner
+from ui.committee import comparison, scenario_charts
+from ui.committee.comparison import DIFFERS, Plan, unique_names
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DASH = "—"
+#: Section titles of a plan, of a comparison, and of the last run (the appendix).
+PLAN_SECTIONS = ("Parameters", "Privacy accounting", "Budget and MOE planner", "Adaptive tables", "Suppression")
+COMPARISON_SECTIONS = ("Plans side by side", "By population group level", "Charts that overlay the plans",
+                       "config.json keys that differ")
+RUN_SECTION = "The last run: accuracy"
+SHEET_TITLE = "Decision sheet"
+#: Differences from the reference plan listed on the decision sheet, per plan (the rest
+#: are counted, and listed in the appendix).
+SHEET_DIFFERENCES = 8
+
+
+# ------------------------------------------------------------------ the model
+@dataclass
+class Table:
+    title: str
+    df: pd.DataFrame
+    caption: str = ""
+    #: (row position, column) of cells to highlight (differences between plans).
+    highlight: list[tuple[int, str]] = field(default_factory=list)
+    #: Rows (positions) whose label is highlighted (the row differs).
+    rows: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Figure:
+    title: str
+    fig: go.Figure
+    data: pd.DataFrame
+    caption: str = ""
+    #: Drawn half the page wide (two side by side), else the whole width.
+    half: bool = False
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) in pixels the picture is drawn at: the figure's own height,
+        half or whole page width, so that its text prints at about 7-9 pt."""
+        h = int(self.fig.layout.height or 420)
+        return (HALF_PX, min(h, 380)) if self.half else (FULL_PX, h)
+
+
+#: Pixel widths of half-page and whole-page pictures.
+HALF_PX, FULL_PX = 720, 1100
+
+
+@dataclass
+class Text:
+    text: str
+    kind: str = "p"  # "p", "note" (shaded) or "warning"
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Table | Figure | Text] = field(default_factory=list)
+    level: int = 1
+
+
+@dataclass
+class RunInfo:
+    """The last run of the session, as the memo shows it."""
+
+    summary: pd.DataFrame
+    levels: pd.DataFrame
+    release_report: pd.DataFrame | None
+    trials: pd.DataFrame | None
+    same_plan: bool
+
+
+@dataclass
+class Memo:
+    title: str
+    subtitle: str
+    date: str
+    version: str
+    facts: list[tuple[str, str]]
+    sections: list[Section]
+    #: The decision sheet (page 1): blocks of text and tables, no figures.
+    sheet: list = field(default_factory=list)
+
+    def figures(self) -> list[Figure]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Figure)]
+
+    def tables(self) -> list[Table]:
+        return [b for b in self.sheet if isinstance(b, Table)] + \
+            [b for s in self.sections for b in s.blocks if isinstance(b, Table)]
+
+
+# ------------------------------------------------------------------ formatting
+def project_version(root: Path = ROOT) -> str:
+    """`version` of pyproject.toml ("unknown" if it cannot be read)."""
+    try:
+        with open(root / "pyproject.toml", "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def _slice(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    return df[[c for c in columns if c in df.columns]]
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def number_text(x: float) -> str:
+    """A measured number as the memo prints it: 4 significant digits (2.134, 0.2647,
+    1e-06), whole with thousands separators from 1,000 on (12,346)."""
+    if math.isnan(x):
+        return DASH
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    if abs(x) >= 1000:
+        return f"{round(x):,}"
+    return f"{x:.4g}"
+
+
+def memo_text(value) -> str:
+    """How every memo renderer prints a value: whole numbers with thousands separators,
+    other numbers to 4 significant digits (`number_text`, also inside text cells that
+    hold a bare number, e.g. a config.json value), missing values as a dash."""
+    if value is None or value is pd.NA:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
+        return memo_text(value.item())
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return number_text(value)
+    text = str(value)
+    if _NUMBER.match(text.strip()) and ("." in text or "e" in text.lower()):  # "0600100" is an id: as it is
+        return number_text(float(text))
+    return text
+
+
+cell_text = memo_text  # the renderers' name for it
+
+
+# ------------------------------------------------------------------ one plan
+def _budget_word(cfg) -> str:
+    return planner.units(cfg)["budget"]
+
+
+def _facts(plan: Plan, method: str, delta: float) -> list[tuple[str, str]]:
+    cfg, s = plan.config, planner.plan_summary(plan.config, delta)
+    b = _budget_word(cfg)
+    pure = cfg.privacy_defn == "puredp"
+    out = [
+        ("Plan", plan.name),
+        ("Privacy definition", "pure DP (budgets ε, geometric noise, δ = 0)" if pure
+         else f"zCDP (budgets ρ, discrete Gaussian noise), ε reported at δ = {delta:g}"),
+        (f"{b} of the release = max(US, PR)", f"{cell_text(s['rho_release'])} (bounded neighbours: "
+                                             f"{cell_text(s['rho_release_bounded'])})"),
+    ]
+    if not pure:
+        out.append(("ε of the release (tight / classic)", f"{s['eps_tight']:.4g} / {s['eps_classic']:.4g} "
+                                                          f"(bounded: {s['eps_tight_bounded']:.4g})"))
+    out += [
+        ("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}"),
+        ("r, S, γ, p", f"r = {cfg.max_race_codes}, S = {s['S']}, γ = {cfg.gamma:g}, "
+                       f"p = {cfg.zero_suppression_chance:g}"),
+        ("MOE targets met with", planner.METHOD_SHORT[method]),
+    ]
+    return out
+
+
+def accounting_table(plan: Plan, delta: float) -> pd.DataFrame:
+    """Per level: run, on/off, budget, share of its run, ε of the level alone at δ
+    (unbounded and bounded neighbours; pure DP: ε and 2ε) (SPEC §1)."""
+    cfg = plan.config
+    pure = cfg.privacy_defn == "puredp"
+    t = planner.plan_table(cfg, plan.targets, planner.BOUND)
+    b = _budget_word(cfg)
+    eps, eps_b = [], []
+    for lvl in POPULATION_GROUP_LEVELS:
+        rho = cfg.rho(lvl) if cfg.runs_geo(lvl) else 0.0
+        if rho <= 0:
+            eps.append(None)
+            eps_b.append(None)
+        elif pure:
+            eps.append(float(rho))
+            eps_b.append(float(2 * rho))
+        else:
+            eps.append(float(budget.epsilon_tight(rho, delta)))
+            eps_b.append(float(budget.epsilon_tight(2 * rho, delta)))
+    out = pd.DataFrame({
+        planner.GEO: t[planner.GEO], planner.ITER: t[planner.ITER], planner.RUN: t[planner.RUN],
+        planner.ON: t[planner.ON], b: t[planner.RHO], planner.label(planner.SHARE, cfg): t[planner.SHARE],
+        "ε of the level" + ("" if pure else f" at δ = {delta:g}"): eps,
+        "ε of the level, bounded": eps_b,
+    })
+    return out
+
+
+def _distinct(cfg, levels: Sequence[PopulationGroupLevel]) -> list[list[PopulationGroupLevel]]:
+    """Levels grouped by equal (budget, thresholds): their curves are the same."""
+    groups: dict[tuple, list[PopulationGroupLevel]] = {}
+    for lvl in levels:
+        sig = (cfg.rho(lvl), tuple(cfg.thresholds(lvl)), lvl.is_state_or_above)
+        groups.setdefault(sig, []).append(lvl)
+    return list(groups.values())
+
+
+def _names(levels: Sequence[PopulationGroupLevel]) -> str:
+    return planner.group_name(list(levels))
+
+
+def _chart_groups(groups: list[list[PopulationGroupLevel]]) -> list[list[PopulationGroupLevel]]:
+    """The CHART_GROUPS level groups with most levels, in their order."""
+    keep = sorted(range(len(groups)), key=lambda i: -len(groups[i]))[:CHART_GROUPS]
+    return [groups[i] for i in sorted(keep)]
+
+
+def _more_groups(groups: list[list[PopulationGroupLevel]]) -> str:
+    shown = {id(g) for g in _chart_groups(groups)}
+    rest = [_names(g) for g in groups if id(g) not in shown]
+    return (f"Curves of the other level groups ({'; '.join(rest)}) are like these with their own budget and "
+            "thresholds (the tables above give them); the app's pages draw every level.")
+
+
+def _parameters(plan: Plan) -> pd.DataFrame:
+    """The plan's config.json keys other than the thresholds (which the adaptive-tables
+    section lists per level), folded into two pairs of columns (key, value) to take half
+    the height."""
+    keys = comparison.config_keys([plan])
+    keys = keys.drop(columns=[DIFFERS]).rename(columns={keys.columns[1]: "Value"})
+    keys = keys[~keys[keys.columns[0]].astype(str).str.startswith("thresholds_p")].reset_index(drop=True)
+    half = (len(keys) + 1) // 2
+    left, right = keys.iloc[:half].reset_index(drop=True), keys.iloc[half:].reset_index(drop=True)
+    k, v = keys.columns
+    return pd.DataFrame({k: left[k], v: left[v], f"{k} ": right[k].reindex(left.index).fillna(""),
+                         f"{v} ": right[v].reindex(left.index).fillna("")})
+
+
+#: Level groups whose adaptive-table and suppression curves a one-plan memo draws (the
+#: groups with most levels first); the others are in the tables, and on the app's pages.
+CHART_GROUPS = 3
+
+
+def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief: bool = False) -> list[Section]:
+    """Parameters, privacy accounting, planner, adaptive tables and suppression of one
+    plan. `brief` (a plan of a comparison, whose charts overlay the plans): the tables
+    without the per-level charts."""
+    cfg, targets = plan.config, plan.targets
+    u = planner.units(cfg)
+    b = u["budget"]
+    secs: list[Section] = []
+
+    # --- parameters
+    keys = _parameters(plan)
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[0]}", [
+        Text("The plan's config.json (the thresholds are listed per level under Adaptive tables). Numbers are rounded to 4 significant digits; the exact values are in the plan's "
+             "config.json (Configuration page). MOE targets are the planner's, not part of config.json."),
+        Table("config.json", keys),
+    ]))
+
+    # --- privacy accounting
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[1]}", [
+        Text(("Pure DP: the levels of a run add up (basic composition); US and Puerto Rico persons are "
+              "disjoint, so the release costs the larger run. Bounded neighbours (change one person) cost twice "
+              "unbounded ones (add or remove one person). Smaller ε is more private.") if u["puredp"] else
+             ("zCDP: the levels of a run add up (sequential composition); US and Puerto Rico persons are "
+              "disjoint, so the release costs the larger run. Bounded neighbours (change one person) cost twice "
+              f"unbounded ones (add or remove one person). ε is the (ε, δ)-DP guarantee at δ = {delta:g}: tight "
+              "(Canonne-Kamath-Steinke) and classic ρ + 2√(ρ ln 1/δ). Smaller ρ and ε are more private.")),
+        Table("The release", planner.summary_table(cfg, delta)),
+        Table("Each level", accounting_table(plan, delta),
+              caption=f"ε of one level alone; the release's ε is that of the summed {b}, not the sum of these."),
+    ]))
+
+    # --- planner
+    table = planner.plan_table(cfg, targets, method)
+    missed = planner.missed_targets(table)
+    blocks: list[Table | Figure | Text] = [
+        Text(f"MOE = 95% margin of error of one published stage-2 cell, in persons. Two figures: the design "
+             f"paper's ⌊1.96σ⌋ and the exact {u['law']} MOE (smallest m with P(|noise| ≤ m) ≥ 95%). The verdict "
+             f"uses the {planner.METHOD_SHORT[method]}."),
+        Table("Budget and MOE per level", planner.relabel(table, cfg)),
+    ]
+    if missed:
+        blocks.append(Text(f"{len(missed)} level(s) miss their MOE target: {', '.join(missed)}.", "warning"))
+    if not brief:
+        mt = planner.moe_table(cfg, targets)
+        if len(mt):
+            blocks.append(Table("Noise and MOE of every stage", planner.relabel(mt, cfg),
+                                caption="σ² (b under pure DP) of each stage; MOEs in persons."))
+        rhos = [r for r, _ in planner.rho_groups(cfg)]
+        lo, hi = min([1e-3] + [r / 2 for r in rhos]), max([10.0] + [r * 2 for r in rhos])
+        S = planner.stability_of(cfg)
+        curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
+        points = planner.level_points(cfg, method)
+        blocks.append(Figure(f"MOE against {b}", charts.moe_vs_rho(curve, points, planner.label(
+            planner.METHOD_SHORT[method], cfg), units=u), planner.relabel(curve, cfg),
+            caption=f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels.", half=True))
+        long = planner.race_multiplicity_long(cfg, method)
+        if not long.empty:
+            blocks.append(Figure("Race multiplicity r", charts.race_multiplicity(long, units=u),
+                                 planner.relabel(long, cfg), half=True))
+            blocks.append(Table("MOE by race multiplicity r", planner.race_multiplicity_table(cfg, method),
+                                caption=f"Row r = {cfg.max_race_codes} is this plan; budgets and γ as they are.",
+                                rows=[cfg.max_race_codes - 1]))
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[2]}", blocks))
+
+    # --- adaptive tables
+    levels = cfg.tabulated_levels()
+    blocks = []
+    if levels:
+        blocks.append(Table("Thresholds of every level", analysis.thresholds_table(cfg),
+                            caption="Relative MOE of a cell of the table a threshold opens, for a group exactly at "
+                                    "the threshold spread evenly over the table's cells."))
+        groups = [] if brief else _distinct(cfg, levels)
+        figs = []
+        for grp in _chart_groups(groups):  # the tables, then the charts two by two
+            lvl = grp[0]
+            th = cfg.thresholds(lvl)
+            name = _names(grp)
+            blocks.append(Table(f"{name}: the four possible tables (Θ = {', '.join(f'{t:,}' for t in th)})",
+                                analysis.level_tables(cfg, lvl)))
+            probs = analysis.stat_level_curves(cfg, lvl)
+            figs.append(Figure(f"{name}: which table a group gets",
+                               charts.stat_level_probabilities(probs, th, log_x=True), probs, half=True))
+        blocks += figs
+        if len(groups) > CHART_GROUPS:
+            blocks.append(Text(_more_groups(groups), "note"))
+    else:
+        blocks.append(Text("No population group level is tabulated.", "warning"))
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[3]}", blocks))
+
+    # --- suppression
+    p = cfg.zero_suppression_chance
+    blocks = [Text(f"Zero-suppression chance p = {p:g}. At sub-state levels a total-only (stat level 0) group's "
+                   "total is released only if its noisy value is above T, the smallest count with "
+                   "P(noise ≤ T) ≥ p; released counts are biased upward. State and above are never suppressed.")]
+    if levels:
+        blocks.append(Table("Threshold T per level", analysis.suppression_table(cfg, p)))
+    sub = [lvl for lvl in levels if not lvl.is_state_or_above]
+    if p > 0 and sub and not brief:
+        groups = _distinct(cfg, sub)
+        figs = []
+        for grp in _chart_groups(groups):  # the tables, then the charts two by two
+            lvl = grp[0]
+            sig = analysis.sigmas(cfg, lvl)
+            t = analysis.threshold_for(cfg, lvl, p)
+            curves = analysis.suppression_curves(t, sig["stage2"], noise=sig["noise"])
+            name = _names(grp)
+            figs.append(Figure(f"{name}: chance of suppression (T = {t})",
+                               charts.suppression_probability(curves, t), curves, half=True))
+            ns = sorted({0, max(t // 2, 0), max(t, 0), 2 * max(t, 1)})
+            rows = [{"True count n": n, **analysis.value_at(n, t, sig["stage2"], sig["noise"])} for n in ns]
+            blocks.append(Table(f"{name}: what happens to one true count (bias: E[noise | released])",
+                                pd.DataFrame(rows)))
+        blocks += figs
+        if len(groups) > CHART_GROUPS:
+            blocks.append(Text(_more_groups(groups), "note"))
+    elif p == 0:
+        blocks.append(Text("Suppression is off (p = 0): every total is released."))
+    secs.append(Section(f"{prefix}{PLAN_SECTIONS[4]}", blocks))
+    return secs
+
+
+# ------------------------------------------------------------------ the decision sheet
+def differences(reference: Plan, plan: Plan) -> list[str]:
+    """What differs in `plan` from `reference`, one short line per setting or level:
+    "γ 0.1 → 0.2", "COUNTY Detailed: ρ 0.159 → 0.3, MOE target 11 → 8"."""
+    a, c = reference.config, plan.config
+    out: list[str] = []
+    scalars = (("privacy definition", lambda x: planner.PRIVACY_NAMES[x.privacy_defn]),
+               ("race multiplicity r", lambda x: x.max_race_codes), ("γ", lambda x: x.gamma),
+               ("p (zero-suppression chance)", lambda x: x.zero_suppression_chance),
+               ("negative counts", lambda x: "allowed" if x.allow_negative_counts else "clamped at 0"),
+               ("US run", lambda x: "on" if x.run_us else "off"), ("Puerto Rico run", lambda x: "on" if x.run_pr else "off"),
+               ("US states", lambda x: len(x.state_filter_us)), ("reader", lambda x: x.reader))
+    for name, get in scalars:
+        va, vc = get(a), get(c)
+        if va != vc:
+            out.append(f"{name} {memo_text(va)} → {memo_text(vc)}")
+    for lvl in POPULATION_GROUP_LEVELS:
+        parts = []
+        ra = a.rho(lvl) if a.runs_geo(lvl) else 0.0
+        rc = c.rho(lvl) if c.runs_geo(lvl) else 0.0
+        if ra != rc:
+            unit = "ρ" if a.privacy_defn == c.privacy_defn == "zcdp" else "budget"
+            parts.append(f"{unit} {memo_text(float(ra)) if ra else 'off'} → {memo_text(float(rc)) if rc else 'off'}")
+        ta, tc = reference.targets.get(lvl.key), plan.targets.get(lvl.key)
+        if rc and ta != tc and ta is not None and tc is not None:
+            parts.append(f"MOE target {ta} → {tc}")
+        tha = tuple(a.thresholds(lvl)) if lvl.key in a.thresholds_p else ()
+        thc = tuple(c.thresholds(lvl)) if lvl.key in c.thresholds_p else ()
+        if rc and tha != thc:
+            parts.append(f"Θ {'/'.join(f'{t:,}' for t in tha) or '—'} → {'/'.join(f'{t:,}' for t in thc) or '—'}")
+        if parts:
+            out.append(f"{planner.level_label(lvl)}: {', '.join(parts)}")
+    return out
+
+
+def national_outcome(plans: Sequence[Plan], profile=None) -> list:
+    """NATIONAL PROJECTION BLOCK of the decision sheet (issue 23): the share of the
+    nation's population groups that get each table and that are suppressed, per plan,
+    from the national projection of a group-size profile (`profile`; the shipped
+    synthetic national profile by default), with the profile named.
+
+    The one place page 1 takes the projection from: `ui.safetab.projection.national_outcome`
+    (one row per level and a "TOTAL" row; its attrs name the profile). Without it (an app
+    without the projection, or no profile) the block says so in one line."""
+    try:
+        from ui.safetab.projection import national_outcome as project_plan
+    except ImportError:
+        return [Text("National outcome (share of groups with each table, suppressed): the national projection "
+                     "is not available in this version of the app; the appendix shows the thresholds and "
+                     "suppression rules it would apply.", "note")]
+    rows, attrs = [], {}
+    try:
+        for p in plans:
+            df = project_plan(p.config, profile)
+            attrs = df.attrs
+            total = df[df["geo"] == "TOTAL"].iloc[0]
+            groups = float(total["groups"]) or 1.0
+            rows.append({"Plan": p.name, "Groups": round(float(total["groups"])),
+                         **{label: f"{100 * float(total[col]) / groups:.1f}%" for col, label in (
+                             ("total_only", "Total only"), ("age4", "Sex × age4"), ("age9", "Sex × age9"),
+                             ("age23", "Sex × age23"), ("suppressed", "Suppressed"))}})
+    except Exception as exc:  # noqa: BLE001 - a missing or unreadable profile: said on the sheet
+        return [Text(f"National outcome: the national projection could not be made ({str(exc)[:200]}).",
+                     "warning")]
+    kind = "synthetic" if attrs.get("synthetic") else "CONFIDENTIAL"
+    name = attrs.get("profile", "the national profile")
+    persons = attrs.get("persons")
+    caption = (f"Expected shares of all population groups of the nation, from the projection of each plan on the "
+               f"group-size profile “{name}” ({f'{persons:,} persons, ' if persons else ''}{kind}). Suppressed "
+               "groups are among those with a total only. "
+               + (attrs.get("notice") or ""))
+    return [Table("National outcome: share of groups with each table, and suppressed", pd.DataFrame(rows),
+                  caption=caption.strip())]
+
+
+def _target_line(plan: Plan, method: str) -> str:
+    table = planner.plan_table(plan.config, plan.targets, method)
+    on = table[table[planner.ON]]
+    missed = table[table[planner.STATUS].str.startswith("✗")]
+    if not len(on):
+        return "no level tabulated"
+    if not len(missed):
+        return f"all {len(on)} tabulated levels meet their target"
+    what = "; ".join(f"{r[planner.GEO]} {r[planner.ITER]} (MOE {r[planner.MOE_EXACT if method == planner.EXACT else planner.MOE_BOUND]}"
+                     f" > {r[planner.TARGET]})" for _, r in missed.iterrows())
+    return f"{len(on) - len(missed)} of {len(on)} meet their target; missed: {what}"
+
+
+def decision_sheet(plans: Sequence[Plan], reference: Plan, method: str, delta: float, profile=None) -> list:
+    """Page 1 of the memo: the plans, the release's privacy loss (unbounded and bounded,
+    ε at δ), which levels meet their MOE targets, the national outcome and what differs
+    from the reference plan. Blocks of text and tables only."""
+    names = [p.name for p in plans]
+    privacy = {"": ["Privacy definition", "Release budget, unbounded (add or remove one person)",
+                    "Release budget, bounded (change one person)", f"ε of the release at δ = {delta:g}, unbounded",
+                    f"ε of the release at δ = {delta:g}, bounded"]}
+    for p in plans:
+        s = planner.plan_summary(p.config, delta)
+        pure = p.config.privacy_defn == "puredp"
+        u = "ε" if pure else "ρ"
+        privacy[p.name] = [
+            "pure DP (geometric noise, δ = 0)" if pure else "zCDP (discrete Gaussian noise)",
+            f"{u} = {number_text(float(s['rho_release']))}", f"{u} = {number_text(float(s['rho_release_bounded']))}",
+            f"{number_text(float(s['eps_tight']))}" + (" (δ = 0)" if pure else " (tight)"),
+            f"{number_text(float(s['eps_tight_bounded']))}" + (" (δ = 0)" if pure else " (tight)"),
+        ]
+    targets = pd.DataFrame({"Plan": names, f"MOE targets ({planner.METHOD_SHORT[method]})":
+                            [_target_line(p, method) for p in plans]})
+    blocks: list = [
+        Table("Privacy loss of the release (smaller is more private)", pd.DataFrame(privacy)),
+        Table("Which levels meet their MOE target", targets),
+        *national_outcome(plans, profile),
+    ]
+    rows = []
+    for p in plans:
+        if p is reference:
+            continue
+        diff = differences(reference, p)
+        shown = "; ".join(diff[:SHEET_DIFFERENCES]) if diff else "nothing: the same plan"
+        if len(diff) > SHEET_DIFFERENCES:
+            shown += f"; and {len(diff) - SHEET_DIFFERENCES} more (appendix)"
+        rows.append({"Plan": p.name, f"Differs from {reference.name} in": shown})
+    if rows:
+        blocks.append(Table(f"What differs from the reference plan ({reference.name})", pd.DataFrame(rows)))
+    else:
+        blocks.append(Text(f"This is the reference plan ({reference.name}) itself: nothing differs from it."))
+    return blocks
+
+
+# ------------------------------------------------------------------ the last run
+def run_section(run: RunInfo) -> Section:
+    blocks: list[Table | Figure | Text] = [
+        Text("The last run of this session on the Run page. Errors compare the release with the true counts of "
+             "the confidential input: for checking the plan, NOT FOR RELEASE.", "note"),
+    ]
+    if not run.same_plan:
+        blocks.append(Text("The plan has changed since this run: the run used the plan named below, not "
+                           "necessarily the plan of this memo.", "warning"))
+    blocks.append(Table("The run", run.summary))
+    if len(run.levels):
+        blocks.append(Table("Tables published per level", run.levels))
+    n_trials = int(run.trials["trials"].max()) if run.trials is not None and len(run.trials) else 0
+    for label, rep in (("Accuracy of this release against the truth", run.release_report),
+                       (f"Accuracy over {n_trials} repeated releases", run.trials)):
+        if rep is None or not len(rep):
+            continue
+        plain = analysis.accuracy_plain(rep)
+        blocks.append(Table(label, plain, caption="Observed: 95th percentile of |released − true| (persons); "
+                                                  "predicted: the calculators' 95% MOE."))
+        kinds = list(dict.fromkeys(plain["Published count"]))
+        kind = "total (stat level 0)" if "total (stat level 0)" in kinds else kinds[0]
+        view = analysis.accuracy_view(rep, kind)
+        blocks.append(Figure(f"{label}: observed against predicted, {kind}", charts.accuracy(view), view))
+    return Section(RUN_SECTION, blocks)
+
+
+def run_info(out, meta: dict | None, current_config) -> RunInfo:
+    """A RunInfo of a `ui.safetab.runner.RunOutput` (its own release's accuracy is computed once)."""
+    from ui.safetab import run_report
+
+    return RunInfo(run_report.summary(out, meta), files.stat_level_counts(out.manifest),
+                   run_report.release_accuracy(out), out.trials,
+                   out.config.to_dict() == current_config.to_dict())
+
+
+# ------------------------------------------------------------------ memos
+#: The reference of a one-plan memo's decision sheet.
+REFERENCE = "2020 production plan"
+
+
+def _production() -> Plan:
+    return Plan(REFERENCE, presets.production_2020(), planner.production_targets())
+
+
+def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DEFAULT_DELTA,
+              run: RunInfo | None = None, now: datetime | None = None, profile=None) -> Memo:
+    """The decision memo of one plan: the decision sheet (against the 2020 production
+    plan), then the plan in full as an appendix."""
+    sections = plan_sections(plan, method, delta)
+    if run is not None:
+        sections.append(run_section(run))
+    ref = _production()
+    same = plan.config.to_dict() == ref.config.to_dict() and dict(plan.targets) == dict(ref.targets)
+    sheet = decision_sheet([plan], plan if same else ref, method, delta, profile)
+    return Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
+                _date(now), project_version(), _facts(plan, method, delta), sections, sheet)
+
+
+def _signature(plans: Sequence[Plan], lvl: PopulationGroupLevel) -> tuple:
+    return tuple((p.config.rho(lvl) if p.config.runs_geo(lvl) else 0.0,
+                  tuple(p.config.thresholds(lvl)) if lvl.key in p.config.thresholds_p else (),
+                  planner.stability_of(p.config), p.config.gamma, p.config.privacy_defn,
+                  p.config.zero_suppression_chance) for p in plans) + (lvl.is_state_or_above,)
+
+
+def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: float = planner.DEFAULT_DELTA,
+                    run: RunInfo | None = None, now: datetime | None = None,
+                    details: dict[str, tuple[str, str, str]] | None = None, profile=None) -> Memo:
+    """The decision memo of several plans side by side (the first is the reference): the
+    decision sheet, then the plans side by side, charts that overlay them and each plan's
+    tables as an appendix. `details`: name -> (created, modified, note) of saved
+    scenarios."""
+    if len(plans) < 2:
+        raise ValueError("a comparison needs two or more plans")
+    names = unique_names([p.name for p in plans])
+    plans = [Plan(n, p.config, p.targets) for n, p in zip(names, plans, strict=True)]
+    details = details or {}
+    listing = pd.DataFrame([{
+        "Plan": p.name,
+        "Privacy definition": "pure DP" if p.config.privacy_defn == "puredp" else "zCDP",
+        "Created (UTC)": details.get(p.name, ("", "", ""))[0].replace("T", " ")[:19] or DASH,
+        "Modified (UTC)": details.get(p.name, ("", "", ""))[1].replace("T", " ")[:19] or DASH,
+        "Note": details.get(p.name, ("", "", ""))[2] or DASH,
+    } for p in plans])
+
+    def cmp_table(title: str, df: pd.DataFrame, caption: str = "") -> Table:
+        return Table(title, df, caption, comparison.differing_cells(df, names),
+                     [i for i, d in enumerate(df[DIFFERS]) if d])
+
+    summ = comparison.summary(plans, delta)
+    head = [
+        Text(f"{len(plans)} plans. Highlighted: values that differ from the first plan, {names[0]}; "
+             "rows that differ are marked. Budgets are ρ (zCDP) or ε (pure DP); smaller is more private."),
+        Table("The plans", listing),
+        cmp_table("Settings and privacy accounting", summ),
+    ]
+    if len({p.config.privacy_defn for p in plans}) > 1:
+        head.append(Text("These plans mix zCDP and pure DP: budgets are in different units (ρ and ε). Compare them "
+                         "by their MOEs, thresholds and ε.", "warning"))
+    secs = [Section(COMPARISON_SECTIONS[0], head)]
+    lv_blocks: list[Table | Figure | Text] = []
+    for m, (title, helptext) in comparison.MEASURES.items():
+        df = comparison.by_level(plans, m, method, delta)
+        lv_blocks.append(cmp_table(title, df, helptext))
+        if m in ("epsilon", "moe_exact", "suppression"):
+            lv_blocks.append(Figure(f"{title} by level", scenario_charts.level_bars(
+                df, f"{title} by level, one bar per plan", title, log_y=m != "suppression"), df))
+    secs.append(Section(COMPARISON_SECTIONS[1], lv_blocks))
+
+    ov: list[Table | Figure | Text] = []
+    for defn in ("zcdp", "puredp"):
+        group = [p for p in plans if p.config.privacy_defn == defn]
+        if group:
+            ov.append(Figure(f"MOE against the level budget ({'pure DP' if defn == 'puredp' else 'zCDP'})",
+                             scenario_charts.moe_budget_curves(group, method),
+                             comparison.by_level(group, "moe_exact", method, delta)))
+    seen: dict[tuple, list[PopulationGroupLevel]] = {}
+    for lvl in POPULATION_GROUP_LEVELS:
+        if any(p.config.rho(lvl) > 0 and p.config.runs_geo(lvl) for p in plans):
+            seen.setdefault(_signature(plans, lvl), []).append(lvl)
+    for grp in seen.values():
+        lvl, name = grp[0], _names(grp)
+        ad = scenario_charts.adaptive_data(plans, lvl)
+        if len(ad):
+            fig = scenario_charts.adaptive_overlay(ad, plans, lvl)
+            fig.update_layout(title_text=f"{name}: expected accuracy by true group size, one line per plan")
+            ov.append(Figure(f"{name}: adaptive tables", fig, ad, half=True))
+        sd = scenario_charts.suppression_data(plans, lvl)
+        if len(sd):
+            fig = scenario_charts.suppression_overlay(sd, lvl)
+            fig.update_layout(title_text=f"{name}: suppression by true count, one line per plan")
+            ov.append(Figure(f"{name}: suppression", fig, sd, half=True))
+    secs.append(Section(COMPARISON_SECTIONS[2], ov))
+    keys = comparison.config_keys(plans)
+    diff_keys = keys[keys[DIFFERS]].reset_index(drop=True)
+    secs.append(Section(COMPARISON_SECTIONS[3], [
+        cmp_table("Keys that differ", diff_keys) if len(diff_keys) else Text("The plans' config.json are identical."),
+    ]))
+    for p in plans:  # each plan's own tables; the charts above overlay the plans
+        for s in plan_sections(p, method, delta, prefix=f"{p.name}: ", brief=True):
+            s.level = 2
+            secs.append(s)
+    if run is not None:
+        secs.append(run_section(run))
+    facts = [("Plans", ", ".join(names)), ("Reference (first) plan", names[0]),
+             ("MOE targets met with", planner.METHOD_SHORT[method]),
+             ("δ for ε of zCDP plans", f"{delta:g}")]
+    return Memo(f"SafeTab-P decision memo: {len(plans)} plans compared", ", ".join(names), _date(now),
+                project_version(), facts, secs, decision_sheet(plans, plans[0], method, delta, profile))
+
+
+def outline(plans: Sequence[Plan], with_run: bool = False) -> list[str]:
+    """The titles of the memo of these plans (cheap: nothing computed): the decision
+    sheet, then the appendix's sections."""
+    if len(plans) == 1:
+        titles = list(PLAN_SECTIONS)
+    else:
+        names = unique_names([p.name for p in plans])
+        titles = list(COMPARISON_SECTIONS) + [f"{n}: {t}" for n in names for t in PLAN_SECTIONS]
+    return [SHEET_TITLE] + titles + ([RUN_SECTION] if with_run else [])
+
+
+def appendix_label(i: int) -> str:
+    """The label of the appendix's i-th section (0-based): A, B, ..., Z, AA, AB, ..."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
+def _date(now: datetime | None) -> str:
+    return (now or datetime.now().astimezone()).strftime("%Y-%m-%d %H:%M %Z").strip()

@@ -1,0 +1,466 @@
+"""The decision memo as a PDF (pure; no Streamlit), written with fpdf2.
+
+Landscape US Letter or A4 (`PAPERS`). Page 1 is the decision sheet; the appendix
+follows from page 2, its sections flowing on from one another (a section's heading
+always has its first block under it, so no page holds only a heading), with bookmarks
+per section, page numbers, the memo's date and version on every page. Tables take
+column widths that fit the longest word of every column (a word is never broken
+inside a table; the font shrinks a little for wide tables), numbers printed by
+`ui.committee.memo.memo_text` (4 significant digits, counts whole) and right-aligned. Charts are
+JPEG pictures drawn by `ui.committee.images` at the size they print at (two half-width charts
+side by side), each scaled to fit its page with its axes and legend; without a browser
+the charts' data are listed instead, with a note.
+
+Text needs a Unicode font for ρ, ε, σ², Θ₁, ⌊1.96σ⌋: DejaVu Sans (Debian's
+fonts-dejavu-core, installed with Chromium), else Liberation Sans, else FreeSans, looked
+up in the usual font folders (`find_font`). Characters the font lacks are written in
+plain letters ("rho", "eps", ...), so the PDF is always produced.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from fpdf import FPDF
+
+from ui.committee import images
+from ui.committee.memo import SHEET_TITLE, Figure, Memo, Table, Text, appendix_label, memo_text
+
+#: Font folders searched, in order (Debian/Ubuntu, other Linux, macOS, Windows).
+FONT_DIRS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu", "/usr/share/fonts/TTF",
+             "/usr/share/fonts/truetype/liberation", "/usr/share/fonts/liberation",
+             "/usr/share/fonts/truetype/freefont", "/usr/local/share/fonts", "/Library/Fonts",
+             "C:/Windows/Fonts")
+#: (regular, bold) file names of the fonts tried, best first.
+FONTS = (("DejaVuSans.ttf", "DejaVuSans-Bold.ttf"), ("LiberationSans-Regular.ttf", "LiberationSans-Bold.ttf"),
+         ("FreeSans.ttf", "FreeSansBold.ttf"))
+#: Plain-letter spellings of the symbols the memo uses, for fonts that lack them.
+PLAIN = {
+    "ρ": "rho", "ε": "eps", "σ": "sigma", "γ": "gamma", "δ": "delta", "Θ": "Theta", "θ": "theta",
+    "²": "^2", "₁": "1", "₂": "2", "₃": "3", "ⱼ": "j", "⌊": "floor(", "⌋": ")", "√": "sqrt", "≤": "<=",
+    "≥": ">=", "→": "->", "×": "x", "—": "-", "–": "-", "−": "-", "…": "...", "“": '"', "”": '"', "’": "'",
+    "‘": "'", "·": "*", "✓": "OK", "✗": "X", "∞": "inf", "≈": "~", "Σ": "sum", "μ": "mu",
+}
+#: The paper sizes offered (landscape): fpdf2's names.
+PAPERS = {"A4": "A4", "US Letter": "Letter"}
+PAGE_MARGIN = 12
+HEAD_FILL = (238, 243, 251)
+CELL_FILL = (253, 226, 225)
+ROW_FILL = (255, 243, 205)
+#: Table cell padding (mm) and a little room beyond the text and fpdf2's cell margins.
+PAD = 0.6
+SLACK = 0.8
+#: Gap between two half-width charts (mm).
+GAP = 6.0
+
+
+def find_font(dirs: Sequence[str] = FONT_DIRS) -> tuple[Path, Path | None] | None:
+    """(regular, bold or None) TTF files of the best font found, or None. The folder
+    in $SAFETAB_PDF_FONTS, if set, is searched first."""
+    extra = os.environ.get("SAFETAB_PDF_FONTS", "").strip()
+    folders = ([extra] if extra else []) + list(dirs)
+    for regular, bold in FONTS:
+        for d in folders:
+            r = Path(d) / regular
+            if r.is_file():
+                b = Path(d) / bold
+                return r, (b if b.is_file() else None)
+    return None
+
+
+@lru_cache(maxsize=8)
+def _cmap(path: Path) -> frozenset[int]:
+    from fontTools.ttLib import TTFont
+
+    with TTFont(str(path), lazy=True) as f:
+        return frozenset(f.getBestCmap())
+
+
+class _Doc(FPDF):
+    def __init__(self, memo: Memo, font: tuple[Path, Path | None] | None, paper: str):
+        super().__init__(orientation="L", unit="mm", format=PAPERS.get(paper, paper))
+        self.memo = memo
+        self.set_margins(PAGE_MARGIN, PAGE_MARGIN, PAGE_MARGIN)
+        self.set_auto_page_break(True, margin=PAGE_MARGIN + 4)
+        if font is not None:
+            self.add_font("memo", "", str(font[0]))
+            self.add_font("memo", "B", str(font[1] or font[0]))
+            self.face, self.glyphs = "memo", _cmap(font[0])
+        else:  # the PDF core font: Latin-1 only
+            self.face, self.glyphs = "helvetica", set(range(256))
+        self.set_title(self.t(memo.title))
+        self.set_creator(f"SafeTab-P Studio {memo.version}")
+        #: (page, x, y, w, h) of every chart placed, for the tests' checks of the layout.
+        self.placed: list[tuple[int, float, float, float, float]] = []
+
+    def t(self, text: str) -> str:
+        """Text the font can print (missing symbols spelt in plain letters)."""
+        if all(ord(ch) in self.glyphs or ch == "\n" for ch in text):
+            return text
+        out = []
+        for ch in text:
+            if ord(ch) in self.glyphs or ch == "\n":
+                out.append(ch)
+            else:
+                rep = PLAIN.get(ch, "?")
+                out.append("".join(c for c in rep if ord(c) in self.glyphs) or "?")
+        return "".join(out)
+
+    @property
+    def room(self) -> float:
+        """Height left on the page above the bottom margin (mm)."""
+        return self.page_break_trigger - self.get_y()
+
+    @property
+    def body_height(self) -> float:
+        return self.page_break_trigger - self.t_margin
+
+    def footer(self) -> None:
+        self.set_y(-PAGE_MARGIN)
+        self.set_font(self.face, "", 7)
+        self.set_text_color(90)
+        self.cell(0, 4, self.t(f"{self.memo.title} · {self.memo.date} · SafeTab-P Studio {self.memo.version} · "
+                                f"page {self.page_no()}/{{nb}}"), align="C")
+        self.set_text_color(0)
+
+
+# ------------------------------------------------------------------ tables
+def _word_width(pdf: _Doc, text: str) -> float:
+    return max((pdf.get_string_width(w) for w in text.split()), default=0.0)
+
+
+def _widths(pdf: _Doc, rows: list[list[str]], total: float) -> list[float] | None:
+    """Column widths (mm) at the current font: each at least its longest word (header
+    and cells) plus padding, so no word is ever broken; the space left shared out in
+    proportion to how much more each column's whole texts would take. None if the
+    longest words alone do not fit in `total`."""
+    n = len(rows[0])
+    extra = 2 * PAD + 2 * pdf.c_margin + SLACK  # fpdf2 keeps the padding and a cell margin on each side
+    need = [max(_word_width(pdf, r[j]) for r in rows) + extra for j in range(n)]
+    if sum(need) > total:
+        return None
+    want = [max(min(pdf.get_string_width(r[j]), 0.6 * total) for r in rows) + extra for j in range(n)]
+    want = [max(w, m) for w, m in zip(want, need, strict=True)]
+    if sum(want) <= total:
+        return want
+    spare, more = total - sum(need), [w - m for w, m in zip(want, need, strict=True)]
+    k = spare / sum(more) if sum(more) else 0.0
+    return [m + k * x for m, x in zip(need, more, strict=True)]
+
+
+def _wrap(pdf: _Doc, text: str, width: float) -> list[str]:
+    """Lines of `text` within `width` mm at the current font, broken at spaces only (the
+    column widths of `_widths` fit every word)."""
+    out: list[str] = []
+    for para in text.split("\n"):
+        line = ""
+        for word in para.split(" "):
+            cand = f"{line} {word}" if line else word
+            if line and pdf.get_string_width(cand) > width:
+                out.append(line)
+                line = word
+            else:
+                line = cand
+        out.append(line)
+    return out
+
+
+def _table(pdf: _Doc, t: Table) -> None:
+    """A table drawn cell by cell (fpdf2's own table layout costs a second or more per
+    memo): widths from `_widths`, words never broken, the header repeated on every page
+    the table runs onto, words left and numbers right, highlighted cells and rows."""
+    df = t.df
+    cols = [str(c) for c in df.columns]
+    values = [list(r) for r in df.itertuples(index=False)]
+    rows = [[pdf.t(c) for c in cols]] + [[pdf.t(memo_text(v)) for v in r] for r in values]
+    total = pdf.epw - 0.01
+    size, widths = 8.0, None
+    while widths is None and size >= 5.0:  # the largest font at which no word needs breaking
+        pdf.set_font(pdf.face, "", size)
+        widths = _widths(pdf, rows, total)
+        if widths is None:
+            size -= 0.5
+    if widths is None:  # even at 5 pt: an equal share each (cannot happen with the memo's tables)
+        widths = [total / len(cols)] * len(cols)
+    lh = size * 0.45
+    inner = [w - 2 * PAD - 2 * pdf.c_margin for w in widths]
+    pdf.set_font(pdf.face, "B", size)
+    head = [_wrap(pdf, c, inner[j]) for j, c in enumerate(rows[0])]
+    pdf.set_font(pdf.face, "", size)
+    body = [[_wrap(pdf, c, inner[j]) for j, c in enumerate(r)] for r in rows[1:]]
+    head_h = max(len(c) for c in head) * lh + 2 * PAD
+    heights = [max(len(c) for c in r) * lh + 2 * PAD for r in body]
+    if pdf.room < 6 + head_h + sum(heights[:2]):  # the title with the header and a row or two
+        pdf.add_page()
+    pdf.set_font(pdf.face, "B", 9)
+    pdf.multi_cell(0, 5, pdf.t(t.title), new_x="LMARGIN", new_y="NEXT")
+    hl, marked = set(t.highlight), set(t.rows)
+    pdf.set_draw_color(150)
+    pdf.set_line_width(0.15)
+
+    def draw_row(lines_row, h, bold, fills, aligns):
+        y = pdf.get_y()
+        x = pdf.l_margin
+        pdf.set_font(pdf.face, "B" if bold else "", size)
+        for j, lines in enumerate(lines_row):
+            w = widths[j]
+            fill = fills[j]
+            if fill is not None:
+                pdf.set_fill_color(*fill)
+            pdf.rect(x, y, w, h, style="DF" if fill is not None else "D")
+            for k, line in enumerate(lines):
+                ty = y + PAD + lh * (k + 0.78)
+                if aligns[j] == "R":
+                    tx = x + w - PAD - pdf.c_margin - pdf.get_string_width(line)
+                else:
+                    tx = x + PAD + pdf.c_margin
+                pdf.text(tx, ty, line)
+            x += w
+        pdf.set_y(y + h)
+
+    header_fills = [HEAD_FILL] * len(cols)
+    left = ["L"] * len(cols)
+    draw_row(head, head_h, True, header_fills, left)
+    for i, (lines, h) in enumerate(zip(body, heights, strict=True)):
+        if pdf.get_y() + h > pdf.page_break_trigger:
+            pdf.add_page()
+            draw_row(head, head_h, True, header_fills, left)
+        fills = [CELL_FILL if (i, c) in hl else ROW_FILL if (i in marked and j == 0) else None
+                 for j, c in enumerate(cols)]
+        bold = False
+        aligns = ["L" if isinstance(values[i][j], str) else "R" for j in range(len(cols))]
+        if any(f is CELL_FILL for f in fills):  # highlighted cells in bold, the rest as usual
+            draw_row(lines, h, False, [f if f is not CELL_FILL else CELL_FILL for f in fills], aligns)
+            pdf.set_y(pdf.get_y() - h)
+            x = pdf.l_margin
+            pdf.set_font(pdf.face, "B", size)
+            for j, c in enumerate(cols):
+                if (i, c) in hl:
+                    for k, line in enumerate(lines[j]):
+                        tx = (x + widths[j] - PAD - pdf.c_margin - pdf.get_string_width(line)) if aligns[j] == "R" \
+                            else x + PAD + pdf.c_margin
+                        pdf.text(tx, pdf.get_y() + PAD + lh * (k + 0.78), line)
+                x += widths[j]
+            pdf.set_y(pdf.get_y() + h)
+        else:
+            draw_row(lines, h, bold, fills, aligns)
+    pdf.set_draw_color(0)
+    if t.caption:
+        _caption(pdf, t.caption)
+    pdf.ln(2)
+
+
+def _caption(pdf: _Doc, text: str) -> None:
+    pdf.set_font(pdf.face, "", 7.5)
+    pdf.set_text_color(70)
+    pdf.multi_cell(0, 3.6, pdf.t(text), new_x="LMARGIN", new_y="NEXT", align="L")
+    pdf.set_text_color(0)
+
+
+def _text(pdf: _Doc, b: Text) -> None:
+    pdf.set_font(pdf.face, "", 9)
+    fill = {"note": (243, 243, 243), "warning": (255, 243, 205)}.get(b.kind)
+    if fill:
+        pdf.set_fill_color(*fill)
+    pdf.multi_cell(0, 4.6, pdf.t(b.text), fill=bool(fill), new_x="LMARGIN", new_y="NEXT", align="L")
+    pdf.ln(1.5)
+
+
+# ------------------------------------------------------------------ figures
+def _pixels(img: bytes) -> tuple[int, int]:
+    """(width, height) of a PNG or JPEG picture, read from its header."""
+    if img[:8] == b"\x89PNG\r\n\x1a\n":
+        return struct.unpack(">II", img[16:24])
+    from PIL import Image
+
+    with Image.open(io.BytesIO(img)) as im:
+        return im.size
+
+
+def _fit(pdf: _Doc, w_px: int, h_px: int, width: float, head: float) -> tuple[float, float]:
+    """(w, h) mm of a picture `width` mm wide, made smaller if it would not fit a page
+    with its title (`head` mm) and a caption line: every chart fits its page whole."""
+    h = width * h_px / w_px
+    limit = pdf.body_height - head - 8
+    if h > limit:
+        return limit * w_px / h_px, limit
+    return width, h
+
+
+def _figures(pdf: _Doc, figs: list[Figure], pics: dict[int, bytes | None]) -> None:
+    """One row of charts: a whole-width one, or two half-width ones side by side."""
+    if any(pics[id(f)] is None for f in figs):
+        for f in figs:
+            _table(pdf, Table(f"{f.title} (the chart's data; the chart could not be drawn)", f.data.head(40),
+                              caption=f"First {min(40, len(f.data))} of {len(f.data)} rows." if len(f.data) > 40
+                              else ""))
+        return
+    pdf.set_font(pdf.face, "B", 9)
+    col = (pdf.epw - GAP) / 2 if len(figs) == 2 or figs[0].half else pdf.epw
+    heads = [4.6 * len(pdf.multi_cell(col, 4.6, pdf.t(f.title), dry_run=True, output="LINES", align="L"))
+             for f in figs]
+    head = max(heads)
+    sizes = [_fit(pdf, *_pixels(pics[id(f)]), col, head) for f in figs]
+    caps = 0.0
+    pdf.set_font(pdf.face, "", 7.5)
+    for f in figs:
+        if f.caption:
+            caps = max(caps, 3.6 * len(pdf.multi_cell(col, 3.6, pdf.t(f.caption), dry_run=True, output="LINES")))
+    need = head + max(h for _w, h in sizes) + caps + 3
+    if pdf.room < need:
+        pdf.add_page()
+    top = pdf.get_y()
+    bottom = top
+    for k, f in enumerate(figs):
+        x = pdf.l_margin + k * (col + GAP)
+        w, h = sizes[k]
+        pdf.set_xy(x, top)
+        pdf.set_font(pdf.face, "B", 9)
+        pdf.multi_cell(col, 4.6, pdf.t(f.title), new_x="LEFT", new_y="NEXT", align="L")
+        y = top + head
+        pdf.image(io.BytesIO(pics[id(f)]), x=x, y=y, w=w, h=h)
+        pdf.placed.append((pdf.page_no(), x, y, w, h))
+        yc = y + h + 0.5
+        if f.caption:
+            pdf.set_xy(x, yc)
+            pdf.set_font(pdf.face, "", 7.5)
+            pdf.set_text_color(70)
+            pdf.multi_cell(col, 3.6, pdf.t(f.caption), new_x="LEFT", new_y="NEXT", align="L")
+            pdf.set_text_color(0)
+            yc = pdf.get_y()
+        bottom = max(bottom, yc)
+    pdf.set_xy(pdf.l_margin, bottom + 2)
+
+
+def _rows(blocks: list) -> list:
+    """The blocks with consecutive half-width figures paired into rows (lists)."""
+    out: list = []
+    for b in blocks:
+        if isinstance(b, Figure):
+            if b.half and out and isinstance(out[-1], list) and len(out[-1]) == 1 and out[-1][0].half:
+                out[-1].append(b)
+            else:
+                out.append([b])
+        else:
+            out.append(b)
+    return out
+
+
+def _first_height(pdf: _Doc, block) -> float:
+    """About how much room a block needs to start on a page with its heading (mm)."""
+    if isinstance(block, list):
+        f = block[0]
+        w_px, h_px = f.size
+        col = (pdf.epw - GAP) / 2 if f.half else pdf.epw
+        return min(col * h_px / w_px, pdf.body_height - 20) + 10
+    if isinstance(block, Text):
+        return 12.0
+    return 28.0  # a table's title, header and first rows
+
+
+def _block(pdf: _Doc, b, pics: dict[int, bytes | None]) -> None:
+    if isinstance(b, Text):
+        _text(pdf, b)
+    elif isinstance(b, Table):
+        _table(pdf, b)
+    elif isinstance(b, list):
+        _figures(pdf, b, pics)
+
+
+# ------------------------------------------------------------------ the document
+def pictures(memo: Memo, renderer=None) -> list[bytes]:
+    """JPEG pictures of the memo's figures, each at the size it prints at (half or whole
+    page width), drawn by `renderer` (a `ui.committee.images.Renderer`) or a browser started for
+    them. ImageError if they cannot be drawn."""
+    figs = memo.figures()
+    if not figs:
+        return []
+    draw = renderer.render if renderer is not None else images.render
+    return draw([f.fig for f in figs], fmt="jpeg", sizes=[f.size for f in figs], scale=2.0)
+
+
+def render(memo: Memo, pngs: Sequence[bytes | None] | None = None, charts_note: str = "",
+           font: tuple[Path, Path | None] | None | str = "auto", paper: str = "A4", renderer=None,
+           layout: list | None = None) -> bytes:
+    """The memo as PDF bytes, landscape `paper` ("A4" or "US Letter"). `pngs`: one
+    picture (PNG or JPEG) per figure (in `memo.figures()` order); None draws them with
+    `renderer` or `ui.committee.images` when a browser is found. `font`: "auto" (`find_font`),
+    None (the core Helvetica) or (regular, bold) paths. `layout`, if given, receives
+    (page, x, y, w, h) of every chart placed (mm)."""
+    figs = memo.figures()
+    if pngs is None and figs:
+        try:
+            pngs = pictures(memo, renderer)
+        except images.ImageError as exc:
+            pngs, charts_note = None, charts_note or str(exc)
+    pics = {id(f): (pngs[k] if pngs is not None else None) for k, f in enumerate(figs)}
+    pdf = _Doc(memo, find_font() if font == "auto" else font, paper)
+    pdf.alias_nb_pages()
+
+    # ---- page 1: the decision sheet
+    pdf.add_page()
+    pdf.start_section(pdf.t(SHEET_TITLE), level=0)
+    pdf.set_font(pdf.face, "B", 15)
+    pdf.multi_cell(0, 7, pdf.t(memo.title), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(pdf.face, "", 9)
+    pdf.set_text_color(70)
+    pdf.multi_cell(0, 4.5, pdf.t(f"{SHEET_TITLE} · {memo.subtitle} · {memo.date} · SafeTab-P Studio "
+                                 f"{memo.version}"), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_text_color(0)
+    pdf.ln(1.5)
+    half = pdf.epw / 2
+    pdf.set_font(pdf.face, "B", 8)
+    key_w = min(max((pdf.get_string_width(pdf.t(k)) for k, _v in memo.facts), default=10) + 3, half / 2)
+    y = y_next = pdf.get_y()
+    for i, (k, v) in enumerate(memo.facts):  # two columns of key facts
+        x = pdf.l_margin + (i % 2) * half
+        if i % 2 == 0:
+            y = y_next
+        pdf.set_xy(x, y)
+        pdf.set_font(pdf.face, "B", 8)
+        pdf.multi_cell(key_w, 4.2, pdf.t(k), new_x="RIGHT", new_y="TOP", align="L")
+        y_key = y + 4.2 * len(pdf.multi_cell(key_w, 4.2, pdf.t(k), dry_run=True, output="LINES"))
+        pdf.set_xy(x + key_w, y)
+        pdf.set_font(pdf.face, "", 8)
+        pdf.multi_cell(half - key_w - 2, 4.2, pdf.t(v), new_x="LMARGIN", new_y="NEXT", align="L")
+        y_next = max(y_next, pdf.get_y(), y_key)
+    pdf.set_y(y_next)
+    pdf.ln(2)
+    if charts_note:
+        _text(pdf, Text(f"The charts could not be drawn as pictures ({charts_note}); their data are listed "
+                        "instead.", "warning"))
+    for b in memo.sheet:
+        _block(pdf, b, pics)
+    pdf.set_font(pdf.face, "", 8)
+    pdf.set_text_color(70)
+    pdf.multi_cell(0, 4, pdf.t("Appendix: " + " · ".join(f"{appendix_label(i)}. {s.title}"
+                                                          for i, s in enumerate(memo.sections))),
+                   new_x="LMARGIN", new_y="NEXT")
+    pdf.set_text_color(0)
+
+    # ---- the appendix, from page 2, sections flowing on
+    pdf.add_page()
+    for i, s in enumerate(memo.sections):
+        rows = _rows(s.blocks)
+        title = f"{appendix_label(i)}. {s.title}"
+        need = 10 + sum(_first_height(pdf, r) for r in rows[:2 if rows and isinstance(rows[0], Text) else 1])
+        if i and pdf.room < need:  # a heading always has its first block under it
+            pdf.add_page()
+        elif i:
+            pdf.ln(3)
+        pdf.start_section(pdf.t(title), level=0)
+        pdf.set_font(pdf.face, "B", 13)
+        pdf.set_text_color(31, 90, 166)
+        pdf.multi_cell(0, 6.5, pdf.t(title), new_x="LMARGIN", new_y="NEXT")
+        pdf.set_text_color(0)
+        pdf.ln(1)
+        for b in rows:
+            _block(pdf, b, pics)
+    if layout is not None:
+        layout.extend(pdf.placed)
+    return bytes(pdf.output())

@@ -1,0 +1,148 @@
+"""Undo and redo of plan edits (pure; works on any mutable mapping, e.g. st.session_state).
+
+Every change of the shared plan goes through `ui.core.state.set_config`, which calls
+`record` with the plan as it was just before; `undo` / `redo` hand back the plan to
+restore and move the current one onto the other stack. The history is bounded
+(`LIMIT` steps each way) and kept in the mapping under `K_UNDO` / `K_REDO`, so each
+browser session has its own and nothing is shared between sessions.
+
+A `Snapshot` is what a plan edit can change: the configuration, the planner's MOE
+targets, the plan's name and whether it was edited since it got that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from calculators.config import SafeTabConfig
+
+K_UNDO = "history_undo"
+K_REDO = "history_redo"
+K_BATCH = "history_batch"
+#: Steps kept in each direction (a snapshot is ~3 kB: the history stays under 1 MB).
+LIMIT = 100
+
+
+class Snapshot(NamedTuple):
+    config: SafeTabConfig
+    targets: dict[str, int]
+    source: str
+    edited: bool
+
+    def same_plan(self, other: Snapshot) -> bool:
+        """Same configuration and MOE targets (the name alone is not an edit)."""
+        return self.config.to_dict() == other.config.to_dict() and dict(self.targets) == dict(other.targets)
+
+
+def _stack(store: MutableMapping[str, Any], key: str) -> list[Snapshot]:
+    st = store.get(key)
+    if not isinstance(st, list):
+        st = []
+        store[key] = st
+    return st
+
+
+def record(store: MutableMapping[str, Any], before: Snapshot, after: Snapshot) -> bool:
+    """Remember `before` as the step to undo when a change makes `after` the plan.
+    A change that leaves the plan as it was is not a step. A new step clears redo."""
+    if before.same_plan(after) and before.source == after.source:
+        return False
+    batch = store.get(K_BATCH)
+    if batch is not None:
+        if batch:  # a step of this batch is recorded already: the batch is one step
+            return False
+        store[K_BATCH] = True
+    undo = _stack(store, K_UNDO)
+    undo.append(before)
+    del undo[:-LIMIT]
+    store[K_REDO] = []
+    return True
+
+
+@contextmanager
+def batch(store: MutableMapping[str, Any]) -> Iterator[None]:
+    """Changes made inside are one step to undo (e.g. thresholds set on every level)."""
+    outer = K_BATCH in store and store[K_BATCH] is not None
+    if not outer:
+        store[K_BATCH] = False
+    try:
+        yield
+    finally:
+        if not outer:
+            store[K_BATCH] = None
+
+
+def undo(store: MutableMapping[str, Any], current: Snapshot) -> Snapshot | None:
+    """The plan before the last change (None if there is nothing to undo); `current`
+    becomes the first step to redo."""
+    undo_ = _stack(store, K_UNDO)
+    if not undo_:
+        return None
+    target = undo_.pop()
+    redo_ = _stack(store, K_REDO)
+    redo_.append(current)
+    del redo_[:-LIMIT]
+    return target
+
+
+def redo(store: MutableMapping[str, Any], current: Snapshot) -> Snapshot | None:
+    """The plan the last undo left (None if there is nothing to redo)."""
+    redo_ = _stack(store, K_REDO)
+    if not redo_:
+        return None
+    target = redo_.pop()
+    undo_ = _stack(store, K_UNDO)
+    undo_.append(current)
+    del undo_[:-LIMIT]
+    return target
+
+
+def depth(store: Mapping[str, Any]) -> tuple[int, int]:
+    """(steps that can be undone, steps that can be redone)."""
+    u, r = store.get(K_UNDO), store.get(K_REDO)
+    return (len(u) if isinstance(u, list) else 0, len(r) if isinstance(r, list) else 0)
+
+
+def peek(store: Mapping[str, Any], key: str) -> Snapshot | None:
+    st = store.get(key)
+    return st[-1] if isinstance(st, list) and st else None
+
+
+def describe(a: Snapshot, b: Snapshot, limit: int = 4) -> str:
+    """What differs from plan a to plan b, in a few words (for the buttons' help):
+    the config.json keys that changed, MOE targets, the plan's name."""
+    da, db = a.config.to_dict(), b.config.to_dict()
+    parts: list[str] = []
+    for key in list(da) + [k for k in db if k not in da]:
+        va, vb = da.get(key), db.get(key)
+        if va == vb:
+            continue
+        if key == "thresholds_p" and isinstance(va, dict) and isinstance(vb, dict):
+            for lk in list(va) + [k for k in vb if k not in va]:
+                if va.get(lk) != vb.get(lk):
+                    parts.append(f"thresholds {lk}: {_short(va.get(lk))} → {_short(vb.get(lk))}")
+        else:
+            parts.append(f"{key}: {_short(va)} → {_short(vb)}")
+    if dict(a.targets) != dict(b.targets) and not parts:
+        changed = sorted(k for k in set(a.targets) | set(b.targets) if a.targets.get(k) != b.targets.get(k))
+        parts.append("MOE targets of " + ", ".join(changed))
+    if a.source != b.source:
+        parts.append(f"plan {a.source!r} → {b.source!r}")
+    if not parts:
+        return "no change"
+    more = len(parts) - limit
+    return "; ".join(parts[:limit]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _short(v: Any) -> str:
+    if v is None:
+        return "(absent)"
+    if isinstance(v, list):
+        text = ", ".join(str(x) for x in v)
+    elif isinstance(v, float):
+        text = f"{v:.6g}"
+    else:
+        text = str(v)
+    return text if len(text) <= 40 else text[:37] + "…"

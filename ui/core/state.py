@@ -1,0 +1,286 @@
+"""The one configuration every page shares (st.session_state) and the URL that carries it.
+
+* ``st.session_state["config"]`` — the current `SafeTabConfig` (immutable; changes
+  replace it). Every page reads it through `config()` and changes it through
+  `set_config` / `update`, so a change on one page shows on every page.
+* ``st.session_state["moe_targets"]`` — the planner's MOE target per level key
+  (not a config.json key; see `ui.core.planner`), met by the exact MOE unless the user
+  picks the design-paper bound (``moe_method``).
+* ``st.session_state["plan_change"]`` — a before/after panel the planner shows after
+  a change it made or offers to make (privacy definition, r, gamma).
+* The address bar carries the configuration as ``?config=<token>`` (`ui.core.urlcodec`)
+  whenever it differs from the default 2020 production plan: `sync_url` runs at the
+  end of every script run, `init` restores it when a session starts.
+
+Widgets bound to the configuration use `bind(key, value)` before they are drawn (so
+they always show the current configuration, whichever page changed it) and an
+on_change callback that calls `update`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from calculators import presets
+from calculators.config import ConfigError, SafeTabConfig
+from ui.core import history, planner, urlcodec
+from ui.core.plaintext import plain
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+K_CONFIG = "config"
+K_TARGETS = "moe_targets"
+K_SOURCE = "config_source"
+K_EDITED = "config_edited"
+K_METHOD = "moe_method"
+K_DELTA = "delta"
+K_FLASH = "flash_messages"
+K_CHANGE = "plan_change"
+K_SIDEBAR = "sidebar_signature"
+
+PRODUCTION = "2020 production plan"
+SAMPLE = "sample-data plan"
+
+
+# ------------------------------------------------------------------ locations
+def sample_dir() -> Path:
+    """The shipped sample data (sample_data/, or $SAFETAB_SAMPLE_DIR if set)."""
+    return Path(os.environ.get("SAFETAB_SAMPLE_DIR") or ROOT / "sample_data")
+
+
+def sample_config_path() -> Path:
+    return sample_dir() / "params" / "config.json"
+
+
+def has_sample() -> bool:
+    d = sample_dir()
+    return (d / "params").is_dir() and (d / "data").is_dir()
+
+
+# ------------------------------------------------------------------ init / get
+def init() -> None:
+    """Set up a new session: the configuration of the link, else the 2020 plan.
+
+    Why the 2020 production plan: it is the plan the committee knows and can check
+    (MOE 3 / 11 / 50, rho 2.134 / 0.159 / 0.008), and the sample-data plan has the same
+    budgets; it only scales the thresholds down to a small synthetic nation, which the
+    Run page offers in one click.
+    """
+    ss = st.session_state
+    if K_CONFIG in ss:
+        return
+    ss[K_METHOD] = planner.DEFAULT_METHOD
+    ss[K_DELTA] = planner.DEFAULT_DELTA
+    ss[K_FLASH] = []
+    token = st.query_params.get(urlcodec.PARAM)
+    if token:
+        try:
+            decoded = urlcodec.decode(token)
+            cfg, targets = decoded
+        except ConfigError as exc:
+            flash("error", "The configuration in the link could not be used, so the 2020 production "
+                           "plan is loaded instead:\n" + "\n".join(f"- {p}" for p in exc.problems))
+            load_production()
+            return
+        base = planner.default_targets(cfg, planner.DEFAULT_METHOD)
+        base.update(targets)
+        name = getattr(decoded, "name", None)
+        set_config(cfg, name or "shared link", base)
+        ss[K_EDITED] = bool(getattr(decoded, "edited", False))
+        flash("success", f"Configuration restored from the link{f': {name}' if name else ''}.")
+    else:
+        load_production()
+
+
+def page_setup() -> None:
+    """First line of every page: make sure the page runs inside app.py.
+
+    Streamlit runs a fresh server's first session in its old "pages/ folder" mode when
+    the app has a pages/ folder, so a bookmarked deep link (e.g. /budget?config=...)
+    opened first would run the page alone, without app.py's navigation and shared state.
+    Streamlit leaves that mode as soon as app.py calls st.navigation; this switches it
+    off and reruns, so the request is served by app.py as usual. Outside that case it
+    only makes sure the shared state exists.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a Streamlit without it has no such mode
+        PagesManager = None
+    if PagesManager is not None and getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    init()
+
+
+#: Page controls that keep their value while the user is on other pages (Streamlit
+#: forgets the state of widgets that are not drawn; reassigning it keeps it).
+KEPT_WIDGETS = (
+    "ad_level", "ad_mode", "ad_target", "ad_rule", "ad_log", "sup_level", "sup_frac", "sup_n",
+    "run_source", "run_noise", "run_seed", "gen_persons", "gen_seed", "br_geo", "br_it", "br_search",
+    "br_view", "tv_log", "acc_trials", "w_delta", "sc_compare", "sc_only", "sc_level", "sc_pick",
+    "memo_kind", "pl_tabs", "run_plan", "acc_kind", "rederive_th", "rederive_rel",
+)
+
+
+def keep_widgets() -> None:
+    """Keep the page controls of KEPT_WIDGETS across page changes (call in app.py)."""
+    ss = st.session_state
+    for key in KEPT_WIDGETS:
+        if key in ss:
+            ss[key] = ss[key]
+
+
+def config() -> SafeTabConfig:
+    return st.session_state[K_CONFIG]
+
+
+def targets() -> dict[str, int]:
+    return dict(st.session_state.get(K_TARGETS, {}))
+
+
+def method() -> str:
+    return st.session_state.get(K_METHOD, planner.DEFAULT_METHOD)
+
+
+def delta() -> float:
+    return float(st.session_state.get(K_DELTA, planner.DEFAULT_DELTA))
+
+
+def source_label() -> str:
+    ss = st.session_state
+    name = ss.get(K_SOURCE, PRODUCTION)
+    return f"{name}, edited" if ss.get(K_EDITED) else name
+
+
+# ------------------------------------------------------------------ changes
+def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str, int] | None = None) -> None:
+    """Replace the shared configuration. With `source`, it becomes the plan's name
+    (a preset, a file, a link); without, the current plan is marked edited."""
+    ss = st.session_state
+    old = ss.get(K_CONFIG)
+    before = snapshot() if old is not None else None
+    if targets is None:
+        targets = planner.reconcile_targets(ss.get(K_TARGETS, {}), old, cfg, method())
+    ss[K_CONFIG] = cfg
+    ss[K_TARGETS] = dict(targets)
+    if source is not None:
+        ss[K_SOURCE] = source
+        ss[K_EDITED] = False
+        ss.pop(K_CHANGE, None)  # a before/after panel belongs to the plan it was made for
+    elif old is None or old.to_dict() != cfg.to_dict():
+        ss[K_EDITED] = True
+    if before is not None:  # every change is a step of undo (ui.core.history)
+        history.record(ss, before, snapshot())
+
+
+def snapshot() -> history.Snapshot:
+    """The plan as undo / redo and scenarios see it."""
+    ss = st.session_state
+    return history.Snapshot(config(), targets(), ss.get(K_SOURCE, PRODUCTION), bool(ss.get(K_EDITED)))
+
+
+def restore(snap: history.Snapshot) -> None:
+    """Make a snapshot the plan again (undo / redo; not itself a step)."""
+    ss = st.session_state
+    ss[K_CONFIG], ss[K_TARGETS] = snap.config, dict(snap.targets)
+    ss[K_SOURCE], ss[K_EDITED] = snap.source, snap.edited
+
+
+def update(**changes: Any) -> bool:
+    """Change some keys of the shared configuration; a ConfigError becomes a message."""
+    try:
+        cfg = config().updated(**changes)
+    except ConfigError as exc:
+        flash("error", "That change was not applied:\n" + "\n".join(f"- {p}" for p in exc.problems))
+        return False
+    set_config(cfg)
+    return True
+
+
+def load_production() -> None:
+    set_config(presets.production_2020(), PRODUCTION, planner.production_targets())
+
+
+def load_sample() -> bool:
+    """Load sample_data/params/config.json; False (with a message) if it is missing or bad."""
+    path = sample_config_path()
+    if not path.is_file():
+        flash("warning", f"The sample data's config.json is not there ({path}).")
+        return False
+    try:
+        cfg = SafeTabConfig.read(path)
+    except ConfigError as exc:
+        flash("error", "The sample data's config.json is not valid:\n" + "\n".join(f"- {p}" for p in exc.problems))
+        return False
+    set_config(cfg, SAMPLE, planner.reconcile_targets(planner.production_targets(), presets.production_2020(),
+                                                      cfg, method()))
+    return True
+
+
+def bind(key: str, value: Any) -> None:
+    """Show `value` in the widget `key` (call before drawing the widget)."""
+    st.session_state[key] = value
+
+
+def is_default_plan() -> bool:
+    """True while the plan is the untouched 2020 production plan (the app's default)."""
+    ss = st.session_state
+    return ss.get(K_SOURCE) == PRODUCTION and not ss.get(K_EDITED)
+
+
+# ------------------------------------------------------------------ fragments
+def sidebar_signature() -> tuple:
+    """What the sidebar shows, as a comparable value (`widgets.sidebar_summary` records
+    it each time it draws): the plan's name, its privacy accounting and whether undo and
+    redo are possible. r and gamma are not in it: a change of either redraws only the
+    page's fragment."""
+    cfg = config()
+    n_undo, n_redo = history.depth(st.session_state)
+    return (source_label(), delta(), cfg.privacy_defn, cfg.run_us, cfg.run_pr,
+            tuple(sorted((lvl.key, v) for lvl, v in cfg.budgets().items())), n_undo > 0, n_redo > 0)
+
+
+def fragment_done() -> None:
+    """Last line of a page fragment (`st.fragment`) that may change the plan: keep the
+    address bar in step, and redraw the whole app if the sidebar summary is out of date
+    (a fragment run redraws only itself)."""
+    sync_url()
+    if st.session_state.get(K_SIDEBAR) != sidebar_signature():
+        st.rerun(scope="app")
+
+
+# ------------------------------------------------------------------ messages
+def flash(kind: str, text: str) -> None:
+    """A message shown once, at the top of the next page drawn."""
+    st.session_state.setdefault(K_FLASH, []).append((kind, text))
+
+
+def show_flashes() -> None:
+    """The flashed messages, as plain text: they echo names and values a user gave
+    (`widgets.plain`; issue 21 item 3)."""
+    msgs = st.session_state.get(K_FLASH) or []
+    st.session_state[K_FLASH] = []
+    for kind, text in msgs:
+        {"error": st.error, "warning": st.warning, "success": st.success}.get(kind, st.info)(plain(text))
+
+
+# ------------------------------------------------------------------ the URL
+def current_token() -> str:
+    ss = st.session_state
+    return urlcodec.encode(config(), targets(), name=ss.get(K_SOURCE), edited=bool(ss.get(K_EDITED)))
+
+
+def sync_url() -> None:
+    """Keep ?config=<token> in the address bar in step with the configuration (none
+    for the untouched 2020 production plan, the default)."""
+    token = None if is_default_plan() else current_token()
+    have = st.query_params.get(urlcodec.PARAM)
+    if token is None:
+        if have is not None:
+            del st.query_params[urlcodec.PARAM]
+    elif have != token:
+        st.query_params[urlcodec.PARAM] = token

@@ -1,0 +1,320 @@
+"""Streamlit building blocks: tables and charts with their download buttons, the
+sidebar summary, plain-words problem lists."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ui.core import charts, planner, state, typed
+from ui.core.plaintext import plain  # the pages call it as widgets.plain
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+#: The app's own style sheet (app.py puts it on every page):
+#: * narrower side margins than Streamlit's 5rem, so tables of 10 columns fit beside
+#:   the sidebar at 1280 px (what a laptop shows); at 1920 px the margins are still wide;
+#: * containers keyed with `sticky_key` stay pinned under the page's header while the
+#:   content after them scrolls (messages about a tall table stay in view).
+#: * captions, widget help and placeholders in CAPTION_COLOR (Streamlit's faded grey is
+#:   3.9:1 on white; this one is over 6:1 on both backgrounds);
+#: * a clear outline (FOCUS_COLOR, 3 px) on whatever has keyboard focus.
+CAPTION_COLOR = "#555866"
+FOCUS_COLOR = "#1f5aa6"
+APP_CSS = f"""<style>
+[data-testid='stMainBlockContainer'] {{padding-left: 2.5rem; padding-right: 2.5rem;}}
+[class*='st-key-sticky-'] {{position: sticky; top: 3.75rem; z-index: 5; background: #ffffff;}}
+[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p,
+[data-testid='stWidgetLabel'] [data-testid='stTooltipHoverTarget'] svg,
+[data-testid='stMetricLabel'] svg {{color: {CAPTION_COLOR};}}
+input::placeholder, textarea::placeholder {{color: {CAPTION_COLOR}; opacity: 1;}}
+a:focus-visible, button:focus-visible, [role='tab']:focus-visible, [role='radio']:focus-visible,
+input:focus-visible, textarea:focus-visible, summary:focus-visible,
+[data-testid='stSidebarNav'] a:focus, [data-testid='stSidebarNavLink']:focus {{
+  outline: 3px solid {FOCUS_COLOR} !important; outline-offset: 2px;}}
+</style>"""
+
+
+def fragment_start() -> None:
+    """First line of a page fragment whose controls may change what the sidebar shows
+    (a budget typed in the planner table, p, the thresholds): when a control's callback
+    has already changed it, redraw the whole app at once, rather than drawing the
+    fragment and then the whole app with it again (`state.fragment_done`)."""
+    if state.K_SIDEBAR in st.session_state and st.session_state[state.K_SIDEBAR] != state.sidebar_signature():
+        st.rerun(scope="app")
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG 2 contrast ratio of two colours "#rrggbb" (1 to 21; text needs 4.5, large
+    text and focus outlines 3)."""
+    def lum(h: str) -> float:
+        h = h.lstrip("#")
+        r, g, b = (int(h[i:i + 2], 16) / 255 for i in (0, 2, 4))
+
+        def lin(c: float) -> float:
+            return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def sticky_key(name: str) -> str:
+    """The key of a container that stays in view under the header while the page
+    scrolls past the content after it (`APP_CSS`)."""
+    return f"sticky-{name}"
+
+
+#: Advance widths (px, rounded up to half a pixel) of the characters of Streamlit's table
+#: font (Source Sans, 14 px), as the browser measures them: `text_px` uses them to give
+#: every column at least the width of its header (`fit_columns`).
+_CHAR_PX_GROUPS = {
+    2.5: "ⱼ", 3: " ", 3.5: "',.:;ij|’·", 4: "Il", 4.5: "!()-[]f{}", 5: "/\\rt°", 5.5: "²₁₂₃⌊⌋", 6: "\"*?sz“”",
+    6.5: "cxε", 7: "0123456789#$+<=>FJLY^_ekvy~γ≤≥×–−≈", 7.5: "ESTVXagδθ✗", 8: "ACPRZ`bdhnopquρσ√Σμ",
+    8.5: "BK", 9: "&DG→✓", 9.5: "HNOQUΘ", 10.5: "Mw", 11: "W∞", 11.5: "—", 12: "%@m", 13.5: "…",
+}
+_CHAR_PX = {c: float(w) for w, chars in _CHAR_PX_GROUPS.items() for c in chars}
+#: Table cells keep 8 px of padding on each side (Streamlit's grid theme), and a pixel more.
+CELL_PADDING_PX = 17
+
+
+def text_px(text: str) -> float:
+    """How wide `text` is drawn in a table header or cell (px; unknown characters as
+    wide as "W")."""
+    return sum(_CHAR_PX.get(c, 11.0) for c in str(text))
+
+
+def fit_columns(df: pd.DataFrame, column_config: dict | None) -> dict:
+    """The column configuration with every column at least as wide as its header (and
+    its widest text value): a width given in pixels that would cut the header is
+    widened; other settings are kept."""
+    out = dict(column_config or {})
+    for col in df.columns:
+        cfg = out.get(col, {})
+        if cfg is None:  # a hidden column
+            continue
+        cfg = dict(cfg) if isinstance(cfg, dict) else {"label": cfg} if isinstance(cfg, str) else dict(cfg)
+        width = cfg.get("width")
+        if not isinstance(width, int | float):
+            continue
+        label = cfg.get("label") or str(col)
+        need = text_px(label) + CELL_PADDING_PX
+        # "localized" prints thousands separators like the default: the same width
+        if pd.api.types.is_numeric_dtype(df[col]) and len(df) and cfg.get("type_config", {}).get("format") in (
+                None, "localized"):
+            need = max(need, max(text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}")
+                                 for v in df[col].dropna().head(500)) + CELL_PADDING_PX if df[col].notna().any()
+                       else 0)
+        if width < need:
+            cfg["width"] = int(need + 0.999)
+            out[col] = cfg
+    return out
+
+
+def csv_bytes(df: pd.DataFrame) -> bytes:
+    return df.to_csv(index=False).encode("utf-8")
+
+
+#: What a table shows for a missing value (Streamlit's default is the word "None").
+MISSING = "—"
+
+
+def download_csv(df: pd.DataFrame, filename: str, key: str, label: str | None = None) -> None:
+    """A download button of `df` as CSV, made only when it is clicked (the CSV is not
+    rebuilt and sent on every redraw)."""
+    st.download_button(
+        label or f"Download {filename}", lambda: csv_bytes(df), file_name=filename, mime="text/csv",
+        key=key, on_click="ignore", icon=":material/download:",
+    )
+
+
+def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | None = None,
+          height: int | str = "auto", caption: str | None = None, styler: Any = None,
+          data: pd.DataFrame | None = None) -> None:
+    """A read-only table with a CSV download of exactly its numbers (`data`, when the
+    table shows them differently, e.g. with marks); missing values show as a dash."""
+    st.dataframe(styler if styler is not None else df, hide_index=True, column_config=fit_columns(df, column_config),
+                 height=height, key=key, placeholder=MISSING)
+    if caption:
+        st.caption(caption)
+    download_csv(df if data is None else data, filename, key=f"{key}_csv", label="Download this table (CSV)")
+
+
+def change_table(df: pd.DataFrame, key: str) -> None:
+    """A before / after table of a plan change (`planner.change_table`), with its CSV."""
+    fmt = {c: st.column_config.NumberColumn(format="%.5g") for c in df.columns if c.startswith("Budget")}
+    fmt.update({c: st.column_config.NumberColumn(format="%.3g") for c in df.columns if c.startswith("Level ε")})
+    table(df, f"{key}.csv", key=key, column_config=fmt, height=min(35 * (len(df) + 1) + 3, 420))
+
+
+def plotly(fig: go.Figure, key: str, summary: str | None = None) -> None:
+    """A plotly chart as the app draws every chart: in the figure's own layout
+    (`charts._figure`), its margins sized to its labels (`charts.fit`), not restyled
+    with Streamlit's theme, whose template the browser would merge into the figure on
+    every redraw (about 25 ms per chart and change); with a one-sentence text summary
+    under it (`charts.summary` unless given), for readers who cannot see the chart."""
+    st.plotly_chart(charts.fit(fig), key=key, config=PLOTLY_CONFIG, theme=None)
+    st.caption(summary or charts.summary(fig))
+
+
+def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
+    """A plotly chart with a CSV download of the data it draws."""
+    plotly(fig, key)
+    download_csv(data, filename, key=f"{key}_csv", label="Download the chart's data (CSV)")
+
+
+def number_box(label: str, key: str, rule: typed.Rule, value: float | int, *,
+               on_change: Callable[[Any], str | None] | None = None, help: str | None = None,
+               container: Any = None, placeholder: str | None = None) -> float | int:
+    """A box for a number that is used exactly as typed, or refused with a message
+    right under it (empty, not a number, not a whole number, out of `rule`'s range);
+    never clamped or rounded (`ui.core.typed`). Returns the value in use.
+
+    * Bound to the plan (`on_change` given): `value` is the plan's value; a valid typed
+      value that differs is handed to `on_change`, which applies it (returns None) or
+      refuses it (returns the reason, shown under the box). The box shows the value in
+      use, exactly, whenever it changes elsewhere (undo, another page), and keeps the
+      user's own spelling of the same value ("0.10").
+    * A page's own control (no `on_change`): `value` is its first value; the last valid
+      value typed is kept in the session and returned while a refused text is shown.
+    """
+    ss = st.session_state
+    box = container if container is not None else st
+    err_key, ok_key = f"{key}::refused", f"{key}::value"
+    if on_change is None:
+        if key not in ss:  # first drawn, or back on the page (Streamlit forgets a widget not drawn): the value in use
+            ss[key] = typed.show(ss.get(ok_key, value))
+        _typed_local(key, rule)
+        current = ss.get(ok_key, value)
+        box.text_input(label, key=key, help=help, placeholder=placeholder, on_change=_typed_local,
+                       args=(key, rule))
+    else:
+        err = ss.get(err_key)
+        if err is not None and err[0] != ss.get(key):
+            ss.pop(err_key, None)
+            err = None
+        if err is None and not typed.same(ss.get(key), value, rule):
+            ss[key] = typed.show(value)
+        current = value
+        box.text_input(label, key=key, help=help, placeholder=placeholder, on_change=_typed_changed,
+                       args=(key, rule, value, on_change))
+    err = ss.get(err_key)
+    if err is not None:
+        box.error(f"{err[1]} Still in use: {typed.show(current)}.")  # no icon: narrow columns keep their width
+    return current
+
+
+def typed_value(key: str, default: float | int) -> float | int:
+    """The value in use of a page's own `number_box`: the last valid value typed, else
+    `default`, which becomes its first value (before the box is drawn)."""
+    ss = st.session_state
+    if key not in ss:
+        ss[key] = typed.show(ss.get(f"{key}::value", default))
+        ss.setdefault(f"{key}::value", default)
+    return ss.get(f"{key}::value", default)
+
+
+def _typed_local(key: str, rule: typed.Rule) -> None:
+    """Parse a page's own `number_box` (on_change, so that the value is current before
+    the page's script reads it): keep a valid value, or the reason for refusing."""
+    ss = st.session_state
+    text = ss.get(key)
+    try:
+        ss[f"{key}::value"] = typed.parse(text, rule)
+        ss.pop(f"{key}::refused", None)
+    except typed.Refused as exc:
+        ss[f"{key}::refused"] = (text, str(exc))
+
+
+def plan_update(**changes: Any) -> str | None:
+    """Change keys of the shared plan (for a bound `number_box`): None when applied,
+    else why not (the configuration's own check), shown under the box."""
+    from calculators.config import ConfigError
+
+    try:
+        cfg = state.config().updated(**changes)
+    except ConfigError as exc:
+        return "Not applied: " + "; ".join(exc.problems) + "."
+    state.set_config(cfg)
+    return None
+
+
+def _typed_changed(key: str, rule: typed.Rule, value: float | int, apply: Callable[[Any], str | None]) -> None:
+    """on_change of a bound `number_box`: parse the text; apply a valid new value."""
+    ss = st.session_state
+    text = ss.get(key)
+    try:
+        v = typed.parse(text, rule)
+    except typed.Refused as exc:
+        ss[f"{key}::refused"] = (text, str(exc))
+        return
+    problem = apply(v) if v != value else None
+    if problem:
+        ss[f"{key}::refused"] = (text, problem)
+    else:
+        ss.pop(f"{key}::refused", None)
+
+
+#: Problems listed in a message box before the others are only counted.
+SHOWN_PROBLEMS = 10
+#: The last line of a list of problems cut short (`calculators.config.ConfigError`, `urlcodec.cap_problems`).
+_MORE = re.compile(r"\.\.\. and ([\d,]+) more problems")
+
+
+def problems(title: str, items: Iterable[str], kind: str = "error", total: int | None = None) -> None:
+    """A message box: `title`, then the first SHOWN_PROBLEMS items and the number of the
+    others (`total`, if more were found than given, or the count a ConfigError's last
+    line gives: "... and N more problems"), all as plain text (`plain`)."""
+    items = list(items)
+    if not items:
+        return
+    more = _MORE.fullmatch(str(items[-1]))
+    if more:  # already cut short upstream: count what it left out
+        items = items[:-1]
+        total = max(total or 0, len(items) + int(more[1].replace(",", "")))
+    total = max(total or 0, len(items))
+    shown = [f"- {p}" for p in items[:SHOWN_PROBLEMS]]
+    if total > len(shown):
+        shown.append(f"... and {total - len(shown):,} more")
+    text = plain(title + "\n" + "\n".join(shown))
+    (st.error if kind == "error" else st.warning)(text)
+
+
+def fmt(x: float, digits: int = 4) -> str:
+    """A number as a committee member would quote it."""
+    if x is None:
+        return "—"
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:.{digits}g}"
+
+
+def sidebar_summary() -> None:
+    """The current plan's name and privacy accounting, on every page: what the release
+    costs (SPEC §1) and how many levels are on. r and gamma, which change the noise but
+    not the budget, are shown where they are set (planner, overview), so that changing
+    them redraws only the planner's own part (`state.sidebar_signature`)."""
+    cfg = state.config()
+    s = planner.plan_summary(cfg, state.delta())
+    st.session_state[state.K_SIDEBAR] = state.sidebar_signature()
+    head = f"**Current plan:** {plain(state.source_label())}\n\n"
+    levels = f"{s['levels_tabulated']} of {s['levels_total']} levels on"
+    with st.sidebar:
+        if cfg.privacy_defn == "puredp":
+            st.markdown(
+                f"{head}**Pure DP** (geometric noise): ε release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, "
+                f"PR {s['rho_pr']:.4g}; bounded {s['rho_release_bounded']:.4g}), δ = 0  \n{levels}"
+            )
+            return
+        st.markdown(
+            f"{head}ρ release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, PR {s['rho_pr']:.4g}; "
+            f"bounded {s['rho_release_bounded']:.4g})  \n"
+            f"ε at δ = {s['delta']:g}: **{s['eps_tight']:.2f}** tight, {s['eps_classic']:.2f} classic  \n{levels}"
+        )

@@ -1,0 +1,107 @@
+"""Two statements of the SafeTab-P paper (Section 6.1, "Error bounds") that do not hold
+exactly for the discrete Gaussian, each beside the exact figure (pure helpers, and one
+panel the SafeTab-P pages show).
+
+1. "X in [-floor(1.96 sigma), floor(1.96 sigma)] with probability at least 95%": for
+   the discrete Gaussian the probability is P(|X| <= floor(1.96 sigma)) =
+   1 - 2 sf(floor(1.96 sigma)) (`calculators.discrete_gaussian`), below 95% for about
+   half of all sigma (the floor cuts off up to a unit of the interval).
+2. Corollary 2, "NoisyCount run with rho = 1.92 / floor(MOE)^2 has a 95% MOE of at most
+   MOE": with sigma^2 = 1 / (2 rho) = MOE^2 / 3.84 the exact 95% MOE
+   (`discrete_gaussian.moe`) is MOE up to MOE = 2,632, and larger from 2,633 on
+   (1.96 sigma = 1.0002 MOE outgrows the half unit the discreteness gives).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from calculators import discrete_gaussian as dg
+from calculators import noise_family
+
+#: The range of MOE searched for the last one Corollary 2 holds for.
+COROLLARY_SEARCH = 20_000
+
+
+def coverage(sigma2) -> np.ndarray:
+    """P(|X| <= floor(1.96 sigma)) for the discrete Gaussian of variance parameter sigma^2."""
+    s2 = np.asarray(sigma2, dtype=float)
+    m = np.floor(1.96 * np.sqrt(s2) * (1 + 1e-12))
+    return 1.0 - 2.0 * np.asarray(dg.sf(m, s2), dtype=float)
+
+
+def corollary_2_limit() -> int:
+    """The largest MOE up to which Corollary 2 holds: for every M <= it, the exact 95% MOE
+    at sigma^2 = M^2 / 3.84 is at most M (searched exactly up to `COROLLARY_SEARCH`)."""
+    M = np.arange(1, COROLLARY_SEARCH + 1)
+    exact = np.asarray(dg.moe(M.astype(float) ** 2 / 3.84))
+    bad = np.flatnonzero(exact > M)
+    return int(bad[0]) if len(bad) else COROLLARY_SEARCH  # index of the first failure = last M that holds
+
+
+def statements() -> pd.DataFrame:
+    """The two statements, what the paper claims and the exact figures."""
+    grid = np.linspace(1.0, 100.0, 9901)
+    cov = coverage(grid**2)
+    below = float((cov < 0.95).mean())
+    worst = int(np.argmin(cov))
+    limit = corollary_2_limit()
+    nxt = limit + 1
+    nxt_moe = int(dg.moe(nxt**2 / 3.84))
+    return pd.DataFrame([
+        {"Where": "§6.1", "The paper says": "X in ±⌊1.96σ⌋ with probability at least 95%",
+         "Paper's value": "≥ 95% for every σ",
+         "Exact figure": (f"below 95% for {below:.0%} of σ in [1, 100]; lowest {cov[worst]:.2%} "
+                          f"(σ = {grid[worst]:.2f})"),
+         "Holds": "no"},
+        {"Where": "§6.1, Corollary 2", "The paper says": "ρ = 1.92 / ⌊MOE⌋² gives a 95% MOE of at most MOE",
+         "Paper's value": "every MOE",
+         "Exact figure": f"holds up to MOE {limit:,}; at {nxt:,} the exact MOE is {nxt_moe:,}",
+         "Holds": f"up to {limit:,}"},
+    ])
+
+
+def plan_coverage(config) -> pd.DataFrame:
+    """Statement 1 for the plan's stage-2 cells, level by level (discrete Gaussian plans):
+    sigma, floor(1.96 sigma), the exact probability it covers, and the exact 95% MOE."""
+    from ui.safetab import analysis
+    from ui.core import planner
+
+    rows = []
+    for lvl in config.tabulated_levels():
+        sig = analysis.sigmas(config, lvl)
+        if sig["noise"] != noise_family.GAUSSIAN:
+            continue
+        s2 = sig["stage2"]
+        m = math.floor(1.96 * math.sqrt(s2) * (1 + 1e-12))
+        p = float(coverage(s2))
+        rows.append({"Level": planner.level_label(lvl), "σ (stage 2)": round(math.sqrt(s2), 3), "⌊1.96σ⌋": m,
+                     "P(|X| ≤ ⌊1.96σ⌋)": round(p, 4), "At least 95%": "yes" if p >= 0.95 else "no",
+                     "Exact 95% MOE": int(dg.moe(s2))})
+    return pd.DataFrame(rows)
+
+
+def panel(config) -> None:
+    """The two statements and the plan's levels, in an expander (Streamlit)."""
+    import streamlit as st
+
+    from ui.core import widgets
+
+    with st.expander("Two statements of the SafeTab-P paper that the discrete Gaussian does not meet exactly"):
+        st.markdown("The design paper's Section 6.1 states two error bounds with continuous-Gaussian reasoning. For "
+                    "the discrete Gaussian SafeTab-P draws, the exact figures differ; the planner's exact MOE is "
+                    "the smallest m with P(|X| ≤ m) ≥ 95%.")
+        table = statements()
+        st.table(table.set_index("Where"))  # a static table: the statements wrap, nothing is cut off
+        widgets.download_csv(table, "safetab_paper_statements.csv", key="paper_statements_csv",
+                             label="Download this table (CSV)")
+        levels = plan_coverage(config)
+        if levels.empty:
+            st.caption("This plan uses geometric noise (pure DP): the two statements are about the discrete Gaussian.")
+        else:
+            widgets.table(levels, "floor_1_96_sigma_coverage.csv", key="paper_statements_plan",
+                          caption="This plan's stage-2 cells: how often ⌊1.96σ⌋ covers the noise exactly, and the "
+                                  "exact 95% MOE.")

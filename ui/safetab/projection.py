@@ -1,0 +1,262 @@
+"""The national projection in the app, pure (no Streamlit): the shipped and uploaded
+group-size profiles, the tables the pages show, why the nation differs from the sample
+(scale), and the decision memo's helper `national_outcome`.
+
+The figures are `calculators.projection.project` (SPEC §1: the expected outcome of a plan
+over a histogram of true group sizes, following the engine's rules exactly); this module
+only loads profiles (cached by file, so a control change costs the projection alone)
+and words and labels the results.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calculators.config import SafeTabConfig
+from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
+from calculators.projection import MAX_PROFILE_BYTES, Profile, ProfileError, Projection, project
+from ui.core.plaintext import plain  # names of profiles and files are the user's, never Markdown (issue 21 item 3)
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+PROFILES = ROOT / "sample_data" / "profiles"
+
+NATIONAL, SAMPLE, UPLOADED = "national", "sample", "uploaded"
+#: The shipped profiles: choice -> (file in sample_data/profiles, what the app calls it).
+SHIPPED = {
+    NATIONAL: ("nation330.profile.json.gz", "National: synthetic nation of 330 million persons"),
+    SAMPLE: ("sample.profile.json", "Sample: the shipped 50,000 persons"),
+}
+#: The largest profile file the app accepts from an upload.
+MAX_UPLOAD_BYTES = MAX_PROFILE_BYTES
+
+#: How a statistical agency gets its own profile (shown wherever a projection is).
+HOW_TO_OWN = (
+    "The national profile shipped with the app is **synthetic**: a nation of 330 million invented persons made "
+    "by `python -m engine sample` on the 2020 spec files, so its figures show what a plan does at national "
+    "scale, not what it did to the real 2020 data. A statistical agency computes the profile of its real data "
+    "inside its secure environment with `python -m engine profile PARAMS_DIR DATA_DIR profile.json.gz` (the same "
+    "counting as a run; no noise, minutes at national scale) and loads it here with **Load a profile**, in an "
+    "app running inside that environment. Such a profile is **confidential**: it holds exact counts of the "
+    "data, and so does every projection made from it."
+)
+
+#: Display labels of the projection's columns.
+LABELS = {
+    "groups": "Groups", "total_only": "Total only", "age4": "Sex × age4", "age9": "Sex × age9",
+    "age23": "Sex × age23", "tables": "With a table", "suppressed": "Suppressed", "t1_rows": "T1 rows",
+    "t2_rows": "T2 rows", "mean_abs_error": "Mean |error| of a total",
+}
+LEVEL = "Level"
+
+
+# ------------------------------------------------------------------ profiles
+def shipped_path(which: str) -> Path:
+    return PROFILES / SHIPPED[which][0]
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int, size: int) -> Profile:
+    """A profile file, parsed once per version of the file (the key has its time and size)."""
+    from engine.reports.profile import read_profile
+
+    return read_profile(path)
+
+
+def shipped(which: str) -> Profile | None:
+    """The shipped profile `which` (NATIONAL or SAMPLE), None if the file is not there;
+    ProfileError if it is there but cannot be used."""
+    path = shipped_path(which)
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _load(str(path), st.st_mtime_ns, st.st_size)
+
+
+def available() -> dict[str, str]:
+    """The shipped profiles that are there: choice -> label."""
+    return {k: label for k, (_f, label) in SHIPPED.items() if shipped_path(k).is_file()}
+
+
+def read_upload(raw: bytes, name: str) -> Profile:
+    """An uploaded profile, checked (`calculators.projection.Profile.parse`: bounded, every
+    number finite and whole, counts adding up); ProfileError with a plain message."""
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise ProfileError([f"the file is {len(raw):,} bytes; a profile may have at most {MAX_UPLOAD_BYTES:,}"],
+                           name)
+    if not raw:
+        raise ProfileError(["the file is empty"], name)
+    return Profile.parse(raw, name)
+
+
+def describe(profile: Profile) -> str:
+    """The profile's name (as Markdown-safe text), size and nature (synthetic or CONFIDENTIAL)."""
+    kind = "synthetic (invented persons)" if profile.synthetic else "CONFIDENTIAL"
+    return f"{plain(profile.name)}: {profile.persons:,} persons, {kind}"
+
+
+# ------------------------------------------------------------------ the memo's helper
+def national_outcome(config: SafeTabConfig, profile: Profile | None = None) -> pd.DataFrame:
+    """The national outcome of a plan, per population group level and in total.
+
+    Signature: ``national_outcome(config: SafeTabConfig, profile: Profile | None = None)
+    -> pandas.DataFrame``; no Streamlit. `profile` defaults to the shipped national one
+    (`shipped(NATIONAL)`; ProfileError if it is missing). One row per level the plan
+    tabulates, then a row with geo "TOTAL" (iteration_level missing, level "All levels").
+    Columns: geo, iteration_level, level (label, e.g. "COUNTY Detailed"), groups,
+    total_only, age4, age9, age23 (expected numbers of groups with only a total, or with
+    each sex x age table), suppressed, t1_rows, t2_rows, each with ``_sd`` (standard
+    deviation over the noise), mean_abs_error and mean_abs_error_sd (expected |published
+    - true| of a published total, persons). ``df.attrs`` holds "profile" (its name),
+    "persons", "synthetic", "confidential", "notice" (one sentence) and "notes" (what the
+    projection assumes, e.g. that coterminous copying is ignored).
+    """
+    if profile is None:
+        profile = shipped(NATIONAL)
+        if profile is None:
+            raise ProfileError([f"the shipped national profile {shipped_path(NATIONAL)} is missing"], "app")
+    proj = project(config, profile)
+    df = proj.frame()
+    df.insert(2, "level", [_label(r) for r in proj.rows] + ["All levels"])
+    df.attrs.update(profile=profile.name, persons=profile.persons, synthetic=profile.synthetic,
+                    confidential=profile.confidential, notice=profile.notice, notes=list(proj.notes))
+    return df
+
+
+def _label(row: dict) -> str:
+    return f"{row['geo']} {ITERATION_LEVEL_NAMES[int(row['iteration_level'])]}"
+
+
+# ------------------------------------------------------------------ what the pages show
+def display_table(proj: Projection, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Per level and in total, expected figures rounded to whole groups and rows (the
+    error to 0.1 person); `columns` picks and orders the figures (keys of LABELS)."""
+    columns = columns or ("groups", "tables", "age4", "age9", "age23", "total_only", "suppressed", "t1_rows",
+                          "t2_rows", "mean_abs_error")
+    rows = []
+    for r in proj.rows + [proj.total]:
+        out = {LEVEL: _label(r) if r["geo"] != "TOTAL" else "All levels"}
+        for c in columns:
+            v = r["age4"] + r["age9"] + r["age23"] if c == "tables" else r[c]
+            out[LABELS[c]] = round(v, 1) if c == "mean_abs_error" else (None if math.isnan(v) else int(round(v)))
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def level_summary(proj: Projection, level: PopulationGroupLevel) -> dict | None:
+    """The expected figures of one level with their standard deviations, or None."""
+    r = proj.row(level)
+    if r is None:
+        return None
+    tables = r["age4"] + r["age9"] + r["age23"]
+    return {**r, "tables": tables, "share_tables": tables / r["groups"] if r["groups"] else math.nan,
+            "share_suppressed": r["suppressed"] / r["groups"] if r["groups"] else math.nan}
+
+
+def _median_size(profile: Profile, level: PopulationGroupLevel) -> float:
+    """Median true size of the level's non-empty adaptive groups (nan if none)."""
+    lp = profile.levels.get(level)
+    if lp is None:
+        return math.nan
+    h = lp.adaptive
+    keep = h.sizes > 0
+    sizes, counts = h.sizes[keep], h.counts[keep]
+    if not counts.sum():
+        return math.nan
+    cum = np.cumsum(counts)
+    return float(sizes[np.searchsorted(cum, (cum[-1] + 1) // 2)])
+
+
+def scale_notes(national: Projection, sample: Projection, limit: int = 4) -> list[str]:
+    """Where the national outcome differs from what the sample shows (its expected run) by
+    10 points or more (share of groups with a table, or suppressed), why, in words: the
+    same plan, groups of other sizes (scale). The first item is the explanation; one item
+    per level follows, the largest differences first (at most `limit`)."""
+    diffs = []
+    for r in national.rows:
+        lvl = PopulationGroupLevel(r["geo"], int(r["iteration_level"]))
+        s = sample.row(lvl)
+        if s is None or not r["groups"] or not s["groups"]:
+            continue
+        nat = (r["age4"] + r["age9"] + r["age23"]) / r["groups"]
+        smp = (s["age4"] + s["age9"] + s["age23"]) / s["groups"]
+        nat_sup, smp_sup = r["suppressed"] / r["groups"], s["suppressed"] / s["groups"]
+        gap = max(abs(nat - smp), abs(nat_sup - smp_sup))
+        if gap >= 0.10:
+            diffs.append((gap, lvl, nat, smp, nat_sup, smp_sup))
+    if not diffs:
+        return []
+    diffs.sort(key=lambda d: -d[0])
+    out = [f"Why the nation differs from the {sample.profile.persons:,}-person sample: the plan is the same, the "
+           f"groups are not. A group's table and suppression depend only on its size and the plan; with "
+           f"{national.profile.persons:,} persons the groups are larger, so the same thresholds Θ and "
+           "suppression threshold T fall elsewhere in the distribution of sizes (scale)."]
+    for _gap, lvl, nat, smp, nat_sup, smp_sup in diffs[:limit]:
+        m_nat, m_smp = _median_size(national.profile, lvl), _median_size(sample.profile, lvl)
+        text = (f"{lvl.geo} {ITERATION_LEVEL_NAMES[lvl.iteration_level]}: {_pct(nat)} of groups get a sex × age "
+                f"table nationally, {_pct(smp)} in the sample"
+                + (f"; {_pct(nat_sup)} are suppressed, {_pct(smp_sup)} in the sample" if max(nat_sup, smp_sup) > 0
+                   else ""))
+        if not (math.isnan(m_nat) or math.isnan(m_smp)):
+            text += f" (median non-empty group: {m_nat:,.0f} persons nationally, {m_smp:,.0f} in the sample)"
+        out.append(text + ".")
+    if len(diffs) > limit:
+        out.append(f"{len(diffs) - limit} more level(s) differ by 10 points or more, for the same reason.")
+    return out
+
+
+def _pct(x: float) -> str:
+    if x == 0:
+        return "0 %"
+    if x < 0.001:
+        return "under 0.1 %"
+    return f"{100 * x:.1f} %" if x < 0.1 else f"{100 * x:.0f} %"
+
+
+# ------------------------------------------------------------------ plans side by side
+#: Figures the Scenarios page compares plans on: key -> (title, help).
+MEASURES = {
+    "tables": ("Groups with a table", "Expected groups that get a sex × age table (age4, age9 or age23)."),
+    "age23": ("Groups with sex × age23", "Expected groups that get the most detailed table."),
+    "suppressed": ("Suppressed groups", "Expected groups whose total is suppressed (sub-state levels)."),
+    "t1_rows": ("T1 rows", "Expected published totals."),
+    "t2_rows": ("T2 rows", "Expected published sex × age rows (cells and sex marginals)."),
+    "mean_abs_error": ("Mean |error| of a total", "Expected |published − true| of a published total (persons)."),
+}
+
+
+def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
+    """One row per level (and All levels), one column per plan: the measure's expected
+    national value (rounded as shown); "Differs" when the shown values do not all agree.
+    `plans` are (name, SafeTabConfig) pairs; a level a plan does not tabulate is empty."""
+    projs = [(name, project(cfg, profile)) for name, cfg in plans]
+    labels: list[str] = []
+    values: dict[str, dict[str, float]] = {}
+    for name, proj in projs:
+        values[name] = {}
+        for r in proj.rows + [proj.total]:
+            lab = _label(r) if r["geo"] != "TOTAL" else "All levels"
+            if lab not in labels and lab != "All levels":
+                labels.append(lab)
+            v = r["age4"] + r["age9"] + r["age23"] if measure == "tables" else r[measure]
+            values[name][lab] = v
+    labels.append("All levels")
+    rows = []
+    for lab in labels:
+        row = {LEVEL: lab}
+        vals = []
+        for name, _p in projs:
+            v = values[name].get(lab)
+            if v is not None and not math.isnan(v):
+                v = round(v, 1) if measure == "mean_abs_error" else int(round(v))
+            row[name] = v
+            vals.append(v)
+        present = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        row["Differs"] = len(present) != len(vals) or (len(set(present)) > 1)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,218 @@
+"""The "national outcome" panel the planner, adaptive-tables and suppression pages share,
+and the profile choice behind it (Streamlit; the figures and words are `ui.safetab.projection`).
+
+The chosen profile is one session value (``proj_choice``: national, the sample's, or an
+uploaded one), so every page shows the same nation; an uploaded profile lives in this
+session's memory only (``proj_uploaded``) and is never written to disk.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from calculators.config import SafeTabConfig
+from calculators.levels import PopulationGroupLevel
+from calculators.projection import Profile, ProfileError, Projection, project
+from ui.safetab import projection as pj
+from ui.core import widgets
+
+K_CHOICE = "proj_choice"
+K_UPLOADED = "proj_uploaded"
+
+
+def _options() -> dict[str, str]:
+    opts = dict(pj.available())
+    up = st.session_state.get(K_UPLOADED)
+    if up is not None:
+        opts[pj.UPLOADED] = f"Uploaded: {up.name}"
+    return opts
+
+
+def chosen() -> Profile | None:
+    """The profile of the session's choice (the national one by default); None if no
+    profile is there."""
+    ss = st.session_state
+    opts = _options()
+    choice = ss.get(K_CHOICE, pj.NATIONAL)
+    if choice not in opts:
+        choice = next(iter(opts), None)
+    if choice is None:
+        return None
+    if choice == pj.UPLOADED:
+        return ss[K_UPLOADED]
+    return pj.shipped(choice)
+
+
+def _on_choice(widget: str) -> None:
+    st.session_state[K_CHOICE] = st.session_state[widget]
+
+
+def _on_upload(widget: str) -> None:
+    ss = st.session_state
+    up = ss.get(widget)
+    ss.pop(f"{widget}_error", None)
+    if up is None:
+        return
+    try:
+        if up.size > pj.MAX_UPLOAD_BYTES:
+            raise ProfileError([f"the file is {up.size:,} bytes; a profile may have at most "
+                                f"{pj.MAX_UPLOAD_BYTES:,}"], up.name)
+        prof = pj.read_upload(up.getvalue(), up.name)
+    except ProfileError as exc:
+        ss[f"{widget}_error"] = exc
+        return
+    ss[K_UPLOADED] = prof
+    ss[K_CHOICE] = pj.UPLOADED
+
+
+def picker(key: str) -> Profile | None:
+    """The profile choice (a select box), the upload of one's own, and what the profile
+    is (named; synthetic or CONFIDENTIAL)."""
+    ss = st.session_state
+    opts = _options()
+    if not opts:
+        st.info("No group-size profile is available (sample_data/profiles/ is missing): load one below.")
+    widget = f"{key}_profile"
+    cols = st.columns([2.2, 2.8], vertical_alignment="bottom")
+    if opts:
+        current = ss.get(K_CHOICE, pj.NATIONAL)
+        ss[widget] = current if current in opts else next(iter(opts))
+        cols[0].selectbox("Group-size profile (the nation the figures are for)", list(opts), key=widget,
+                          format_func=opts.get, on_change=_on_choice, args=(widget,),
+                          help="A profile lists how many population groups of each true size a nation has; the "
+                               "outcome of a plan follows from it exactly.")
+    with cols[1].popover("Load a profile", icon=":material/upload_file:"):
+        st.file_uploader("A profile written by `python -m engine profile` (.json or .json.gz)",
+                         type=["json", "gz"], key=f"{widget}_upload", on_change=_on_upload,
+                         args=(f"{widget}_upload",))
+        st.caption("It stays in this session's memory only and is never saved.")
+    err = ss.get(f"{widget}_upload_error")
+    if err is not None:
+        widgets.problems(f"This profile ({err.source or 'the upload'}) cannot be used; the one shown "
+                         "before stays:", err.problems)  # widgets.problems shows them as plain text
+    try:
+        prof = chosen()
+    except ProfileError as exc:
+        widgets.problems("The shipped profile cannot be used:", exc.problems)
+        return None
+    if prof is not None:
+        if prof.confidential:
+            st.error(f"**Profile:** {pj.plain(prof.name)}, {prof.persons:,} persons. {prof.notice} The figures below "
+                     "are computed without noise from it, so they are confidential too.", icon=":material/lock:")
+        else:
+            st.caption(f"**Profile:** {pj.describe(prof)}. "
+                       + prof.notice.removeprefix("SYNTHETIC: ").capitalize())
+    return prof
+
+
+def _projection(config: SafeTabConfig, profile: Profile) -> Projection:
+    return project(config, profile)
+
+
+def scale_words(config: SafeTabConfig, proj: Projection) -> list[str]:
+    """Why the national figures differ from the sample's (when the nation is not the sample)."""
+    sample = pj.shipped(pj.SAMPLE) if pj.SAMPLE in pj.available() else None
+    if sample is None or proj.profile is sample:
+        return []
+    return pj.scale_notes(proj, _projection(config, sample))
+
+
+def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None = None,
+            level: PopulationGroupLevel | None = None, intro: str | None = None) -> Projection | None:
+    """The panel: the profile choice, the plan's expected national outcome per level (with
+    the level `level` in figures first, if given), why it differs from the sample, the
+    projection's notes, how an agency makes its own profile, and the CSV."""
+    st.markdown(intro or "Expected over the noise, per population group level, for **the current plan** "
+                         f"({pj.plain(_plan_name())}).")
+    prof = picker(key)
+    if prof is None:
+        return None
+    proj = _projection(config, prof)
+    if not proj.rows:
+        st.info("The plan tabulates no level this profile holds.")
+        return proj
+    if level is not None:
+        s = pj.level_summary(proj, level)
+        if s is None:
+            st.info(f"The profile has no groups of {level.key}.")
+        else:
+            m = st.columns(5)
+            m[0].metric("Groups", f"{s['groups']:,.0f}")
+            m[1].metric("With a sex × age table", f"{s['tables']:,.0f}")
+            m[2].metric("… of them sex × age23", f"{s['age23']:,.0f}")
+            m[3].metric("Suppressed", f"{s['suppressed']:,.0f}", help=f"± {s['suppressed_sd']:,.0f} (one standard deviation)")
+            m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
+                        help="Expected |published − true| of a published total, in persons.")
+    table = pj.display_table(proj, columns)
+    full = proj.frame()
+    widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full,
+                  height=35 * (len(table) + 1) + 3,
+                  column_config=_columns(table),
+                  caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
+                          f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
+                          "deviation. A group with only a total may have it suppressed (sub-state levels). "
+                          + " ".join(proj.notes))
+    words = scale_words(config, proj)
+    if words:
+        st.info(words[0] + "\n" + "\n".join(f"- {w}" for w in words[1:]), icon=":material/straighten:")
+    with st.expander("Where the profile comes from, and how to use your own"):
+        st.markdown(pj.HOW_TO_OWN)
+    return proj
+
+
+#: The planner's columns: the three sex x age tables counted together ("With table") so that
+#: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
+#: split them.
+PLANNER_COLUMNS = ("groups", "tables", "age23", "total_only", "suppressed", "t1_rows", "t2_rows", "mean_abs_error")
+
+
+#: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
+_HEADERS = {
+    "groups": ("Groups", "Population groups of the level (every region x iteration, empty or not)."),
+    "tables": ("With table", "Groups that get a sex × age table (age4, age9 or age23)."),
+    "age4": ("Sex×age4", "Groups that get sex × age4 (8 cells)."),
+    "age9": ("Sex×age9", "Groups that get sex × age9 (18 cells)."),
+    "age23": ("Sex×age23", "Groups that get sex × age23 (46 cells)."),
+    "total_only": ("Total only", "Groups that publish a total only (stat level 0, suppressed or not, and TotalOnly "
+                                 "groups)."),
+    "suppressed": ("Suppressed", "Groups whose total is suppressed (stat level 0 at sub-state levels)."),
+    "t1_rows": ("T1 rows", "Published totals."),
+    "t2_rows": ("T2 rows", "Published sex × age rows: the cells and two sex marginals of each table."),
+    "mean_abs_error": ("Mean |err|", "Expected |published − true| of a published total, in persons."),
+}
+
+
+def _columns(table) -> dict:
+    cfg = {pj.LEVEL: st.column_config.TextColumn(width=118)}
+    for key, (head, helptext) in _HEADERS.items():
+        label = pj.LABELS[key]
+        if label in table.columns:
+            cfg[label] = st.column_config.NumberColumn(
+                head, help=helptext, width=74, format="%.1f" if key == "mean_abs_error" else "localized")
+    return cfg
+
+
+def _plan_name() -> str:
+    from ui.core import state
+
+    return state.source_label()
+
+
+def compare(plans, names: list[str]) -> None:
+    """Scenarios: the plans side by side on their expected national outcome, one measure
+    at a time, cells that differ from the first plan highlighted."""
+    from ui.committee import comparison
+
+    prof = picker("sc_nat")
+    if prof is None:
+        return
+    ss = st.session_state
+    ss.setdefault("sc_nat_measure", "tables")
+    measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
+                       format_func=lambda m: pj.MEASURES[m][0])
+    df = pj.compare_plans([(n, p.config) for n, p in zip(names, plans)], prof, measure)
+    st.caption(pj.MEASURES[measure][1] + f" Nation: {pj.describe(prof)}. Expected over the noise; a level a plan "
+               "does not tabulate is empty.")
+    widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
+                  styler=comparison.styled(df, names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
+                                                      for n in names}))
