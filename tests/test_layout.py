@@ -112,11 +112,15 @@ ALLOWED = {
     "calculators": ("calculators",),
     "methods": ("methods", "calculators"),
     "engine.errors": (),
+    # leaf helpers every layer may use: numba compilation with its cache fallback, phase timers
+    "engine._jit": (),
+    "engine.timing": (),
     "engine.noise": ("engine.noise",),
-    "engine.inputs": ("engine.inputs", "engine.errors", "calculators"),
-    "engine.tabulation": ("engine.tabulation", "engine.inputs", "engine.errors", "engine.noise", "calculators",
-                          "methods"),
-    "engine.release": ("engine.release", "engine.tabulation", "engine.inputs", "engine.errors", "calculators"),
+    "engine.inputs": ("engine.inputs", "engine.errors", "engine._jit", "calculators"),
+    "engine.tabulation": ("engine.tabulation", "engine.inputs", "engine.errors", "engine.noise", "engine._jit",
+                          "engine.timing", "calculators", "methods"),
+    "engine.release": ("engine.release", "engine.tabulation", "engine.inputs", "engine.errors", "engine._jit",
+                       "calculators"),
     "engine.synthetic": ("engine.synthetic", "engine.inputs", "engine.errors", "calculators"),
 }
 

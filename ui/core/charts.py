@@ -11,7 +11,9 @@ make_subplots) validates every step and costs several times more, on every redra
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -94,18 +96,27 @@ def _kind(t) -> str:
     return "lines" if "lines" in (t.mode or "lines") else "points"
 
 
+def _words(text: str | None) -> str | None:
+    """A chart text (plotly's pseudo-HTML: <br>, <b>, &lt; for a user's '<') as the words
+    a reader sees; plain text, to be shown with `ui.plaintext.plain`."""
+    if text is None:
+        return None
+    return html.unescape(re.sub(r"<[^>]*>", "", re.sub(r"(?i)<br\s*/?>", " ", str(text))))
+
+
 def summary(fig: go.Figure) -> str:
     """One sentence that says what a chart shows, for readers who cannot see it: its
     title, what is plotted against what, and its series (the numbers are in the chart's
-    CSV download beside it)."""
+    CSV download beside it). Plain text: series names are users' plan names, so the
+    caller shows it with `ui.plaintext.plain` (`ui.core.widgets.plotly` does)."""
     lay = fig.layout
-    title = (lay.title.text or "Chart").rstrip(".")
-    x = lay.xaxis.title.text if lay.xaxis and lay.xaxis.title else None
-    y = lay.yaxis.title.text if lay.yaxis and lay.yaxis.title else None
+    title = (_words(lay.title.text) or "Chart").rstrip(".")
+    x = _words(lay.xaxis.title.text) if lay.xaxis and lay.xaxis.title else None
+    y = _words(lay.yaxis.title.text) if lay.yaxis and lay.yaxis.title else None
     by_kind: dict[str, list[str]] = {}
     for t in fig.data:
         if t.showlegend is not False:
-            by_kind.setdefault(_kind(t), []).append(t.name or "")
+            by_kind.setdefault(_kind(t), []).append(_words(t.name) or "")
     parts = []
     for kind, names in by_kind.items():
         named = [n for n in names if n]

@@ -161,7 +161,7 @@ def plotly(fig: go.Figure, key: str, summary: str | None = None) -> None:
     every redraw (about 25 ms per chart and change); with a one-sentence text summary
     under it (`charts.summary` unless given), for readers who cannot see the chart."""
     st.plotly_chart(charts.fit(fig), key=key, config=PLOTLY_CONFIG, theme=None)
-    st.caption(summary or charts.summary(fig))
+    st.caption(plain(summary or charts.summary(fig)))  # series are named after plans: shown as typed
 
 
 def chart(fig: go.Figure, data: pd.DataFrame, filename: str, key: str) -> None:
@@ -280,10 +280,12 @@ def problems(title: str, items: Iterable[str], kind: str = "error", total: int |
         items = items[:-1]
         total = max(total or 0, len(items) + int(more[1].replace(",", "")))
     total = max(total or 0, len(items))
-    shown = [f"- {p}" for p in items[:SHOWN_PROBLEMS]]
+    # a Markdown list of escaped items: each problem its own list item (read one by one,
+    # and kept in view one by one), nothing in it ever read as Markdown
+    shown = [f"- {plain(p)}" for p in items[:SHOWN_PROBLEMS]]
     if total > len(shown):
-        shown.append(f"... and {total - len(shown):,} more")
-    text = plain(title + "\n" + "\n".join(shown))
+        shown.append(f"- {plain(f'... and {total - len(shown):,} more')}")
+    text = plain(title) + "\n\n" + "\n".join(shown)
     (st.error if kind == "error" else st.warning)(text)
 
 

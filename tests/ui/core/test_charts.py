@@ -89,3 +89,20 @@ def test_accuracy_chart_rows_are_sorted_and_plainly_labelled():
     fig = charts.accuracy(view)
     assert list(fig.data[0].y) == list(view["Groups"])
     assert fig.data[0].name.startswith("observed") and "_" not in fig.data[0].name + fig.data[1].name
+
+
+def test_the_summary_is_the_words_a_reader_sees_and_names_stay_as_typed():
+    """Plan names reach plotly HTML-escaped (scenario_charts); the summary gives them back
+    exactly as typed, without plotly's own markup, and shown through `plain` nothing in
+    it can become a link or an image (issue 21 item 3)."""
+    from ui.committee import scenario_charts
+    from ui.core.plaintext import plain
+
+    name = "![x](http://attacker.invalid/p.png) <b>bold</b> & co"
+    fig = go.Figure(go.Bar(x=["a"], y=[1], name=scenario_charts._text(name)))
+    fig.update_layout(title="Budget<br>by level", xaxis_title="level", yaxis_title="<b>ρ</b>")
+    text = charts.summary(fig)
+    assert name in text and "Budget by level" in text and ": ρ against level" in text
+    assert "&lt;" not in text and "<br>" not in text
+    shown = plain(text)
+    assert "](" not in shown and "![" not in shown  # escaped: no Markdown link or image syntax left
