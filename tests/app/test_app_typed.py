@@ -8,7 +8,7 @@ import pytest
 
 from calculators.levels import PopulationGroupLevel
 from calculators.presets import production_2020
-from tests.app.conftest import config, open_app, texts
+from tests.app.conftest import config, open_app, shown, texts
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 
@@ -100,7 +100,7 @@ def test_zcdp_to_pure_dp_and_back_restores_the_plan_exactly():
 def test_every_chart_comes_with_its_text_summary(page):
     at = open_app(page)
     charts = at.get("plotly_chart")
-    summaries = [c.value for c in at.caption if c.value.startswith("Chart summary: ")]
+    summaries = [c.value for c in at.caption if shown(c.value).startswith("Chart summary: ")]  # escaped as plain text
     assert charts and len(summaries) == len(charts)
 
 
