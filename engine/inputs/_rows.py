@@ -19,6 +19,45 @@ OK, NULL_FIRST, NOT_A_CODE, AFTER_NULL = 0, 1, 2, 3
 
 
 @jit()
+def _race_set(vals, limit, race, i):
+    """Row i of `race`: the distinct codes of the first `limit` columns of `vals`,
+    ascending (insertion sort of <= 8), then -1; returns whether a later column holds a
+    code that is not among them (the person's race is truncated by r)."""
+    m = 0
+    for j in range(limit):
+        v = vals[j]
+        if v < 0:
+            continue
+        dup = False
+        for q in range(m):
+            if race[i, q] == v:
+                dup = True
+                break
+        if dup:
+            continue
+        q = m
+        while q > 0 and race[i, q - 1] > v:
+            race[i, q] = race[i, q - 1]
+            q -= 1
+        race[i, q] = v
+        m += 1
+    for q in range(m, 8):
+        race[i, q] = -1
+    for j in range(limit, 8):
+        v = vals[j]
+        if v < 0:
+            continue
+        found = False
+        for q in range(m):
+            if race[i, q] == v:
+                found = True
+                break
+        if not found:
+            return True
+    return False
+
+
+@jit()
 def race_rows(i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, limit, race, truncated, kind):
     """For each row: the problems of its 8 QRACE cells (`kind`), its distinct codes
     among QRACE1..QRACE{limit} in ascending order, -1 padded (`race`), and whether a
@@ -54,40 +93,7 @@ def race_rows(i0, i1, i2, i3, i4, i5, i6, i7, l0, l1, l2, l3, l4, l5, l6, l7, li
             kind[i, j] = k
             if k != OK:
                 problems += 1
-        # distinct codes of the first `limit` columns, ascending (insertion sort of <= 8)
-        m = 0
-        for j in range(limit):
-            v = vals[j]
-            if v < 0:
-                continue
-            dup = False
-            for q in range(m):
-                if race[i, q] == v:
-                    dup = True
-                    break
-            if dup:
-                continue
-            q = m
-            while q > 0 and race[i, q - 1] > v:
-                race[i, q] = race[i, q - 1]
-                q -= 1
-            race[i, q] = v
-            m += 1
-        for q in range(m, 8):
-            race[i, q] = -1
-        t = False
-        for j in range(limit, 8):
-            v = vals[j]
-            if v < 0:
-                continue
-            found = False
-            for q in range(m):
-                if race[i, q] == v:
-                    found = True
-                    break
-            if not found:
-                t = True
-        truncated[i] = t
+        truncated[i] = _race_set(vals, limit, race, i)
     return problems
 
 
@@ -169,39 +175,7 @@ def encode_rows(age_i, age_v, sex_i, sex_v, hh_i, hh_ok, cen_i, cen_ok, block,
         if not good:
             bad += 1
             continue
-        m = 0
-        for j in range(limit):
-            v = vals[j]
-            if v < 0:
-                continue
-            dup = False
-            for q in range(m):
-                if race[i, q] == v:
-                    dup = True
-                    break
-            if dup:
-                continue
-            q = m
-            while q > 0 and race[i, q - 1] > v:
-                race[i, q] = race[i, q - 1]
-                q -= 1
-            race[i, q] = v
-            m += 1
-        for q in range(m, 8):
-            race[i, q] = -1
-        t = False
-        for j in range(limit, 8):
-            v = vals[j]
-            if v < 0:
-                continue
-            found = False
-            for q in range(m):
-                if race[i, q] == v:
-                    found = True
-                    break
-            if not found:
-                t = True
-        truncated[i] = t
+        truncated[i] = _race_set(vals, limit, race, i)
         eth[i] = e
         cell[i] = s * 23 + age_bin[a]
     return bad
