@@ -29,7 +29,7 @@ and its workers together (pages shared by the fork counted once), sampled every 
     flock /work/bigjob.lock python benchmarks/bench_study.py --data /work/data/h24/n100m-pq --trials 3
     flock /work/bigjob.lock python benchmarks/bench_study.py --data /work/data/h24/n100m-pq --trials 5 \
         --jobs 2 --layouts both
-    python benchmarks/bench_study.py --small                       # seconds (CI)
+    python benchmarks/bench_study.py --small                       # seconds (CI; --jobs 2 too)
 """
 
 from __future__ import annotations
@@ -161,6 +161,21 @@ def study(root: Path, out: Path, trials: int, layout: str, jobs: int = 1) -> dic
             "first_trial": one, "parallel_per_trial": parallel}
 
 
+def _show(layout: str, r: dict) -> dict:
+    """Print one study's figures; returns them."""
+    per, fixed = r["per_trial"], r["fixed"]
+    print(f"{layout:>10}: {r['trials']} trials, --jobs {r['jobs']}: {r['wall']:8.1f} s wall / {r['cpu']:8.1f} s "
+          f"CPU (peak {r['peak_gb']:.2f} GB in one process, {r['pss_gb']:.2f} GB PSS of all); per trial "
+          f"{per['wall']:.2f} s wall / {per['cpu']:.2f} s CPU, fixed {fixed['wall']:.1f} s / "
+          f"{fixed['cpu']:.1f} s ({r['load'][0]} before, {r['load'][1].split(' on ')[0]} after)", flush=True)
+    if "done_walls" in r:
+        one, par = r["first_trial"], r["parallel_per_trial"]
+        print(f"{'':>10}  in parallel: the first trial alone {one['wall']:.2f} s wall / {one['cpu']:.2f} s "
+              f"CPU, then {par['wall']:.2f} s wall / {par['cpu']:.2f} s CPU per trial with the workers "
+              f"(per trial above = (wall - fixed) / trials)", flush=True)
+    return r
+
+
 def _digests(out: Path) -> dict[str, str]:
     """SHA-256 of every CSV report of a study (the JSON ones carry the time they were made)."""
     import hashlib
@@ -199,14 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1,
                     help="accuracy --jobs: trials after the first in this many worker processes (default 1); "
                          "use at least 2 x jobs + 1 trials for the parallel part to be measured")
-    ap.add_argument(SMALL_FLAG, action="store_true", help="20,000 persons, 2 trials (CI)")
+    ap.add_argument(SMALL_FLAG, action="store_true",
+                    help="20,000 persons, 3 trials, and the layout both once more with --jobs 2 (CI)")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         p, d, o, t, layout, jobs = args.child
         _child(p, d, o, int(t), layout, int(jobs))
         return 0
-    trials = 2 if args.small else args.trials
+    trials = 3 if args.small else args.trials
     if trials < 2:
         raise SystemExit("--trials must be at least 2")
     if args.jobs < 1:
@@ -219,18 +235,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nation {root}")
         rows = {}
         for layout in args.layouts:
-            r = rows[layout] = study(root, folder / "study", trials, layout, args.jobs)
-            per, fixed = r["per_trial"], r["fixed"]
-            print(f"{layout:>10}: {trials} trials, --jobs {args.jobs}: {r['wall']:8.1f} s wall / {r['cpu']:8.1f} s "
-                  f"CPU (peak {r['peak_gb']:.2f} GB in one process, {r['pss_gb']:.2f} GB PSS of all); per trial "
-                  f"{per['wall']:.2f} s wall / {per['cpu']:.2f} s CPU, fixed {fixed['wall']:.1f} s / "
-                  f"{fixed['cpu']:.1f} s ({r['load'][0]} before, {r['load'][1].split(' on ')[0]} after)", flush=True)
-            if "done_walls" in r:
-                one, par = r["first_trial"], r["parallel_per_trial"]
-                print(f"{'':>10}  in parallel: the first trial alone {one['wall']:.2f} s wall / {one['cpu']:.2f} s "
-                      f"CPU, then {par['wall']:.2f} s wall / {par['cpu']:.2f} s CPU per trial with the workers "
-                      f"(per trial above = (wall - fixed) / trials)", flush=True)
-    out = {"layouts": rows, "checks": _same_reports(rows)}
+            rows[layout] = _show(layout, study(root, folder / "study", trials, layout, args.jobs))
+        out = {"layouts": rows, "checks": _same_reports(rows)}
+        if args.small and args.jobs == 1 and "both" in rows:
+            # the parallel path too (CI): the same seeded trials give the same reports
+            par = out["parallel"] = _show("both", study(root, folder / "study", trials, "both", 2))
+            out["checks"]["--jobs 2 writes the reports of --jobs 1, byte for byte"] = \
+                par["reports"] == rows["both"]["reports"]
     if "studio" in rows:
         for layout in ("production", "both"):
             if layout in rows:

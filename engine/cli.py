@@ -148,10 +148,11 @@ def _parser() -> argparse.ArgumentParser:
                          "from each trial as it is tabulated and no release is written")
     sp.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                     help="run the trials after the first in N worker processes at once (at most TRIALS - 1; "
-                         "default 1: one after another). The same reports as --jobs 1 (a seeded study gives the "
-                         "same files), in about 1/N of the time on N free cores. Memory: the workers share the "
-                         "prepared inputs, but each adds one trial's working memory (about 1-2 GB at 100 "
-                         "million persons); Linux and macOS only (elsewhere the trials run one after another)")
+                         "default 1: one after another); at most the number of free cores. The same reports as "
+                         "--jobs 1 (a seeded study gives the same files). Memory: the workers share the prepared "
+                         "inputs, but each adds one trial's working memory (about 80 MB at 1 million persons, an "
+                         "estimated 1-2 GB at 100 million). Linux only (elsewhere the trials run one after "
+                         "another, with a note)")
     sp.add_argument("--invariant", choices=["USA", "STATE", "COUNTY"], default=None,
                     help="NOT SafeTab-P: compare the release with this level's true totals held exact (see run "
                          "--invariant) against the plain release, on the same noise in every trial; writes "

@@ -218,8 +218,8 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     trials - 1), forked after the first trial so that they share the prepared inputs,
     counts and cached cells: the same per-trial noise (seeded: seed + t), the same
     reports (exact histograms, merged), each worker adding its own trial's working
-    memory (see `_parallel_trials`). Where processes cannot be forked (not Linux or
-    macOS) the trials run one after another, with a note.
+    memory (see `_parallel_trials`). Not on Linux, the trials run one after another,
+    with a note.
     """
     from engine.release.outputs import not_for_release_text
     from engine.release.publish import NOT_FOR_RELEASE, StagedOutput
@@ -328,12 +328,15 @@ class _Trials:
 def _workers(jobs: int, trials: int) -> int:
     """Worker processes for a study (0: the trials run one after another here)."""
     import multiprocessing
+    import sys
 
     if jobs < 2:
         return 0
-    if "fork" not in multiprocessing.get_all_start_methods():
+    # fork shares the prepared inputs without copying them; on macOS it is unsafe with
+    # some system libraries, elsewhere it does not exist
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
         logging.getLogger("engine").info(
-            "--jobs %d: this system cannot fork processes; the trials run one after another", jobs)
+            "--jobs %d: parallel trials need Linux (forked processes); the trials run one after another", jobs)
         return 0
     n = min(jobs, trials - 1)
     # a single worker beside the first trial would gain nothing: the parent only waits
@@ -346,7 +349,9 @@ _WORKER_STUDY: list[_Trials] = []
 
 def _start_worker(study: _Trials) -> None:
     # The fork start method hands `study` over by copying the parent's memory (nothing
-    # is pickled): the prepared inputs, counts and cached cells are shared copy-on-write.
+    # is pickled): the prepared inputs, counts and cached cells are shared copy-on-write,
+    # and stay shared (a cell cache that grew would be copied into the worker).
+    study.prepared.freeze_cells()
     _WORKER_STUDY.append(study)
 
 

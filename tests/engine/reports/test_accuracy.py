@@ -270,3 +270,55 @@ def test_jobs_with_a_release_or_a_comparison_is_refused(tmp_path, capsys):
                      *extra]) == 2
         assert "--jobs runs the trials of a plain study in parallel" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_workers_are_capped_and_need_linux(monkeypatch, caplog):
+    """At most trials - 1 workers, none for a single one (the parent would only wait for
+    it); not on Linux, none, with a note."""
+    import logging
+    import sys
+
+    from engine.reports.accuracy import _workers
+
+    assert [_workers(1, 10), _workers(2, 10), _workers(8, 4), _workers(2, 2), _workers(3, 1)] == [0, 2, 3, 0, 0]
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with caplog.at_level(logging.INFO, logger="engine"):
+        assert _workers(2, 10) == 0
+    assert "parallel trials need Linux" in caplog.text
+
+
+def test_secure_parallel_trials_draw_their_own_noise(tmp_path, monkeypatch):
+    """Without a seed every trial, in the parent or in a worker, draws from its own secure
+    source made in that process: no two trials start with the same noise (a source copied
+    by the fork would repeat the parent's, and `RandomSource` refuses to be used so)."""
+    import hashlib
+    import os
+
+    from engine import run as run_mod
+
+    real = run_mod.publish_trial
+    drawn = tmp_path / "drawn"
+    drawn.mkdir()
+
+    def spy(prepared, noise, *args, **kwargs):
+        first = []
+
+        def recorded(scale, size):
+            out = noise(scale, size)
+            if not first and size >= 50:
+                first.append(out)
+                digest = hashlib.sha256(out.tobytes()).hexdigest()
+                (drawn / f"{os.getpid()}-{len(list(drawn.iterdir()))}-{digest}").touch()
+            return out
+
+        return real(prepared, recorded, *args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "publish_trial", spy)
+    from engine.reports.accuracy import accuracy_report
+
+    accuracy_report(SAMPLE / "params", SAMPLE / "data", tmp_path / "out", trials=5, jobs=2)
+    names = [p.name.split("-") for p in drawn.iterdir()]
+    assert len(names) == 5 and len({pid for pid, _, _ in names}) == 3
+    assert len({digest for _, _, digest in names}) == 5
+    js = json.loads((tmp_path / "out" / "accuracy.json").read_text())
+    assert js["mode"]["kind"] == "secure trials" and js["mode"]["trials"] == 5
