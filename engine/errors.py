@@ -61,6 +61,10 @@ class InputError(Exception):
         self.total = total if total is not None else len(self.problems)
         super().__init__(self.report())
 
+    def __reduce__(self):
+        # pickled whole (e.g. from a worker process of a parallel study), not as its text
+        return (InputError, (self.problems, self.total))
+
     def report(self, limit: int = SHOWN_PROBLEMS) -> str:
         lines = [f"Invalid input: {self.total} problem{'s' if self.total != 1 else ''} found."]
         lines += [f"  - {p}" for p in self.problems[:limit]]
@@ -105,6 +109,15 @@ class OutputError(Exception):
     def __init__(self, message: str, on_disk: str | None = None):
         super().__init__(message)
         self.on_disk = on_disk
+
+    def __reduce__(self):
+        return (OutputError, (str(self), self.on_disk))
+
+
+class WorkerLost(RuntimeError):
+    """A worker process of a parallel accuracy study (`--jobs`) ended without finishing
+    its trial: killed (e.g. by the out-of-memory killer) or crashed. The study fails and
+    nothing is written. The command line exits 1."""
 
 
 class UsageError(ValueError):

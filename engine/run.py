@@ -66,6 +66,12 @@ class Prepared:
             counts.cell_cache = self._cells.setdefault(level, CellCache())
         return counts
 
+    def freeze_cells(self) -> None:
+        """Keep serving the cells counted so far, and add no more (`CellCache.frozen`): a
+        worker process of a parallel study shares them with the others copy-on-write."""
+        for cache in self._cells.values():
+            cache.frozen = True
+
     def compute_totals(self) -> None:
         """The totals of every tabulated level, in one pass over the count table (kept
         for the later `counts` of this run, and of every trial of a study)."""

@@ -18,6 +18,7 @@ integer histograms, so memory does not grow with the number of trials.
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,14 @@ class _Hist:
         self.counts[: len(h)] += h
         self.n += len(err)
         self.sum_err += int(err.sum())
+
+    def merge(self, other: _Hist) -> None:
+        """Add another histogram's counts (exact: the sum of both's errors)."""
+        if len(other.counts) > len(self.counts):
+            self.counts = np.pad(self.counts, (0, len(other.counts) - len(self.counts)))
+        self.counts[: len(other.counts)] += other.counts
+        self.n += other.n
+        self.sum_err += other.sum_err
 
     def quantile(self, q: float) -> int:
         """Smallest e with P(|error| <= e) >= q (empirical, exact on integers)."""
@@ -132,6 +141,25 @@ class AccuracyCollector:
     def end_trial(self) -> None:
         self.trials += 1
 
+    def merge(self, other: AccuracyCollector) -> None:
+        """Add the errors and trials another collector gathered (e.g. in a worker process
+        of a parallel study): integer histograms, so merging trials gathered apart gives
+        exactly what one collector gathering all of them would."""
+        for key, h in other.hists.items():
+            self.hists[key].merge(h)
+        for key, moe in other.predicted.items():
+            self.predicted.setdefault(key, moe)
+        self.trials += other.trials
+
+    def __getstate__(self) -> dict:
+        # What a worker of a parallel study sends back: the mergeable state, not the plans.
+        return {"hists": dict(self.hists), "predicted": self.predicted, "trials": self.trials}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()
+        self.hists.update(state["hists"])
+        self.predicted, self.trials = state["predicted"], state["trials"]
+
     def table(self) -> pd.DataFrame:
         rows = []
         for (geo, lvl, kind, b), h in sorted(self.hists.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
@@ -167,7 +195,7 @@ LAYOUTS = ("studio", "production", "both")
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
                     release_dir: Path | None = None, overwrite: bool = False, progress=None,
                     prepared=None, layout: str = "studio", keep_trials: bool = False,
-                    coterminous: bool = True) -> pd.DataFrame:
+                    coterminous: bool = True, jobs: int = 1) -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
     layout "studio" writes OUT_DIR/accuracy.csv and accuracy.json and returns that table;
@@ -185,17 +213,27 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     (`production.read_release`): InputError naming file and line if it is not a release
     of these inputs. `coterminous=False` measures the counts before the coterminous post-processing (as
     `run --no-coterminous` would write them).
+
+    `jobs` > 1 runs the trials after the first in up to `jobs` worker processes (at most
+    trials - 1), forked after the first trial so that they share the prepared inputs,
+    counts and cached cells: the same per-trial noise (seeded: seed + t), the same
+    reports (exact histograms, merged), each worker adding its own trial's working
+    memory (see `_parallel_trials`). Not on Linux, the trials run one after another,
+    with a note.
     """
-    from engine import noise as _noise
     from engine.release.outputs import not_for_release_text
     from engine.release.publish import NOT_FOR_RELEASE, StagedOutput
     from engine.reports import production
-    from engine.run import make_noise, prepare, publish_trial, run
+    from engine.run import prepare
 
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
     if keep_trials and release_dir is not None:
         raise ValueError("--keep-trials keeps the releases a study draws; with --release nothing is drawn")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"--jobs must be a whole number of at least 1 (got {jobs!r})")
+    if jobs > 1 and release_dir is not None:
+        raise ValueError("--jobs runs a study's trials in parallel; with --release nothing is drawn")
     inputs = [("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir), ("RELEASE_DIR", release_dir)]
     with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
         if prepared is None:
@@ -215,21 +253,15 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
             # the groups that get a table are mostly the same in every trial: count their
             # cells once (exact counts, so nothing changes but the time)
             prepared.keep_cells = trials > 1
-            for t in range(trials):
-                trial_seed = seed + t if seed is not None else None
-                cb = _trial_progress(progress, t, trials)
-                if keep_trials:
-                    run(prepared.inputs.params_dir, prepared.inputs.data_dir,
-                        folder.stage / "single_runs" / f"trial_{t}", seed=trial_seed, progress=cb, prepared=prepared,
-                        study=f"trial {t + 1} of {trials} of an accuracy study (its errors are measured against "
-                              "the confidential truth)", sinks=sinks, coterminous=coterminous)
-                else:
-                    source = (_noise.RandomSource.seeded(trial_seed) if trial_seed is not None
-                              else _noise.RandomSource.secure())
-                    publish_trial(prepared, make_noise(prepared.inputs.config.privacy_defn, source), sinks,
-                                  progress=cb, coterminous=coterminous)
-                for c in sinks:
-                    c.end_trial()
+            study = _Trials(prepared, trials, seed, layout, coterminous,
+                            folder.stage / "single_runs" if keep_trials else None)
+            workers = _workers(jobs, trials)
+            # With workers, trial 0 runs here first: it fills the caches (totals, cells)
+            # the workers then share, and keeps the first trial for error_report.csv.
+            for t in range(1 if workers else trials):
+                study.trial(t, sinks, _trial_progress(progress, t, trials))
+            if workers:
+                _parallel_trials(study, workers, sinks, progress)
             if prod is not None:
                 prod.write(folder.stage)
             mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
@@ -246,6 +278,156 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
         folder.write_file(NOT_FOR_RELEASE, not_for_release_text(reason))
         folder.publish(["NOT FOR RELEASE: " + reason])
     return df
+
+
+@dataclass
+class _Trials:
+    """The trials of one study: what every trial needs, in the parent and in its workers."""
+
+    prepared: object
+    trials: int
+    seed: int | None
+    layout: str
+    coterminous: bool
+    #: Where each trial's release goes (OUT_DIR/single_runs in the making), or None.
+    keep_dir: Path | None
+
+    def trial(self, t: int, sinks: tuple, progress=None) -> None:
+        """Trial t into the sinks: noise seeded from seed + t, or a fresh secure source
+        (made here, so in the process that draws it: never one copied by a fork)."""
+        from engine import noise as _noise
+        from engine.run import make_noise, publish_trial, run
+
+        trial_seed = self.seed + t if self.seed is not None else None
+        prepared = self.prepared
+        if self.keep_dir is not None:
+            run(prepared.inputs.params_dir, prepared.inputs.data_dir, self.keep_dir / f"trial_{t}", seed=trial_seed,
+                progress=progress, prepared=prepared,
+                study=f"trial {t + 1} of {self.trials} of an accuracy study (its errors are measured against "
+                      "the confidential truth)", sinks=sinks, coterminous=self.coterminous)
+        else:
+            source = (_noise.RandomSource.seeded(trial_seed) if trial_seed is not None
+                      else _noise.RandomSource.secure())
+            publish_trial(prepared, make_noise(prepared.inputs.config.privacy_defn, source), sinks,
+                          progress=progress, coterminous=self.coterminous)
+        for c in sinks:
+            c.end_trial()
+
+    def worker_trial(self, t: int) -> tuple:
+        """Trial t in a worker process, into fresh collectors; returns them (pickled back,
+        they carry only their mergeable state)."""
+        from engine.reports import production
+
+        sinks = tuple(c for c in (AccuracyCollector(self.prepared.plans) if self.layout != "production" else None,
+                                  production.ProductionCollector(self.prepared, keep_first=False)
+                                  if self.layout != "studio" else None) if c is not None)
+        self.trial(t, sinks)
+        return sinks
+
+
+def _workers(jobs: int, trials: int) -> int:
+    """Worker processes for a study (0: the trials run one after another here)."""
+    import multiprocessing
+    import sys
+
+    if jobs < 2:
+        return 0
+    # fork shares the prepared inputs without copying them; on macOS it is unsafe with
+    # some system libraries, elsewhere it does not exist
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        logging.getLogger("engine").info(
+            "--jobs %d: parallel trials need Linux (forked processes); the trials run one after another", jobs)
+        return 0
+    n = min(jobs, trials - 1)
+    # a single worker beside the first trial would gain nothing: the parent only waits
+    return n if n >= 2 else 0
+
+
+#: The study a worker process runs trials of (set in the worker only, by `_start_worker`).
+_WORKER_STUDY: list[_Trials] = []
+
+
+def _start_worker(study: _Trials) -> None:
+    # The fork start method hands `study` over by copying the parent's memory (nothing
+    # is pickled): the prepared inputs, counts and cached cells are shared copy-on-write,
+    # and stay shared (a cell cache that grew would be copied into the worker).
+    study.prepared.freeze_cells()
+    _WORKER_STUDY.append(study)
+
+
+def _worker_trial(t: int) -> tuple:
+    import pickle
+
+    try:
+        return _WORKER_STUDY[0].worker_trial(t)
+    except Exception as exc:
+        # The parent re-raises the exception it gets back; one that cannot make the
+        # journey would break the pool and read as a lost worker: send its text instead.
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:
+            raise RuntimeError(f"trial {t + 1}: {type(exc).__name__}: {exc}") from None
+        raise
+
+
+def _parallel_trials(study: _Trials, workers: int, sinks: tuple, progress=None) -> None:
+    """Trials 1..T-1 in `workers` forked processes, one task per trial (a worker takes the
+    next trial when it is done), merged into `sinks` as they come back.
+
+    Memory: each worker adds one trial's working memory (the noise, the post-processed
+    chunk, its share of the cells) to the parent's; the prepared inputs are shared. An
+    exception in a trial is raised here as it was raised there (the other workers are
+    stopped); a worker that dies (killed, e.g. by the out-of-memory killer) raises
+    `engine.errors.WorkerLost`, never a hang."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    from engine.errors import WorkerLost
+
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_start_worker, initargs=(study,))
+    done = 1
+    if progress is not None:
+        progress(f"trials done, {workers} at once", done, study.trials)
+    try:
+        pending = {pool.submit(_worker_trial, t): t for t in range(1, study.trials)}
+        # the processes (forked at the first submit), for their exit codes if one dies
+        processes = list(getattr(pool, "_processes", {}).values())
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(finished, key=lambda f: pending[f]):
+                t = pending.pop(fut)
+                try:
+                    parts = fut.result()
+                except BrokenProcessPool:
+                    raise WorkerLost(_lost_message(processes, workers)) from None
+                for sink, part in zip(sinks, parts):
+                    sink.merge(part)
+                done += 1
+                if progress is not None:
+                    progress(f"trials done, {workers} at once (trial {t + 1} finished)", done, study.trials)
+    except BaseException:
+        # stop the trials still running: the study has failed, nothing will be written
+        for p in getattr(pool, "_processes", {}).values():
+            p.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _lost_message(processes: list, workers: int) -> str:
+    import signal
+
+    codes = sorted({p.exitcode for p in processes if p.exitcode not in (None, 0)})
+    if len(codes) > 1:  # the pool ends the other workers itself, with SIGTERM
+        codes = [c for c in codes if c != -signal.SIGTERM]
+    how = ", ".join(f"killed by {signal.Signals(-c).name}" if c < 0 and -c in signal.valid_signals()
+                    else f"exit code {c}" for c in codes) or "ended abruptly"
+    oom = " (SIGKILL is what the out-of-memory killer sends)" if -signal.SIGKILL in codes else ""
+    return (f"a worker process of the study ended without finishing its trial ({how}){oom}. Each of the "
+            f"{workers} workers needs one trial's working memory besides the shared inputs: run with fewer "
+            "--jobs (--jobs 1 runs the trials one after another in one process). Nothing was written.")
 
 
 def _trial_progress(progress, t: int, trials: int):

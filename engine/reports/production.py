@@ -371,11 +371,14 @@ class ProductionCollector:
     bin, workload), an exact histogram of the per-row |error| and the number of (group,
     trial) pairs, so memory does not grow with the trials."""
 
-    def __init__(self, prepared):
+    def __init__(self, prepared, keep_first: bool = True):
         flags = iteration_flags(prepared.inputs.specs).set_index("ITERATION_CODE")
         self._flags = flags
         self._by_codes: dict[int, tuple] = {}
         self.trial = 0
+        #: Whether this collector keeps its first trial for error_report.csv (a worker of
+        #: a parallel study, which never runs the study's first trial, does not).
+        self.keep_first = keep_first
         self.first: list[dict] = []
         self.hists: dict[tuple, np.ndarray] = {}
         self.pairs: dict[tuple, int] = defaultdict(int)
@@ -450,7 +453,7 @@ class ProductionCollector:
         for _r, _c, sz, *_ in parts:
             if len(sz):
                 self.largest = max(self.largest, int(sz.max()))
-        if self.trial == 0:
+        if self.trial == 0 and self.keep_first:
             for r, ci, sz, w, abs_err, sq_err in parts:
                 if len(r):
                     self.first.append({"geo": rows.geo, "region_ids": rows.region_ids, "region_idx": r,
@@ -459,6 +462,25 @@ class ProductionCollector:
 
     def end_trial(self) -> None:
         self.trial += 1
+
+    def merge(self, other: ProductionCollector) -> None:
+        """Add the multi-run histograms and trials of another collector (e.g. a worker's
+        of a parallel study); exact integer counts, so the multi-run report is the one a
+        single collector of all the trials writes. error_report.csv stays this one's."""
+        for key, h in other.hists.items():
+            self._merge(key, h, other.pairs[key])
+        self.largest = max(self.largest, other.largest)
+        self.trial += other.trial
+
+    def __getstate__(self) -> dict:
+        # What a worker of a parallel study sends back: the mergeable state only (no
+        # flags table, no per-level caches, no first trial).
+        return {"hists": self.hists, "pairs": dict(self.pairs), "largest": self.largest, "trial": self.trial}
+
+    def __setstate__(self, state: dict) -> None:
+        self._flags, self._by_codes, self.keep_first, self.first = None, {}, False, []
+        self.hists, self.largest, self.trial = state["hists"], state["largest"], state["trial"]
+        self.pairs = defaultdict(int, state["pairs"])
 
     def error_report(self) -> pd.DataFrame:
         """error_report.csv of the first trial, rows sorted by (REGION_ID, REGION_TYPE,

@@ -357,6 +357,9 @@ class CellCache:
     def __init__(self) -> None:
         self.groups = np.zeros(0, np.int64)
         self.cells = np.zeros((0, N_CELLS), np.int64)
+        #: Serve the cells kept, keep no more: in a worker process of a parallel study,
+        #: adding to the cache would copy it (pages shared with the parent made private).
+        self.frozen = False
 
     def cells_of(self, groups: np.ndarray, count: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """The cells of sorted, distinct `groups`: known ones from here, the others from
@@ -370,7 +373,7 @@ class CellCache:
         out = np.empty((len(groups), N_CELLS), np.int64)
         out[hit] = self.cells[pos[hit]]
         out[~hit] = new
-        if len(missing):
+        if len(missing) and not self.frozen:
             merged = np.concatenate([self.groups, missing])
             order = np.argsort(merged, kind="stable")
             self.groups = merged[order]

@@ -50,7 +50,8 @@ FIGURES = {
     "bench_spines": [("runs", 0, "study_seconds"), ("runs", 0, "blocks")],
     "bench_study": [("layouts", "studio", "per_trial", "wall"), ("layouts", "both", "per_trial", "wall"),
                     ("layouts", "production", "wall"), ("production_per_studio", "wall"),
-                    ("layouts", "both", "extrapolated", "wall")],
+                    ("layouts", "both", "extrapolated", "wall"), ("parallel", "per_trial", "wall"),
+                    ("parallel", "parallel_per_trial", "cpu"), ("parallel", "pss_gb")],
     "bench_tumult": [("runs", 0, "ours_seconds"), ("runs", 0, "ours_warm_seconds"), ("runs", 0, "groups")],
 }
 

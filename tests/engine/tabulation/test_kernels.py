@@ -147,3 +147,10 @@ def test_cell_cache_serves_exactly_the_cells_counted_again():
         assert set(asked[-1].tolist()) == set(groups.tolist()) - before
         assert np.all(np.diff(cache.groups) > 0)
     assert np.array_equal(cache.cells, truth[cache.groups])
+    # frozen (a worker of a parallel study): the same answers, the cache arrays untouched
+    kept = cache.groups
+    cache.frozen = True
+    groups = np.arange(0, 1000, 3)
+    assert np.array_equal(cache.cells_of(groups, count), truth[groups])
+    assert len(asked[-1]) and set(asked[-1].tolist()) == set(groups.tolist()) - set(kept.tolist())
+    assert cache.groups is kept
