@@ -136,3 +136,16 @@ def test_no_profile_no_traceback(page, monkeypatch):
     at = open_app(page)
     assert not at.exception
     assert "No group-size profile is available" in texts(at)
+
+
+def test_the_profile_explanation_and_upload_are_drawn_when_opened():
+    """The long "where the profile comes from" text and the upload box are drawn only
+    while open (lazy), so that a control change does not redraw them; the gist stays in view."""
+    at = open_app("budget")
+    assert "inside its secure environment with" not in texts(at)
+    assert "python -m engine profile" in texts(at) and not at.get("file_uploader")
+    at.session_state["pl_nat_how"] = True
+    at.session_state["pl_nat_profile_pop"] = True
+    at.run()
+    assert "inside its secure environment with" in texts(at)  # HOW_TO_OWN, whole
+    assert len(at.get("file_uploader")) == 1

@@ -45,6 +45,10 @@ HOW_TO_OWN = (
     "data, and so does every projection made from it."
 )
 
+#: The gist of HOW_TO_OWN, always in view beside the figures (HOW_TO_OWN opens on demand).
+OWN_IN_SHORT = ("An agency's own profile: `python -m engine profile` inside its secure environment, then **Load a "
+                "profile**; it is confidential, as every figure made from it.")
+
 #: Display labels of the projection's columns.
 LABELS = {
     "groups": "Groups", "total_only": "Total only", "age4": "Sex × age4", "age9": "Sex × age9",

@@ -81,11 +81,15 @@ def picker(key: str) -> Profile | None:
                           format_func=opts.get, on_change=_on_choice, args=(widget,),
                           help="A profile lists how many population groups of each true size a nation has; the "
                                "outcome of a plan follows from it exactly.")
-    with cols[1].popover("Load a profile", icon=":material/upload_file:"):
-        st.file_uploader("A profile written by `python -m engine profile` (.json or .json.gz)",
-                         type=["json", "gz"], key=f"{widget}_upload", on_change=_on_upload,
-                         args=(f"{widget}_upload",))
-        st.caption("It stays in this session's memory only and is never saved.")
+    # drawn only while open (on_change="rerun"): a closed popover's uploader would be sent
+    # and drawn again with every control change of the page
+    pop = cols[1].popover("Load a profile", icon=":material/upload_file:", key=f"{widget}_pop", on_change="rerun")
+    if pop.open:
+        with pop:
+            st.file_uploader("A profile written by `python -m engine profile` (.json or .json.gz)",
+                             type=["json", "gz"], key=f"{widget}_upload", on_change=_on_upload,
+                             args=(f"{widget}_upload",))
+            st.caption("It stays in this session's memory only and is never saved.")
     err = ss.get(f"{widget}_upload_error")
     if err is not None:
         widgets.problems(f"This profile ({err.source or 'the upload'}) cannot be used; the one shown "
@@ -151,12 +155,15 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
                   caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
                           "deviation. A group with only a total may have it suppressed (sub-state levels). "
-                          + " ".join(proj.notes))
+                          + " ".join(proj.notes) + " " + pj.OWN_IN_SHORT)
     words = scale_words(config, proj)
     if words:
         st.info(words[0] + "\n" + "\n".join(f"- {w}" for w in words[1:]), icon=":material/straighten:")
-    with st.expander("Where the profile comes from, and how to use your own"):
-        st.markdown(pj.HOW_TO_OWN)
+    # drawn only while open: the page's control changes do not redraw a closed text
+    how = st.expander("Where the profile comes from, and how to use your own", key=f"{key}_how", on_change="rerun")
+    if how.open:
+        with how:
+            st.markdown(pj.HOW_TO_OWN)
     return proj
 
 
