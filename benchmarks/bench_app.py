@@ -25,6 +25,12 @@ the click to the finished download, clicked as soon as the results show and agai
 while later (the accuracy of the release is computed in the background after the
 run), and the decision memo's PDF of one plan, from the click to the download.
 
+The floor: the same timer on the smallest Streamlit app there is (a slider in a fragment,
+as the app's controls are, and one line of text that repeats its value), served and
+drawn by the same Streamlit and Chromium (`--floor` changes, 10 by default, 3 with
+--small). No page of the app can answer faster than that on the machine; the summary
+gives each control's median above it.
+
 Prints every timing, then the median and 90th percentile of control changes and of
 page switches (and per control), the machine's load average before and after, and
 whether the targets are met (median control change < 200 ms, median page switch
@@ -125,13 +131,13 @@ def _scenario_store(folder: Path) -> None:
         store.save(name, production_2020().updated(**changes), planner.production_targets(), overwrite=True)
 
 
-def _start_server(port: int, log: Path, data: Path) -> subprocess.Popen:
+def _start_server(port: int, log: Path, data: Path, root: Path | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
            str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
     env = {**os.environ, "SAFETAB_STUDIO_DATA": str(data)}
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        proc = subprocess.Popen(cmd, cwd=root or ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     deadline = time.monotonic() + 90
     while True:
         try:
@@ -338,6 +344,65 @@ def _once(page, url: str, later: float) -> dict[str, float]:
     return out
 
 
+#: The smallest app: what any control change costs before the app does anything.
+_FLOOR_APP = """import streamlit as st
+
+st.title("Floor")
+
+
+@st.fragment
+def _part():
+    st.slider("value", 1, 8, 5, key="w")
+    st.markdown(f"value is {st.session_state.w}")
+
+
+_part()
+"""
+
+#: The floor app has settled on the value `want`: its run is over and the text shows it.
+_FLOOR_DONE = """([want]) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  const md = [...document.querySelectorAll('[data-testid="stMarkdown"]')].map((e) => e.innerText.trim());
+  if (!md.includes(want)) return false;
+  window.__bench.done = performance.now();
+  return true;
+}"""
+
+
+def floor(changes: int) -> list[float]:
+    """Milliseconds of `changes` slider changes of the floor app (after one not counted),
+    from the key press to the text showing the new value."""
+    from playwright.sync_api import sync_playwright
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-app-floor-"))
+    (folder / "app.py").write_text(_FLOOR_APP)
+    port = _free_port()
+    proc = _start_server(port, folder / "server.log", folder, root=folder)
+    out = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}")
+            page.get_by_text("value is 5").wait_for(timeout=60_000)
+            page.evaluate(_WATCH)
+            slider = page.locator("[data-testid='stSlider'] input[type='range']").first
+            for k in range(changes + 1):
+                want = 4 if k % 2 == 0 else 5
+                slider.focus()
+                slider.press("ArrowLeft" if want == 4 else "ArrowRight")
+                page.wait_for_function(_FLOOR_DONE, arg=[f"value is {want}"], timeout=60_000, polling="raf")
+                done, pressed = page.evaluate("() => [window.__bench.done, window.__bench.input]")
+                if k:
+                    out.append(done - pressed)
+                time.sleep(0.25)
+            browser.close()
+    finally:
+        _stop(proc)
+    return out
+
+
 def run(args) -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -389,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the server's output goes")
     ap.add_argument("--later", type=float, default=30.0,
                     help="seconds between the run's results and the second click on Everything (zip)")
+    ap.add_argument("--floor", type=int, default=None,
+                    help="changes of the smallest Streamlit app measured as the floor (10; 3 with --small; 0: none)")
     ap.add_argument("--small", action="store_true",
                     help="one round of r, gamma, a planner cell and two page switches, no run, zip or memo "
                          "(seconds: checks that the benchmark works)")
@@ -398,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args.small else 1
     print(f"{platform.python_version()} on {os.cpu_count()} CPUs; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    n_floor = args.floor if args.floor is not None else (3 if args.small else 10)
+    base = floor(n_floor) if n_floor > 0 else []
     res = run(args)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     ctrl = [x for v in res["controls"].values() for x in v]
@@ -406,10 +475,13 @@ def main(argv: list[str] | None = None) -> int:
         print("no timings recorded")
         return 1
     print()
+    if base:
+        print(_summary("floor (smallest app)", base))
     print(_summary("control changes (all)", ctrl))
     for k, v in res["controls"].items():
         if v:
-            print(_summary(f"  {k}", v))
+            print(_summary(f"  {k}", v) + (f"  (floor + {statistics.median(v) - statistics.median(base):.0f})"
+                                           if base else ""))
     print(_summary("page switches (all)", sw))
     for k, v in res["switches"].items():
         print(_summary(f"  {k}", v))

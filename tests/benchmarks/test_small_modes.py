@@ -161,6 +161,10 @@ def test_browser_benchmarks_run_in_their_small_mode(name, tmp_path):
                              proc.stdout, flags=re.M)
         assert {m[0] for m in medians} == {"control changes", "page switches"}, proc.stdout[-2000:]
         assert all(int(n) > 0 and float(ms) > 0 for _, n, ms in medians), medians
+        if name == "bench_app":  # the floor: the smallest Streamlit app, timed the same way
+            floor = re.findall(r"^floor \(smallest app\)\s+n=\s*(\d+)\s+median\s+([\d.]+) ms", proc.stdout, flags=re.M)
+            assert floor and int(floor[0][0]) == 3 and float(floor[0][1]) > 0, proc.stdout[-2000:]
+            assert re.search(r"^  r\s+n=.*\(floor \+ -?\d+\)$", proc.stdout, flags=re.M), proc.stdout[-2000:]
 
 
 def _imports(path: Path) -> set[str]:
