@@ -146,161 +146,173 @@ else:
             "files below.")
 
 # ------------------------------------------------------------------ import / export
-with st.expander("Import plan files or config.json files as scenarios; export them all", expanded=False):
-    ups = st.file_uploader("Plan files (.plan.json) or config.json files", type=["json"],
-                           accept_multiple_files=True, key="sc_upload")
-    if ups:
-        parsed, problems = [], []
-        for up in ups:
-            try:
-                parsed.append(scenarios.read_plan_file(up.getvalue(), up.name))
-            except scenarios.ScenarioError as exc:
-                problems.append(str(exc))
-        widgets.problems("Not importable:", problems)
-        if parsed:
-            st.markdown("Ready to save: " + ", ".join(
-                f"**{widgets.plain(p.name)}**" + ("" if p.is_plan_file else " (config.json: named after the file)")
-                for p in parsed))
-            keys = {scenarios.name_key(n) for n in by_name}
-            clash = [p.name for p in parsed if scenarios.name_key(p.name) in keys]
-            if clash:
-                st.checkbox("Replace the scenarios of the same name: " + widgets.plain(", ".join(clash)),
-                            key="sc_import_replace")
+# drawn only while open (on_change="rerun"): the upload box and the zip of every scenario are
+# not made and sent again with every change of the comparison below
+_imp = st.expander("Import plan files or config.json files as scenarios; export them all", key="sc_import_open",
+                   on_change="rerun")
+if _imp.open:
+    with _imp:
+        ups = st.file_uploader("Plan files (.plan.json) or config.json files", type=["json"],
+                               accept_multiple_files=True, key="sc_upload")
+        if ups:
+            parsed, problems = [], []
+            for up in ups:
+                try:
+                    parsed.append(scenarios.read_plan_file(up.getvalue(), up.name))
+                except scenarios.ScenarioError as exc:
+                    problems.append(str(exc))
+            widgets.problems("Not importable:", problems)
+            if parsed:
+                st.markdown("Ready to save: " + ", ".join(
+                    f"**{widgets.plain(p.name)}**" + ("" if p.is_plan_file else " (config.json: named after the file)")
+                    for p in parsed))
+                keys = {scenarios.name_key(n) for n in by_name}
+                clash = [p.name for p in parsed if scenarios.name_key(p.name) in keys]
+                if clash:
+                    st.checkbox("Replace the scenarios of the same name: " + widgets.plain(", ".join(clash)),
+                                key="sc_import_replace")
 
-            def _on_import(parsed=parsed):
-                done, errs = [], []
-                for p in parsed:
-                    try:
-                        store.save(p.name, p.config, p.targets if p.targets is not None
-                                   else planner.default_targets(p.config, state.method()),
-                                   note=p.note, overwrite=bool(ss.get("sc_import_replace")))
-                        done.append(p.name)
-                    except scenarios.ScenarioError as exc:
-                        errs.append(f"{p.name}: {exc}")
-                if done:
-                    state.flash("success", "Saved as scenarios: " + ", ".join(done) + ".")
-                if errs:
-                    state.flash("error", "Not saved:\n" + "\n".join(f"- {e}" for e in errs))
+                def _on_import(parsed=parsed):
+                    done, errs = [], []
+                    for p in parsed:
+                        try:
+                            store.save(p.name, p.config, p.targets if p.targets is not None
+                                       else planner.default_targets(p.config, state.method()),
+                                       note=p.note, overwrite=bool(ss.get("sc_import_replace")))
+                            done.append(p.name)
+                        except scenarios.ScenarioError as exc:
+                            errs.append(f"{p.name}: {exc}")
+                    if done:
+                        state.flash("success", "Saved as scenarios: " + ", ".join(done) + ".")
+                    if errs:
+                        state.flash("error", "Not saved:\n" + "\n".join(f"- {e}" for e in errs))
 
-            st.button(f"Save {len(parsed)} as scenario{'s' * (len(parsed) != 1)}", key="sc_import",
-                      icon=":material/library_add:", on_click=_on_import)
-    if any(s.ok for s in items):
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-            stems = comparison.unique_names([scenarios.file_stem(s.name) for s in items if s.ok])
-            for stem, s in zip(stems, [s for s in items if s.ok], strict=True):
-                zf.writestr(f"{stem}.plan.json", scenarios.scenario_file_text(s))
-        st.download_button(f"Download all {sum(s.ok for s in items)} scenarios (zip of plan files)", buf.getvalue(),
-                           file_name="scenarios.zip", mime="application/zip", key="sc_dl_all", on_click="ignore",
-                           icon=":material/download:")
+                st.button(f"Save {len(parsed)} as scenario{'s' * (len(parsed) != 1)}", key="sc_import",
+                          icon=":material/library_add:", on_click=_on_import)
+        if any(s.ok for s in items):
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+                stems = comparison.unique_names([scenarios.file_stem(s.name) for s in items if s.ok])
+                for stem, s in zip(stems, [s for s in items if s.ok], strict=True):
+                    zf.writestr(f"{stem}.plan.json", scenarios.scenario_file_text(s))
+            st.download_button(f"Download all {sum(s.ok for s in items)} scenarios (zip of plan files)", buf.getvalue(),
+                               file_name="scenarios.zip", mime="application/zip", key="sc_dl_all", on_click="ignore",
+                               icon=":material/download:")
 
 # ------------------------------------------------------------------ compare
-st.divider()
-st.subheader("Compare plans side by side")
-opts = plan_controls.choices(items)
-if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
-    saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
-    ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
-picked = st.multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
-                        help="Cells that differ from the first plan are highlighted.")
-ss.setdefault("sc_only", False)
-with st.container(horizontal=True, vertical_alignment="center", gap="large"):
-    only_diff = st.toggle("Only rows that differ", key="sc_only")
-    st.page_link("app_pages/committee/memo.py", label="Decision memo (PDF, HTML) of these plans", icon=":material/picture_as_pdf:")
+@st.fragment
+def _compare() -> None:
+    """The comparison: a change of the plans picked, "only rows that differ", a tab or the
+    level redraws only this part (the scenario list and import above stay)."""
+    st.divider()
+    st.subheader("Compare plans side by side")
+    opts = plan_controls.choices(items)
+    if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
+        saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
+        ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
+    picked = st.multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
+                            help="Cells that differ from the first plan are highlighted.")
+    ss.setdefault("sc_only", False)
+    with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+        only_diff = st.toggle("Only rows that differ", key="sc_only")
+        st.page_link("app_pages/committee/memo.py", label="Decision memo (PDF, HTML) of these plans", icon=":material/picture_as_pdf:")
 
-if len(picked) < 2:
-    st.info("Pick two or more plans to compare.")
-    st.stop()
+    if len(picked) < 2:
+        st.info("Pick two or more plans to compare.")
+        return
 
-plans = [opts[n]() for n in picked]
-key = plan_controls.plans_key(plans)
-names = comparison.unique_names([p.name for p in plans])
-method, delta = state.method(), state.delta()
-levels_differ = set()
-for m in comparison.MEASURES:
-    df = plan_controls.cached_by_level(key, m, method, delta)
-    levels_differ |= set(df.index[df[comparison.DIFFERS]])
-summ = plan_controls.cached_summary(key, delta)
-keys_tbl = comparison.config_keys(plans)
-st.markdown(f"**{len(plans)} plans:** {int(summ[comparison.DIFFERS].sum())} of {len(summ)} settings, "
-            f"{len(levels_differ)} of 20 population group levels and {int(keys_tbl[comparison.DIFFERS].sum())} "
-            f"config.json keys differ. Highlighted: cells that differ from **{widgets.plain(names[0])}**.")
-if len({p.config.privacy_defn for p in plans}) > 1:
-    st.info("These plans mix zCDP (budgets ρ) and pure DP (budgets ε): their budgets are in different units. Compare "
-            "them by the MOEs, thresholds and the ε rows.", icon=":material/info:")
-
-
-def _shown(df):
-    return df[df[comparison.DIFFERS]] if only_diff else df
+    plans = [opts[n]() for n in picked]
+    key = plan_controls.plans_key(plans)
+    names = comparison.unique_names([p.name for p in plans])
+    method, delta = state.method(), state.delta()
+    levels_differ = set()
+    for m in comparison.MEASURES:
+        df = plan_controls.cached_by_level(key, m, method, delta)
+        levels_differ |= set(df.index[df[comparison.DIFFERS]])
+    summ = plan_controls.cached_summary(key, delta)
+    keys_tbl = comparison.config_keys(plans)
+    st.markdown(f"**{len(plans)} plans:** {int(summ[comparison.DIFFERS].sum())} of {len(summ)} settings, "
+                f"{len(levels_differ)} of 20 population group levels and {int(keys_tbl[comparison.DIFFERS].sum())} "
+                f"config.json keys differ. Highlighted: cells that differ from **{widgets.plain(names[0])}**.")
+    if len({p.config.privacy_defn for p in plans}) > 1:
+        st.info("These plans mix zCDP (budgets ρ) and pure DP (budgets ε): their budgets are in different units. Compare "
+                "them by the MOEs, thresholds and the ε rows.", icon=":material/info:")
 
 
-s_show = _shown(summ)
-widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
-              styler=comparison.styled(s_show, names), caption="Settings and privacy accounting. Budgets are ρ "
-              "(zCDP) or ε (pure DP); smaller budgets and smaller ε mean more privacy and more noise.")
+    def _shown(df):
+        return df[df[comparison.DIFFERS]] if only_diff else df
 
-st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
-projection_panel.compare(plans, names)
 
-st.markdown("**By population group level**")
-# only the open tab is drawn (each holds a table and a chart per plan): a page of 5 plans opens in a blink
-tabs = st.tabs([comparison.MEASURES[m][0] for m in comparison.MEASURES], key="sc_tabs", on_change="rerun")
-fmt_float = {n: "{:.5g}" for n in names}
-for tab, m in zip(tabs, comparison.MEASURES, strict=True):
-    if not tab.open:
-        continue
-    with tab:
-        title, helptext = comparison.MEASURES[m]
-        df = _shown(plan_controls.cached_by_level(key, m, method, delta))
-        st.caption(helptext)
-        if df.empty:
-            st.success("No level differs.")
+    s_show = _shown(summ)
+    widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
+                  styler=comparison.styled(s_show, names), caption="Settings and privacy accounting. Budgets are ρ "
+                  "(zCDP) or ε (pure DP); smaller budgets and smaller ε mean more privacy and more noise.")
+
+    st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
+    projection_panel.compare(plans, names)
+
+    st.markdown("**By population group level**")
+    # only the open tab is drawn (each holds a table and a chart per plan): a page of 5 plans opens in a blink
+    tabs = st.tabs([comparison.MEASURES[m][0] for m in comparison.MEASURES], key="sc_tabs", on_change="rerun")
+    fmt_float = {n: "{:.5g}" for n in names}
+    for tab, m in zip(tabs, comparison.MEASURES, strict=True):
+        if not tab.open:
             continue
-        widgets.table(df, f"compare_{m}.csv", key=f"sc_tbl_{m}", height=35 * (len(df) + 1) + 3,
-                      styler=comparison.styled(df, names, fmt_float if m in ("budget", "epsilon") else None))
-        if m not in ("thresholds",):
-            full = plan_controls.cached_by_level(key, m, method, delta)
-            ylab = {"budget": "level budget (ρ or ε)", "epsilon": "ε of the level",
-                    "moe_exact": "exact 95% MOE (persons)", "moe_bound": "⌊1.96σ⌋ (persons)",
-                    "target": "MOE target (persons)", "suppression": "threshold T (persons)"}[m]
-            widgets.chart(scenario_charts.level_bars(full, f"{title} by level, one bar per plan", ylab,
-                                                     log_y=m in ("budget", "epsilon", "moe_exact", "moe_bound")),
-                          full, f"compare_{m}_chart.csv", key=f"sc_chart_{m}")
+        with tab:
+            title, helptext = comparison.MEASURES[m]
+            df = _shown(plan_controls.cached_by_level(key, m, method, delta))
+            st.caption(helptext)
+            if df.empty:
+                st.success("No level differs.")
+                continue
+            widgets.table(df, f"compare_{m}.csv", key=f"sc_tbl_{m}", height=35 * (len(df) + 1) + 3,
+                          styler=comparison.styled(df, names, fmt_float if m in ("budget", "epsilon") else None))
+            if m not in ("thresholds",):
+                full = plan_controls.cached_by_level(key, m, method, delta)
+                ylab = {"budget": "level budget (ρ or ε)", "epsilon": "ε of the level",
+                        "moe_exact": "exact 95% MOE (persons)", "moe_bound": "⌊1.96σ⌋ (persons)",
+                        "target": "MOE target (persons)", "suppression": "threshold T (persons)"}[m]
+                widgets.chart(scenario_charts.level_bars(full, f"{title} by level, one bar per plan", ylab,
+                                                         log_y=m in ("budget", "epsilon", "moe_exact", "moe_bound")),
+                              full, f"compare_{m}_chart.csv", key=f"sc_chart_{m}")
 
-with st.expander(f"config.json keys ({int(keys_tbl[comparison.DIFFERS].sum())} differ)", expanded=False):
-    k_show = _shown(keys_tbl)
-    widgets.table(k_show, "compare_keys.csv", key="sc_keys", styler=comparison.styled(k_show, names))
+    with st.expander(f"config.json keys ({int(keys_tbl[comparison.DIFFERS].sum())} differ)", expanded=False):
+        k_show = _shown(keys_tbl)
+        widgets.table(k_show, "compare_keys.csv", key="sc_keys", styler=comparison.styled(k_show, names))
 
-st.markdown("**Charts that overlay the plans**")
-for defn in ("zcdp", "puredp"):
-    group = [p for p in plans if p.config.privacy_defn == defn]
-    if group:
-        widgets.chart(scenario_charts.moe_budget_curves(group, method),
-                      comparison.by_level(group, "moe_exact", method, delta), f"moe_curves_{defn}.csv",
-                      key=f"sc_curves_{defn}")
+    st.markdown("**Charts that overlay the plans**")
+    for defn in ("zcdp", "puredp"):
+        group = [p for p in plans if p.config.privacy_defn == defn]
+        if group:
+            widgets.chart(scenario_charts.moe_budget_curves(group, method),
+                          comparison.by_level(group, "moe_exact", method, delta), f"moe_curves_{defn}.csv",
+                          key=f"sc_curves_{defn}")
 
-all_levels = [lvl for lvl in POPULATION_GROUP_LEVELS
-              if any(p.config.rho(lvl) > 0 and p.config.runs_geo(lvl) for p in plans)]
-if all_levels:
-    lk = [lvl.key for lvl in all_levels]
-    if ss.get("sc_level") not in lk:
-        ss["sc_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in lk else lk[0]
-    lc = st.columns([1.3, 4])
-    level = PopulationGroupLevel.parse(lc[0].selectbox(
-        "Level for the curves", lk, key="sc_level",
-        format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k))))
-    ad = scenario_charts.adaptive_data(plans, level)
-    if len(ad):
-        widgets.chart(scenario_charts.adaptive_overlay(ad, plans, level), ad,
-                      f"compare_adaptive_{level.geo}_{level.iteration_level}.csv", key="sc_adaptive")
-    sd = scenario_charts.suppression_data(plans, level)
-    if len(sd):
-        widgets.chart(scenario_charts.suppression_overlay(sd, level), sd,
-                      f"compare_suppression_{level.geo}_{level.iteration_level}.csv", key="sc_supp")
-    elif not level.is_state_or_above:
-        st.caption("No plan suppresses at this level (p = 0 or the level is off).")
-    else:
-        st.caption("Totals at state level and above are never suppressed.")
+    all_levels = [lvl for lvl in POPULATION_GROUP_LEVELS
+                  if any(p.config.rho(lvl) > 0 and p.config.runs_geo(lvl) for p in plans)]
+    if all_levels:
+        lk = [lvl.key for lvl in all_levels]
+        if ss.get("sc_level") not in lk:
+            ss["sc_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in lk else lk[0]
+        lc = st.columns([1.3, 4])
+        level = PopulationGroupLevel.parse(lc[0].selectbox(
+            "Level for the curves", lk, key="sc_level",
+            format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k))))
+        ad = scenario_charts.adaptive_data(plans, level)
+        if len(ad):
+            widgets.chart(scenario_charts.adaptive_overlay(ad, plans, level), ad,
+                          f"compare_adaptive_{level.geo}_{level.iteration_level}.csv", key="sc_adaptive")
+        sd = scenario_charts.suppression_data(plans, level)
+        if len(sd):
+            widgets.chart(scenario_charts.suppression_overlay(sd, level), sd,
+                          f"compare_suppression_{level.geo}_{level.iteration_level}.csv", key="sc_supp")
+        elif not level.is_state_or_above:
+            st.caption("No plan suppresses at this level (p = 0 or the level is off).")
+        else:
+            st.caption("Totals at state level and above are never suppressed.")
 
-widgets.download_csv(comparison.long_table(plans, method, delta), "comparison_long.csv", key="sc_long",
-                     label="Download every per-level figure of every plan (CSV, long form)")
+    widgets.download_csv(comparison.long_table(plans, method, delta), "comparison_long.csv", key="sc_long",
+                         label="Download every per-level figure of every plan (CSV, long form)")
+
+
+_compare()

@@ -90,7 +90,9 @@ def test_configuration_upload_and_scenarios_import_refuse_a_bad_target(store, ta
     assert "hostile.plan.json was not loaded" in err and "the plan's MOE targets are not valid" in err
     assert config(at).to_dict() == production_2020().to_dict()  # the plan did not change
     at.switch_page("app_pages/committee/scenarios.py").run()
-    at.expander[0]  # the import panel
+    assert not any(u.key == "sc_upload" for u in at.get("file_uploader"))  # drawn only while open
+    at.session_state["sc_import_open"] = True  # the user opens the import panel
+    at.run()
     _upload(at, "sc_upload", "hostile.plan.json", _plan_file(target))
     err = shown("\n".join(e.value for e in at.error))
     assert "Not importable:" in err and "MOE target of (COUNTY, 2)" in err
