@@ -19,6 +19,15 @@ OK, NULL_FIRST, NOT_A_CODE, AFTER_NULL = 0, 1, 2, 3
 
 
 @jit()
+def _holds(race, i, m, v):
+    """Whether v is among the first m codes of row i of `race`."""
+    for q in range(m):
+        if race[i, q] == v:
+            return True
+    return False
+
+
+@jit()
 def _race_set(vals, limit, race, i):
     """Row i of `race`: the distinct codes of the first `limit` columns of `vals`,
     ascending (insertion sort of <= 8), then -1; returns whether a later column holds a
@@ -26,14 +35,7 @@ def _race_set(vals, limit, race, i):
     m = 0
     for j in range(limit):
         v = vals[j]
-        if v < 0:
-            continue
-        dup = False
-        for q in range(m):
-            if race[i, q] == v:
-                dup = True
-                break
-        if dup:
+        if v < 0 or _holds(race, i, m, v):
             continue
         q = m
         while q > 0 and race[i, q - 1] > v:
@@ -45,14 +47,7 @@ def _race_set(vals, limit, race, i):
         race[i, q] = -1
     for j in range(limit, 8):
         v = vals[j]
-        if v < 0:
-            continue
-        found = False
-        for q in range(m):
-            if race[i, q] == v:
-                found = True
-                break
-        if not found:
+        if v >= 0 and not _holds(race, i, m, v):
             return True
     return False
 

@@ -320,9 +320,7 @@ class ScenarioStore:
         """Give a scenario another name (a change of case or spelling only is allowed)."""
         old, new = clean_name(old), _new_name(new)
         with self._connect(write=True) as con:
-            rowid = _find(con, old)
-            if rowid is None:
-                raise ScenarioError(f"there is no scenario named {old!r}")
+            rowid = _existing(con, old)
             clash = _find(con, new)
             if clash is not None and clash != rowid:
                 taken = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (clash,)).fetchone()[0]
@@ -333,17 +331,13 @@ class ScenarioStore:
     def delete(self, name: str) -> None:
         name = clean_name(name)
         with self._connect(write=True) as con:
-            rowid = _find(con, name)
-            if rowid is None:
-                raise ScenarioError(f"there is no scenario named {name!r}")
+            rowid = _existing(con, name)
             con.execute("DELETE FROM scenarios WHERE rowid = ?", (rowid,))
 
     def set_note(self, name: str, note: str) -> Scenario:
         name, note = clean_name(name), _clean_note(note)
         with self._connect(write=True) as con:
-            rowid = _find(con, name)
-            if rowid is None:
-                raise ScenarioError(f"there is no scenario named {name!r}")
+            rowid = _existing(con, name)
             con.execute("UPDATE scenarios SET note = ?, modified = ? WHERE rowid = ?", (note, now(), rowid))
         return self.get(name)
 
@@ -379,6 +373,14 @@ def _bad_name(name: Any) -> str | None:
     except ScenarioError as exc:
         return f"its name is not valid ({exc})"
     return None
+
+
+def _existing(con: sqlite3.Connection, name: str) -> int:
+    """The rowid of the scenario `name` (any case); ScenarioError if there is none."""
+    rowid = _find(con, name)
+    if rowid is None:
+        raise ScenarioError(f"there is no scenario named {name!r}")
+    return rowid
 
 
 def _find(con: sqlite3.Connection, name: str) -> int | None:

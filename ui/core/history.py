@@ -74,29 +74,27 @@ def batch(store: MutableMapping[str, Any]) -> Iterator[None]:
             store[K_BATCH] = None
 
 
+def _step(store: MutableMapping[str, Any], current: Snapshot, source: str, dest: str) -> Snapshot | None:
+    """Take the last plan of stack `source` (None if empty); `current` goes onto `dest`."""
+    src = _stack(store, source)
+    if not src:
+        return None
+    target = src.pop()
+    dst = _stack(store, dest)
+    dst.append(current)
+    del dst[:-LIMIT]
+    return target
+
+
 def undo(store: MutableMapping[str, Any], current: Snapshot) -> Snapshot | None:
     """The plan before the last change (None if there is nothing to undo); `current`
     becomes the first step to redo."""
-    undo_ = _stack(store, K_UNDO)
-    if not undo_:
-        return None
-    target = undo_.pop()
-    redo_ = _stack(store, K_REDO)
-    redo_.append(current)
-    del redo_[:-LIMIT]
-    return target
+    return _step(store, current, K_UNDO, K_REDO)
 
 
 def redo(store: MutableMapping[str, Any], current: Snapshot) -> Snapshot | None:
     """The plan the last undo left (None if there is nothing to redo)."""
-    redo_ = _stack(store, K_REDO)
-    if not redo_:
-        return None
-    target = redo_.pop()
-    undo_ = _stack(store, K_UNDO)
-    undo_.append(current)
-    del undo_[:-LIMIT]
-    return target
+    return _step(store, current, K_REDO, K_UNDO)
 
 
 def depth(store: Mapping[str, Any]) -> tuple[int, int]:
