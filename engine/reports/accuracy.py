@@ -401,6 +401,10 @@ def _parallel_trials(study: _Trials, workers: int, sinks: tuple, progress=None) 
                 try:
                     parts = fut.result()
                 except BrokenProcessPool:
+                    # the pool reports the loss when the worker's pipe closes, which can be
+                    # before the process is reaped: wait for its exit status first
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    _reap(processes)
                     raise WorkerLost(_lost_message(processes, workers)) from None
                 for sink, part in zip(sinks, parts):
                     sink.merge(part)
@@ -409,11 +413,23 @@ def _parallel_trials(study: _Trials, workers: int, sinks: tuple, progress=None) 
                     progress(f"trials done, {workers} at once (trial {t + 1} finished)", done, study.trials)
     except BaseException:
         # stop the trials still running: the study has failed, nothing will be written
-        for p in getattr(pool, "_processes", {}).values():
+        for p in (getattr(pool, "_processes", None) or {}).values():
             p.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def _reap(processes: list, seconds: float = 10.0) -> None:
+    """Wait, at most `seconds` in all, until every process has an exit code. The pool's
+    own thread may reap a process at the same moment, in which case `exitcode` reads
+    None for an instant (the status went to the other waiter): poll again."""
+    import time
+
+    end = time.monotonic() + seconds
+    for p in processes:
+        while p.exitcode is None and time.monotonic() < end:
+            p.join(timeout=0.05)
 
 
 def _lost_message(processes: list, workers: int) -> str:
