@@ -7,6 +7,7 @@ a release (or the ground truth) to OUT_DIR with its manifest.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from calculators.config import SafeTabConfig
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from engine.tabulation.aggregate import (
     Aggregator, CellCache, CountTable, KeyRecords, LevelCounts, LocalAggregator, all_totals, level_counts,
+    read_persons_ahead,
 )
 from engine.tabulation.flatmap import IterationCatalog, geo_class
 from engine.tabulation.mechanism import LevelPlan, Noise, level_plan, tabulate_level
@@ -98,11 +100,18 @@ def prepare(params_dir: str | Path, data_dir: str | Path, progress: Progress | N
     """
     phases = Phases()
     t0 = time.perf_counter()
-    with phases("load_inputs"):
-        inputs = load_inputs(params_dir, data_dir, config=config)
-    t1 = time.perf_counter()
-    with phases("read_and_count_persons"):
-        table = (aggregator or LocalAggregator()).count(inputs, progress=progress)
+    local = aggregator is None or isinstance(aggregator, LocalAggregator)
+    # parse the first blocks of a text person file while the spec files and GRF-C are read
+    ahead = read_persons_ahead(data_dir) if local and Path(data_dir).is_dir() else None
+    with ahead if ahead is not None else contextlib.nullcontext():
+        with phases("load_inputs"):
+            inputs = load_inputs(params_dir, data_dir, config=config)
+        t1 = time.perf_counter()
+        with phases("read_and_count_persons"):
+            if local:
+                table = (aggregator or LocalAggregator()).count(inputs, progress=progress, ahead=ahead)
+            else:
+                table = aggregator.count(inputs, progress=progress)
     t2 = time.perf_counter()
     catalog = IterationCatalog(inputs.specs)
     config = inputs.config
@@ -124,8 +133,10 @@ def validate(params_dir: str | Path, data_dir: str | Path, progress: Progress | 
     The persons are checked by the aggregation pass itself (they are read once), so
     validation runs the counting and throws the counts away.
     """
-    inputs = load_inputs(params_dir, data_dir)
-    LocalAggregator().count(inputs, progress=progress)
+    ahead = read_persons_ahead(data_dir) if Path(data_dir).is_dir() else None
+    with ahead if ahead is not None else contextlib.nullcontext():
+        inputs = load_inputs(params_dir, data_dir)
+        LocalAggregator().count(inputs, progress=progress, ahead=ahead)
     return inputs
 
 

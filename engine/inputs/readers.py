@@ -36,8 +36,21 @@ GRF_STEM = "GRF-C"
 #: The most bytes of a header line read (a header is ~150 bytes; a file without line
 #: breaks must not be read whole to report it).
 _HEADER_BYTES = 1 << 16
-#: Bytes per text block read by pyarrow; about 1-2 million person rows.
-_BLOCK_SIZE = 64 << 20
+#: Bytes per text block read by pyarrow: at most 64 MiB (about 1-2 million person rows,
+#: a national file's blocks), at least 1 MiB, and otherwise the size that reads a file in
+#: `_MIN_BLOCKS` blocks. Parsing a block, checking the one before and counting the one
+#: before that overlap on two cores only when there are several blocks: read in 64 MiB
+#: blocks, a million persons (80 MB) were two blocks, and each step waited for the other.
+_MAX_BLOCK, _MIN_BLOCK, _MIN_BLOCKS = 64 << 20, 1 << 20, 16
+
+
+def _block_size(path: Path) -> int:
+    """The text block size for the file at `path` (see `_MAX_BLOCK`)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return _MAX_BLOCK  # the reader says what is wrong with the file
+    return int(min(_MAX_BLOCK, max(_MIN_BLOCK, size // _MIN_BLOCKS)))
 
 
 @dataclass(frozen=True)
@@ -128,7 +141,7 @@ class Batch:
 
 
 def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: bool = False,
-                 dictionary: bool = False) -> Iterator[Batch]:
+                 dictionary: bool = False, ahead: ReadAhead | None = None) -> Iterator[Batch]:
     """Stream a data file in batches of string columns (only the `expected` ones).
 
     Problems go to `log` with their line (text) or row (Parquet): rows with the wrong
@@ -139,13 +152,18 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
     With `dictionary` every column is a dictionary array (string values, int32 indices,
     no nulls): each distinct value of a batch is then decoded and checked once, not once
     per row (person files repeat a few thousand values over millions of rows).
+
+    `ahead`: a `ReadAhead` of this file with the same `expected` and `dictionary`,
+    started earlier; its blocks are taken instead of parsing the file again.
     """
+    if ahead is not None and not ahead.reads(df, expected, dictionary):
+        raise ValueError(f"the read-ahead of {ahead.df.name} is not a read of {df.name} with these columns")
     if check_header(df, expected, log, extra_ok) is None:
         return
     rows = 0
     try:
         source = (_parquet_batches(df, expected, dictionary) if df.kind == "parquet"
-                  else _text_batches(df, expected, log, dictionary))
+                  else _text_batches(df, expected, log, dictionary, ahead))
         decode = _decode_dictionary if dictionary else _decode
         for table, first in source:
             batch = decode(df, table, first, log)
@@ -180,8 +198,8 @@ def _parquet_batches(df: DataFile, expected: list[str], dictionary: bool = False
         row += rb.num_rows
 
 
-def _text_batches(df: DataFile, expected: list[str], log: ProblemLog,
-                  dictionary: bool = False) -> Iterator[tuple[pa.Table, int | None]]:
+def _text_batches(df: DataFile, expected: list[str], log: ProblemLog, dictionary: bool = False,
+                  ahead: ReadAhead | None = None) -> Iterator[tuple[pa.Table, int | None]]:
     """Batches of a pipe-delimited file with the line of their first row (None once a row
     was skipped).
 
@@ -195,12 +213,15 @@ def _text_batches(df: DataFile, expected: list[str], log: ProblemLog,
     """
     line = 2
     try:
-        for rb in _csv_reader(df, expected, dictionary=dictionary):
+        for rb in (ahead if ahead is not None else _csv_reader(df, expected, dictionary=dictionary)):
             yield pa.Table.from_batches([rb]), line
             line += rb.num_rows
         return
     except pa.ArrowInvalid:
         pass  # a malformed row (or another error, which the second reading raises again)
+    finally:
+        if ahead is not None:
+            ahead.close()
     bad_rows = []
 
     def _on_invalid(row) -> str:
@@ -232,7 +253,7 @@ def _csv_reader(df: DataFile, expected: list[str], on_invalid=None, dictionary: 
     on the calling thread with it (see `_text_batches`); `dictionary`: dictionary columns."""
     return pacsv.open_csv(
         df.path,
-        read_options=pacsv.ReadOptions(block_size=_BLOCK_SIZE, use_threads=on_invalid is None),
+        read_options=pacsv.ReadOptions(block_size=_block_size(df.path), use_threads=on_invalid is None),
         parse_options=pacsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=on_invalid),
         # Bytes first: UTF-8 is checked per column by `_decode`, which can say which line.
         convert_options=pacsv.ConvertOptions(
@@ -241,6 +262,94 @@ def _csv_reader(df: DataFile, expected: list[str], on_invalid=None, dictionary: 
             strings_can_be_null=False, quoted_strings_can_be_null=False,
         ),
     )
+
+
+#: At most this many bytes of text are parsed ahead of their use by a `ReadAhead`.
+_AHEAD_BYTES = 256 << 20
+
+
+class ReadAhead:
+    """pyarrow's parsing of a text data file, started now on a thread of its own, its
+    blocks (record batches) kept in a bounded queue until `iter_batches` takes them.
+
+    A run starts reading the persons this way before it reads the spec files and GRF-C,
+    which need the interpreter most of the time while pyarrow's parser does not: on two
+    cores the first blocks are parsed meanwhile. At most `_AHEAD_BYTES` of text (or two
+    blocks) wait in the queue. pyarrow is given no Python callback (see `_text_batches`),
+    and the reader is opened, read and closed by the thread; `close` (idempotent, also at
+    the end of the iteration, on an error and on leaving a ``with`` block) stops it and
+    joins it, so no thread is left inside pyarrow. An error of the parser is raised to
+    the consumer where the block would have come; a malformed row then makes
+    `_text_batches` read the file again itself, with its row handler.
+    """
+
+    def __init__(self, df: DataFile, expected: list[str], dictionary: bool = False):
+        import queue
+        import threading
+
+        if df.kind != "txt":
+            raise ValueError(f"{df.name}: only text files are read ahead")
+        self.df, self.expected, self.dictionary = df, list(expected), dictionary
+        self._queue: queue.Queue = queue.Queue(maxsize=max(2, _AHEAD_BYTES // _block_size(df.path)))
+        self._stop = threading.Event()
+        self._end = object()
+        self._finished = False
+        self._thread = threading.Thread(target=self._work, name="safetab-read-ahead", daemon=True)
+        self._thread.start()
+
+    def reads(self, df: DataFile, expected: list[str], dictionary: bool) -> bool:
+        return (df, list(expected), dictionary) == (self.df, self.expected, self.dictionary)
+
+    def _put(self, item) -> bool:
+        import queue
+
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _work(self) -> None:
+        reader = None
+        try:
+            reader = _csv_reader(self.df, self.expected, dictionary=self.dictionary)
+            for rb in reader:
+                if not self._put(rb):
+                    return
+            self._put(self._end)
+        except BaseException as exc:  # noqa: BLE001 - handed over to the consumer
+            self._put(exc)
+        finally:
+            if reader is not None:
+                reader.close()
+
+    def __iter__(self) -> ReadAhead:
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        if self._finished:
+            raise StopIteration
+        item = self._queue.get()
+        if item is self._end:
+            self.close()
+            raise StopIteration
+        if isinstance(item, BaseException):
+            self.close()
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._finished = True
+        self._stop.set()
+        self._thread.join()
+
+    def __enter__(self) -> ReadAhead:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _decode(df: DataFile, table: pa.Table, first: int | None, log: ProblemLog) -> Batch:

@@ -14,6 +14,7 @@ table (total, age4, age9, age23) is a sum of these cells.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
@@ -22,7 +23,7 @@ import numpy as np
 
 from calculators.levels import PopulationGroupLevel
 from engine.errors import ProblemLog
-from engine.inputs.readers import PERSON_COLUMNS, iter_batches, prefetch
+from engine.inputs.readers import PERSON_COLUMNS, PERSONS_STEM, ReadAhead, find_data_file, iter_batches, prefetch
 from engine.inputs.validate import EncodedPersons, Inputs, check_person_batch
 from engine.tabulation import _kernels
 from engine.tabulation.flatmap import CharKeys, IterationCatalog, Membership, geo_class, membership
@@ -164,9 +165,22 @@ class _CountRuns:
         return key, count
 
 
-def _counted_batches(inputs: Inputs, log: ProblemLog) -> Iterator[tuple[int, EncodedPersons]]:
+def read_persons_ahead(data_dir) -> ReadAhead | None:
+    """Start parsing DATA_DIR's person file now (text only; None when it is Parquet,
+    missing or ambiguous: `load_inputs` reports the last two). For `LocalAggregator.count`,
+    which must then be called, or the read-ahead closed."""
+    from pathlib import Path
+
+    df = find_data_file(Path(data_dir), PERSONS_STEM, ProblemLog())
+    if df is None or df.kind != "txt":
+        return None
+    return ReadAhead(df, PERSON_COLUMNS, dictionary=True)
+
+
+def _counted_batches(inputs: Inputs, log: ProblemLog,
+                     ahead: ReadAhead | None = None) -> Iterator[tuple[int, EncodedPersons]]:
     """(rows read, checked and encoded good rows) of each person batch."""
-    for batch in iter_batches(inputs.persons_file, PERSON_COLUMNS, log, dictionary=True):
+    for batch in iter_batches(inputs.persons_file, PERSON_COLUMNS, log, dictionary=True, ahead=ahead):
         yield batch.table.num_rows, check_person_batch(batch, inputs, log)
 
 
@@ -179,11 +193,17 @@ class LocalAggregator:
     merged (k-way, `_kernels.merge_runs`) when they outgrow the merged table, so the
     merging work stays proportional to the final table. Memory grows with the number
     of distinct (piece, characteristic key, cell) rows, not with the number of persons.
+    A text person file's parsing can be started before the inputs are loaded
+    (`read_persons_ahead`, given as `ahead`).
     """
 
     merge_rows: int = _MERGE_ROWS
 
-    def count(self, inputs: Inputs, progress: Progress | None = None) -> CountTable:
+    def count(self, inputs: Inputs, progress: Progress | None = None, ahead: ReadAhead | None = None) -> CountTable:
+        with ahead if ahead is not None else contextlib.nullcontext():
+            return self._count(inputs, progress, ahead)
+
+    def _count(self, inputs: Inputs, progress: Progress | None, ahead: ReadAhead | None) -> CountTable:
         log = ProblemLog()
         charkeys = CharKeys(len(inputs.code_names))
         runs = _CountRuns(self.merge_rows)
@@ -193,7 +213,7 @@ class LocalAggregator:
         pr_piece = geo.piece_region["PR-STATE"] >= 0 if "PR-STATE" in geo.piece_region else np.zeros(geo.n_pieces, bool)
         expected = _estimate_rows(inputs)
         rows_read = 0
-        for n_rows, enc in prefetch(_counted_batches(inputs, log)):
+        for n_rows, enc in prefetch(_counted_batches(inputs, log, ahead)):
             rows_read += n_rows
             if progress:
                 progress("reading persons", rows_read, max(rows_read, expected))

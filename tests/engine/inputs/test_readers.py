@@ -1,0 +1,130 @@
+"""Reading text data files: the block size and the read-ahead started before the inputs
+are loaded give the counts of a plain reading, report the same problems and leave no
+thread behind."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.errors import InputError
+from engine.inputs import readers
+from engine.inputs.readers import PERSON_COLUMNS, DataFile, ReadAhead, iter_batches
+from engine.inputs.validate import load_inputs
+from engine.errors import ProblemLog
+from engine.run import prepare, run
+from engine.tabulation.aggregate import LocalAggregator
+from tests.engine.conftest import person
+
+SAMPLE = Path(__file__).resolve().parents[3] / "sample_data"
+PERSONS = DataFile(SAMPLE / "data" / "person-records.txt", "txt")
+
+
+def _threads(name: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == name]
+
+
+def test_block_size_reads_a_file_in_at_least_16_blocks_within_bounds(tmp_path):
+    def size_for(n_bytes: int) -> int:
+        f = tmp_path / f"f{n_bytes}"
+        with open(f, "wb") as fh:
+            fh.truncate(n_bytes)  # sparse: no bytes written
+        return readers._block_size(f)
+
+    assert size_for(10) == 1 << 20  # at least 1 MiB
+    assert size_for(80_000_000) == 5_000_000  # a million persons: 16 blocks, not 2
+    assert size_for(26 << 30) == 64 << 20  # a national file: 64 MiB blocks
+    assert readers._block_size(tmp_path / "missing") == 64 << 20
+
+
+def _level_counts(prepared) -> dict:
+    """Every tabulated level's true totals and the cells of its non-empty groups."""
+    out = {}
+    for lvl in prepared.levels:
+        counts = prepared.counts(lvl)
+        totals = counts.totals()
+        out[lvl] = (totals, counts.cells_of(np.flatnonzero(totals)))
+    return out
+
+
+def test_counts_do_not_depend_on_the_block_size(monkeypatch):
+    n_blocks = sum(1 for _ in iter_batches(PERSONS, PERSON_COLUMNS, ProblemLog(), dictionary=True))
+    assert n_blocks >= 4  # 3.9 MB in 1 MiB blocks
+    many = _level_counts(prepare(SAMPLE / "params", SAMPLE / "data"))
+    monkeypatch.setattr(readers, "_MIN_BLOCK", 1 << 30)
+    monkeypatch.setattr(readers, "_MAX_BLOCK", 1 << 30)
+    assert sum(1 for _ in iter_batches(PERSONS, PERSON_COLUMNS, ProblemLog(), dictionary=True)) == 1
+    one = _level_counts(prepare(SAMPLE / "params", SAMPLE / "data"))
+    assert one.keys() == many.keys() and len(one) >= 10
+    for lvl in one:
+        np.testing.assert_array_equal(one[lvl][0], many[lvl][0], err_msg=str(lvl))
+        np.testing.assert_array_equal(one[lvl][1], many[lvl][1], err_msg=str(lvl))
+    assert sum(t.sum() for t, _ in one.values()) > 50_000
+
+
+def test_read_ahead_counts_what_a_plain_reading_counts_and_ends_its_thread():
+    prepared = prepare(SAMPLE / "params", SAMPLE / "data")
+    plain = LocalAggregator().count(load_inputs(SAMPLE / "params", SAMPLE / "data"))
+    np.testing.assert_array_equal(prepared.table.key, plain.key)
+    np.testing.assert_array_equal(prepared.table.count, plain.count)
+    assert not _threads("safetab-read-ahead")
+
+
+def test_read_ahead_is_bounded_and_stops_when_closed(monkeypatch):
+    # 64 KiB blocks, 128 KiB ahead: the queue holds 2 blocks of the 60 and the parser waits
+    monkeypatch.setattr(readers, "_MIN_BLOCK", 64 << 10)
+    monkeypatch.setattr(readers, "_MIN_BLOCKS", 1 << 20)
+    monkeypatch.setattr(readers, "_AHEAD_BYTES", 128 << 10)
+    ahead = ReadAhead(PERSONS, PERSON_COLUMNS, dictionary=True)
+    end = time.monotonic() + 30
+    while not ahead._queue.full() and time.monotonic() < end:
+        time.sleep(0.01)
+    assert ahead._queue.maxsize == 2 and ahead._queue.full()
+    assert _threads("safetab-read-ahead")  # waiting for room, not reading the rest
+    first = next(ahead)
+    assert first.num_rows > 0 and first.num_columns == len(PERSON_COLUMNS)
+    ahead.close()
+    assert not _threads("safetab-read-ahead")
+    with pytest.raises(StopIteration):
+        next(ahead)
+    ahead.close()  # idempotent
+
+
+def test_read_ahead_of_another_file_is_refused(tmp_path):
+    with ReadAhead(PERSONS, PERSON_COLUMNS, dictionary=True) as ahead:
+        with pytest.raises(ValueError, match="not a read of"):
+            list(iter_batches(PERSONS, PERSON_COLUMNS, ProblemLog(), dictionary=False, ahead=ahead))
+    with pytest.raises(ValueError, match="only text files"):
+        ReadAhead(DataFile(tmp_path / "person-records.parquet", "parquet"), PERSON_COLUMNS)
+    assert not _threads("safetab-read-ahead")
+
+
+def test_refused_inputs_stop_the_read_ahead(dataset, tmp_path):
+    dataset.persons = [person()] * 50
+    dataset.write()
+    (dataset.params / "race-and-ethnicity-codes.txt").write_text("RACE_ETH_CODE|RACE_ETH_NAME\n0123|bad\n")
+    with pytest.raises(InputError, match="0123"):
+        prepare(dataset.params, dataset.data)
+    assert not _threads("safetab-read-ahead")
+
+
+def test_a_malformed_row_is_reported_on_its_line_through_the_read_ahead(dataset, tmp_path, monkeypatch):
+    # small blocks, so that the malformed row is in a later block than the first
+    monkeypatch.setattr(readers, "_MIN_BLOCK", 4 << 10)
+    monkeypatch.setattr(readers, "_MIN_BLOCKS", 1 << 20)
+    dataset.persons = [person()] * 2000
+    dataset.write()
+    path = dataset.data / "person-records.txt"
+    lines = path.read_text().split("\n")
+    lines[1500] += "|extra"  # file line 1501
+    path.write_text("\n".join(lines))
+    with pytest.raises(InputError) as exc:
+        run(dataset.params, dataset.data, tmp_path / "out")
+    text = str(exc.value)
+    assert "line 1501" in text and "found 18" in text
+    assert not (tmp_path / "out").exists()
+    assert not _threads("safetab-read-ahead")
