@@ -301,15 +301,7 @@ class ReadAhead:
         return (df, list(expected), dictionary) == (self.df, self.expected, self.dictionary)
 
     def _put(self, item) -> bool:
-        import queue
-
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return _put_unless_stopped(self._queue, self._stop, item)
 
     def _work(self) -> None:
         reader = None
@@ -479,6 +471,20 @@ def _locate_lines(path: Path, texts: list[str]) -> list[int | None]:
     return out
 
 
+def _put_unless_stopped(q, stop, item) -> bool:
+    """Put `item` in the bounded queue `q` once there is room; False (not put) if the
+    event `stop` is set first: the consumer has gone, and nobody would make room."""
+    import queue
+
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
 def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
     """Iterate `it` in a background thread, `depth` items ahead.
 
@@ -496,13 +502,7 @@ def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
     stop = threading.Event()
 
     def _put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return _put_unless_stopped(q, stop, item)
 
     def _work() -> None:
         try:
