@@ -102,7 +102,7 @@ def prepare(params_dir: str | Path, data_dir: str | Path, progress: Progress | N
     t0 = time.perf_counter()
     local = aggregator is None or isinstance(aggregator, LocalAggregator)
     # parse the first blocks of a text person file while the spec files and GRF-C are read
-    ahead = read_persons_ahead(data_dir) if local and Path(data_dir).is_dir() else None
+    ahead = read_persons_ahead(data_dir) if local else None
     with ahead if ahead is not None else contextlib.nullcontext():
         with phases("load_inputs"):
             inputs = load_inputs(params_dir, data_dir, config=config)
@@ -133,7 +133,7 @@ def validate(params_dir: str | Path, data_dir: str | Path, progress: Progress | 
     The persons are checked by the aggregation pass itself (they are read once), so
     validation runs the counting and throws the counts away.
     """
-    ahead = read_persons_ahead(data_dir) if Path(data_dir).is_dir() else None
+    ahead = read_persons_ahead(data_dir)
     with ahead if ahead is not None else contextlib.nullcontext():
         inputs = load_inputs(params_dir, data_dir)
         LocalAggregator().count(inputs, progress=progress, ahead=ahead)

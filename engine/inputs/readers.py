@@ -264,63 +264,62 @@ def _csv_reader(df: DataFile, expected: list[str], on_invalid=None, dictionary: 
     )
 
 
-#: At most this many bytes of text are parsed ahead of their use by a `ReadAhead`.
-_AHEAD_BYTES = 256 << 20
+class _Feed:
+    """The items of the iterable `open_()` returns, produced on a thread of its own
+    (started now) at most `depth` ahead of the consumer, through a bounded queue.
 
-
-class ReadAhead:
-    """pyarrow's parsing of a text data file, started now on a thread of its own, its
-    blocks (record batches) kept in a bounded queue until `iter_batches` takes them.
-
-    A run starts reading the persons this way before it reads the spec files and GRF-C,
-    which need the interpreter most of the time while pyarrow's parser does not: on two
-    cores the first blocks are parsed meanwhile. At most `_AHEAD_BYTES` of text (or two
-    blocks) wait in the queue. pyarrow is given no Python callback (see `_text_batches`),
-    and the reader is opened, read and closed by the thread; `close` (idempotent, also at
-    the end of the iteration, on an error and on leaving a ``with`` block) stops it and
-    joins it, so no thread is left inside pyarrow. An error of the parser is raised to
-    the consumer where the block would have come; a malformed row then makes
-    `_text_batches` read the file again itself, with its row handler.
+    The thread opens the iterable, iterates it and closes it (its ``close``, if it has
+    one): a pyarrow reader is made, used and released by one thread. An exception there
+    is raised to the consumer where the next item would have come. `close` (idempotent;
+    also at the end, on an error and on leaving a ``with`` block) tells the thread to stop
+    and joins it, however the consumer stops: no thread is left inside pyarrow when the
+    interpreter exits (issue 21 item 12).
     """
 
-    def __init__(self, df: DataFile, expected: list[str], dictionary: bool = False):
+    def __init__(self, open_, depth: int, name: str):
         import queue
         import threading
 
-        if df.kind != "txt":
-            raise ValueError(f"{df.name}: only text files are read ahead")
-        self.df, self.expected, self.dictionary = df, list(expected), dictionary
-        self._queue: queue.Queue = queue.Queue(maxsize=max(2, _AHEAD_BYTES // _block_size(df.path)))
+        self._open = open_
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._end = object()
         self._finished = False
-        self._thread = threading.Thread(target=self._work, name="safetab-read-ahead", daemon=True)
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
-    def reads(self, df: DataFile, expected: list[str], dictionary: bool) -> bool:
-        return (df, list(expected), dictionary) == (self.df, self.expected, self.dictionary)
-
     def _put(self, item) -> bool:
-        return _put_unless_stopped(self._queue, self._stop, item)
+        """Put `item` once there is room; False if told to stop first (the consumer has
+        gone, and nobody would make room)."""
+        import queue
+
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def _work(self) -> None:
-        reader = None
+        source = None
         try:
-            reader = _csv_reader(self.df, self.expected, dictionary=self.dictionary)
-            for rb in reader:
-                if not self._put(rb):
+            source = self._open()
+            for item in source:
+                if not self._put(item):
                     return
             self._put(self._end)
         except BaseException as exc:  # noqa: BLE001 - handed over to the consumer
             self._put(exc)
         finally:
-            if reader is not None:
-                reader.close()
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
 
-    def __iter__(self) -> ReadAhead:
+    def __iter__(self):
         return self
 
-    def __next__(self) -> pa.RecordBatch:
+    def __next__(self):
         if self._finished:
             raise StopIteration
         item = self._queue.get()
@@ -337,11 +336,39 @@ class ReadAhead:
         self._stop.set()
         self._thread.join()
 
-    def __enter__(self) -> ReadAhead:
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+#: At most this many bytes of text are parsed ahead of their use by a `ReadAhead`.
+_AHEAD_BYTES = 256 << 20
+
+
+class ReadAhead(_Feed):
+    """pyarrow's parsing of a text data file, started now on a thread of its own, its
+    blocks (record batches) kept in a bounded queue until `iter_batches` takes them.
+
+    A run starts reading the persons this way before it reads the spec files and GRF-C,
+    which need the interpreter most of the time while pyarrow's parser does not: on two
+    cores the first blocks are parsed meanwhile. At most `_AHEAD_BYTES` of text (or two
+    blocks) wait in the queue. pyarrow is given no Python callback (see `_text_batches`),
+    and the reader is opened, read and closed by the thread (`_Feed`). An error of the
+    parser is raised to the consumer where the block would have come; a malformed row
+    then makes `_text_batches` read the file again itself, with its row handler.
+    """
+
+    def __init__(self, df: DataFile, expected: list[str], dictionary: bool = False):
+        if df.kind != "txt":
+            raise ValueError(f"{df.name}: only text files are read ahead")
+        self.df, self.expected, self.dictionary = df, list(expected), dictionary
+        super().__init__(lambda: _csv_reader(df, self.expected, dictionary=dictionary),
+                         depth=max(2, _AHEAD_BYTES // _block_size(df.path)), name="safetab-read-ahead")
+
+    def reads(self, df: DataFile, expected: list[str], dictionary: bool) -> bool:
+        return (df, list(expected), dictionary) == (self.df, self.expected, self.dictionary)
 
 
 def _decode(df: DataFile, table: pa.Table, first: int | None, log: ProblemLog) -> Batch:
@@ -471,22 +498,8 @@ def _locate_lines(path: Path, texts: list[str]) -> list[int | None]:
     return out
 
 
-def _put_unless_stopped(q, stop, item) -> bool:
-    """Put `item` in the bounded queue `q` once there is room; False (not put) if the
-    event `stop` is set first: the consumer has gone, and nobody would make room."""
-    import queue
-
-    while not stop.is_set():
-        try:
-            q.put(item, timeout=0.1)
-            return True
-        except queue.Full:
-            continue
-    return False
-
-
 def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
-    """Iterate `it` in a background thread, `depth` items ahead.
+    """Iterate `it` in a background thread (`_Feed`), `depth` items ahead.
 
     Parsing text (pyarrow, which releases the GIL) then overlaps with the checking and
     counting of the previous batch on the other core. However the consumer stops (the
@@ -494,42 +507,11 @@ def prefetch(it: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
     reader is released by that thread) and is joined: no thread is left inside pyarrow
     when the interpreter exits (issue 21 item 12).
     """
-    import queue
-    import threading
-
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    done = object()
-    stop = threading.Event()
-
-    def _put(item) -> bool:
-        return _put_unless_stopped(q, stop, item)
-
-    def _work() -> None:
-        try:
-            for item in it:
-                if not _put(item):
-                    return
-            _put(done)
-        except BaseException as exc:  # noqa: BLE001 - handed over to the consumer
-            _put(exc)
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
-
-    t = threading.Thread(target=_work, name="safetab-prefetch", daemon=True)
-    t.start()
+    feed = _Feed(lambda: it, depth, name="safetab-prefetch")
     try:
-        while True:
-            item = q.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        yield from feed
     finally:
-        stop.set()
-        t.join()
+        feed.close()
 
 
 def read_all(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: bool = False) -> Batch | None:

@@ -14,7 +14,6 @@ table (total, age4, age9, age23) is a sum of these cells.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
@@ -166,9 +165,9 @@ class _CountRuns:
 
 
 def read_persons_ahead(data_dir) -> ReadAhead | None:
-    """Start parsing DATA_DIR's person file now (text only; None when it is Parquet,
-    missing or ambiguous: `load_inputs` reports the last two). For `LocalAggregator.count`,
-    which must then be called, or the read-ahead closed."""
+    """Start parsing DATA_DIR's person file now, for `LocalAggregator.count` (text only;
+    None when it is Parquet, missing or ambiguous: `load_inputs` reports the last two).
+    The caller closes it (a ``with`` block), whether or not the inputs are accepted."""
     from pathlib import Path
 
     df = find_data_file(Path(data_dir), PERSONS_STEM, ProblemLog())
@@ -200,10 +199,6 @@ class LocalAggregator:
     merge_rows: int = _MERGE_ROWS
 
     def count(self, inputs: Inputs, progress: Progress | None = None, ahead: ReadAhead | None = None) -> CountTable:
-        with ahead if ahead is not None else contextlib.nullcontext():
-            return self._count(inputs, progress, ahead)
-
-    def _count(self, inputs: Inputs, progress: Progress | None, ahead: ReadAhead | None) -> CountTable:
         log = ProblemLog()
         charkeys = CharKeys(len(inputs.code_names))
         runs = _CountRuns(self.merge_rows)
