@@ -26,13 +26,20 @@ while later (the accuracy of the release is computed in the background after the
 run), and the decision memo's PDF of one plan, from the click to the download.
 
 The floor: the same timer on the smallest Streamlit app there is (a slider in a fragment,
-as the app's controls are, and one line of text that repeats its value), served and
-drawn by the same Streamlit and Chromium (`--floor` changes, 10 by default, 3 with
---small). No page of the app can answer faster than that on the machine; the summary
-gives each control's median above it.
+as the app's controls are, and one line of text that repeats its value), served with the
+app's own Streamlit settings (`.streamlit/config.toml`, copied beside it) and drawn by the
+same Streamlit and Chromium (`--floor` changes, 10 by default, 3 with --small). No page
+of the app can answer faster than that on the machine; the summary gives each control's
+median above it.
 
-Prints every timing, then the median and 90th percentile of control changes and of
-page switches (and per control), the machine's load average before and after, and
+CPU: for every action the benchmark also reads the CPU time (user + system, from
+/proc) that the Streamlit server and every Chromium process used from the action until
+the page settled again. The app, the browser and the benchmark share the machine's cores,
+so wall-clock time moves with the load while CPU time hardly does: compare versions of
+the app by CPU time, and read the wall-clock medians against the targets.
+
+Prints every timing (with its CPU time), then the median and 90th percentile of control
+changes and of page switches (and per control), the median CPU time of each, the machine's load average before and after, and
 whether the targets are met (median control change < 200 ms, median page switch
 < 500 ms, "Everything (zip)" < 3 s, the memo < 5 s). Run from the repository root:
 
@@ -50,6 +57,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import signal
 import socket
 import statistics
@@ -113,6 +121,59 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every process's parent and CPU time (clock ticks of user + system), from /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()  # the command name may hold spaces
+        except OSError:  # the process ended meanwhile
+            continue
+        out[int(name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    return out
+
+
+def _is_browser(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"chromium" in fh.read().split(b"\0", 1)[0]
+    except OSError:
+        return False
+
+
+class Cpu:
+    """CPU time used by the Streamlit server and the browser (all of their processes):
+    what one action costs the machine, independent of how busy the machine is."""
+
+    TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, server_pid: int, browsers: bool = True):
+        self.server_pid = server_pid
+        self.browsers = browsers
+
+    def ms(self) -> float:
+        procs = _processes()
+        kids: dict[int, list[int]] = {}
+        for pid, (ppid, _) in procs.items():
+            kids.setdefault(ppid, []).append(pid)
+        # the server's process tree and the browser's (Chromium under Playwright's driver,
+        # itself a child of this process); the benchmark's own Python and the driver are not counted
+        roots = [self.server_pid]
+        if self.browsers:
+            roots += [p for k in kids.get(os.getpid(), []) for p in kids.get(k, []) if _is_browser(p)]
+        seen, todo = set(), list(roots)
+        while todo:
+            pid = todo.pop()
+            if pid in seen or pid not in procs:
+                continue
+            seen.add(pid)
+            todo += kids.get(pid, [])
+        return sum(procs[p][1] for p in seen) * self.TICK_MS
+
+
 #: The saved scenarios the Scenarios page compares with the current plan (5 plans).
 SCENARIOS = {"Bench r = 3": {"max_race_codes": 3}, "Bench r = 5": {"max_race_codes": 5},
              "Bench gamma 0.2": {"privacy_budget_p_stage_1_fraction": 0.2},
@@ -167,8 +228,12 @@ def _stop(proc: subprocess.Popen) -> None:
 class Timer:
     """Times one action on a page: mark, act, wait for a finished run, read the clock."""
 
-    def __init__(self, page):
+    def __init__(self, page, cpu: Cpu):
         self.page = page
+        self.cpu = cpu
+        #: CPU milliseconds of each counted action, by action (`_record`)
+        self.cpu_ms: dict[str, list[float]] = {}
+        self.last_cpu: float | None = None
 
     def settle(self) -> None:
         self.page.wait_for_function(_SETTLED, timeout=120_000, polling=100)
@@ -182,6 +247,7 @@ class Timer:
         page = self.page
         page.evaluate(_WATCH)
         runs0 = page.evaluate("() => window.__bench.runs")
+        cpu0 = self.cpu.ms()
         start = page.evaluate("() => performance.now()")
         action()
         try:
@@ -195,6 +261,7 @@ class Timer:
         ms = done - (pressed if pressed is not None and pressed >= start else start)
         time.sleep(0.25)  # let late messages land before the next action
         self.settle()
+        self.last_cpu = self.cpu.ms() - cpu0  # everything the action caused, late messages included
         return ms
 
 
@@ -266,20 +333,21 @@ def _switch(timer: Timer, page, name: str) -> float | None:
     return timer.time(_nav(page, name), _TITLES[name])
 
 
-def _record(store: dict, key: str, ms: float | None, rnd: int, counted: bool) -> None:
+def _record(store: dict, key: str, ms: float | None, rnd: int, counted: bool, timer: Timer) -> None:
     tag = f"round {rnd}{'' if counted else ' (warm-up)'}  {key:<28}"
     if ms is None:
         print(f"{tag} not settled within a minute (not counted)", flush=True)
         return
     if counted:
         store.setdefault(key, []).append(ms)
-    print(f"{tag} {ms:8.1f} ms", flush=True)
+        timer.cpu_ms.setdefault(key, []).append(timer.last_cpu)
+    print(f"{tag} {ms:8.1f} ms  (CPU {timer.last_cpu:6.0f} ms)", flush=True)
 
 
 def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: dict, small: bool = False) -> None:
     """One round: 7 control changes and 6 page switches (see the module docstring);
     `small`: r, gamma, the cell edit and two page switches."""
-    _record(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"), rnd, counted)
+    _record(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"), rnd, counted, t)
     slider = page.locator("[data-testid='stSlider'] input[type='range']").first
     key = "ArrowLeft" if rnd % 2 == 0 else "ArrowRight"
 
@@ -287,27 +355,27 @@ def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: di
         slider.focus()
         slider.press(key)
 
-    _record(controls, "r", t.time(move_r), rnd, counted)
+    _record(controls, "r", t.time(move_r), rnd, counted, t)
     gamma = f"{0.1 + 0.01 * ((rnd % 5) + 1):.2f}"
-    _record(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)), rnd, counted)
+    _record(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)), rnd, counted, t)
     # column 3: MOE target, row 5: COUNTY Detailed
-    _record(controls, "planner cell", t.time(_cell_edit(page, 3, 5, str(10 + rnd % 2))), rnd, counted)
+    _record(controls, "planner cell", t.time(_cell_edit(page, 3, 5, str(10 + rnd % 2))), rnd, counted, t)
     if small:
-        _record(switches, "planner -> overview", _switch(t, page, "Overview"), rnd, counted)
+        _record(switches, "planner -> overview", _switch(t, page, "Overview"), rnd, counted, t)
         return
-    _record(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"), rnd, counted)
-    _record(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))), rnd, counted)
-    _record(switches, "adaptive -> suppression", _switch(t, page, "Suppression"), rnd, counted)
+    _record(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"), rnd, counted, t)
+    _record(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))), rnd, counted, t)
+    _record(switches, "adaptive -> suppression", _switch(t, page, "Suppression"), rnd, counted, t)
     p = f"{0.999 - 0.0001 * rnd:.4f}"
-    _record(controls, "p", t.time(_type_into(page, "Zero-suppression chance p", p)), rnd, counted)
-    _record(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))), rnd, counted)
-    _record(switches, "suppression -> configuration", _switch(t, page, "Configuration"), rnd, counted)
-    _record(switches, "configuration -> scenarios (5 plans)", _switch(t, page, "Scenarios"), rnd, counted)
+    _record(controls, "p", t.time(_type_into(page, "Zero-suppression chance p", p)), rnd, counted, t)
+    _record(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))), rnd, counted, t)
+    _record(switches, "suppression -> configuration", _switch(t, page, "Configuration"), rnd, counted, t)
+    _record(switches, "configuration -> scenarios (5 plans)", _switch(t, page, "Scenarios"), rnd, counted, t)
     if rnd == 0:
         _pick_five(page)
     toggle = page.get_by_text("Only rows that differ", exact=True).first
-    _record(controls, "only rows that differ", t.time(lambda: toggle.click()), rnd, counted)
-    _record(switches, "scenarios -> overview", _switch(t, page, "Overview"), rnd, counted)
+    _record(controls, "only rows that differ", t.time(lambda: toggle.click()), rnd, counted, t)
+    _record(switches, "scenarios -> overview", _switch(t, page, "Overview"), rnd, counted, t)
 
 
 def _download_seconds(page, button: str, timeout: float = 600) -> float:
@@ -370,16 +438,28 @@ _FLOOR_DONE = """([want]) => {
 }"""
 
 
-def floor(changes: int) -> list[float]:
-    """Milliseconds of `changes` slider changes of the floor app (after one not counted),
-    from the key press to the text showing the new value."""
-    from playwright.sync_api import sync_playwright
-
+def _floor_folder() -> Path:
+    """A temporary folder holding the floor app and the app's own Streamlit settings
+    (`.streamlit/config.toml`), so that the two differ only in what their pages draw;
+    with Streamlit's defaults the floor would include, for one, a full garbage collection
+    after every script run, which the app turns off."""
     folder = Path(tempfile.mkdtemp(prefix="bench-app-floor-"))
     (folder / "app.py").write_text(_FLOOR_APP)
+    (folder / ".streamlit").mkdir()
+    shutil.copyfile(ROOT / ".streamlit" / "config.toml", folder / ".streamlit" / "config.toml")
+    return folder
+
+
+def floor(changes: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of `changes` slider changes of the floor app (after one not counted),
+    from the key press to the text showing the new value, and the CPU milliseconds of each
+    (server and browser, as for the app's actions)."""
+    from playwright.sync_api import sync_playwright
+
+    folder = _floor_folder()
     port = _free_port()
     proc = _start_server(port, folder / "server.log", folder, root=folder)
-    out = []
+    out, cpu_ms, cpu = [], [], Cpu(proc.pid)
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
@@ -390,17 +470,19 @@ def floor(changes: int) -> list[float]:
             slider = page.locator("[data-testid='stSlider'] input[type='range']").first
             for k in range(changes + 1):
                 want = 4 if k % 2 == 0 else 5
+                cpu0 = cpu.ms()
                 slider.focus()
                 slider.press("ArrowLeft" if want == 4 else "ArrowRight")
                 page.wait_for_function(_FLOOR_DONE, arg=[f"value is {want}"], timeout=60_000, polling="raf")
                 done, pressed = page.evaluate("() => [window.__bench.done, window.__bench.input]")
+                time.sleep(0.25)
                 if k:
                     out.append(done - pressed)
-                time.sleep(0.25)
+                    cpu_ms.append(cpu.ms() - cpu0)
             browser.close()
     finally:
         _stop(proc)
-    return out
+    return out, cpu_ms
 
 
 def run(args) -> dict:
@@ -423,7 +505,7 @@ def run(args) -> dict:
             page = browser.new_context(viewport={"width": args.width, "height": 1000},
                                        accept_downloads=True).new_page()
             page.set_default_timeout(120_000)
-            t = Timer(page)
+            t = Timer(page, Cpu(proc.pid))
             page.goto(url)
             page.get_by_text("SafeTab-P Studio").first.wait_for()
             t.settle()
@@ -435,7 +517,7 @@ def run(args) -> dict:
             browser.close()
     finally:
         _stop(proc)
-    return {"controls": controls, "switches": switches, "once": once}
+    return {"controls": controls, "switches": switches, "once": once, "cpu": t.cpu_ms}
 
 
 def _summary(name: str, xs: list[float]) -> str:
@@ -443,6 +525,24 @@ def _summary(name: str, xs: list[float]) -> str:
     p90 = xs[min(len(xs) - 1, round(0.9 * (len(xs) - 1)))]  # nearest rank
     return f"{name:<30} n={len(xs):3d}  median {statistics.median(xs):7.1f} ms  p90 {p90:7.1f} ms  " \
            f"min {xs[0]:7.1f}  max {xs[-1]:7.1f}"
+
+
+def _cpu_summary(res: dict, floor_cpu: list[float]) -> str:
+    """The median CPU time (server + browser) of each kind of action, and of the floor."""
+    cpu = res["cpu"]
+
+    def med(keys) -> str:
+        xs = [x for k in keys for x in cpu.get(k, [])]
+        return f"{statistics.median(xs):7.0f} ms" if xs else "      -"
+
+    lines = ["CPU time per action (Streamlit server + Chromium, all processes), median:"]
+    if floor_cpu:
+        lines.append(f"  {'floor (smallest app)':<40} {statistics.median(floor_cpu):7.0f} ms")
+    lines.append(f"  {'control changes (all)':<40} {med(res['controls'])}")
+    lines += [f"    {k:<38} {med([k])}" for k in res["controls"]]
+    lines.append(f"  {'page switches (all)':<40} {med(res['switches'])}")
+    lines += [f"    {k:<38} {med([k])}" for k in res["switches"]]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -466,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{platform.python_version()} on {os.cpu_count()} CPUs; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     n_floor = args.floor if args.floor is not None else (3 if args.small else 10)
-    base = floor(n_floor) if n_floor > 0 else []
+    base, base_cpu = floor(n_floor) if n_floor > 0 else ([], [])
     res = run(args)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     ctrl = [x for v in res["controls"].values() for x in v]
@@ -487,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_summary(f"  {k}", v))
     for k, v in res["once"].items():
         print(f"{k:<44} {v:8.2f} s")
+    print(_cpu_summary(res, base_cpu))
     print(f"load average after: {load}")
     c_ok, s_ok = statistics.median(ctrl) < 200, statistics.median(sw) < 500
     print(f"target median control change < 200 ms: {'met' if c_ok else 'NOT met'}; "

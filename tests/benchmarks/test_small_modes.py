@@ -165,6 +165,10 @@ def test_browser_benchmarks_run_in_their_small_mode(name, tmp_path):
             floor = re.findall(r"^floor \(smallest app\)\s+n=\s*(\d+)\s+median\s+([\d.]+) ms", proc.stdout, flags=re.M)
             assert floor and int(floor[0][0]) == 3 and float(floor[0][1]) > 0, proc.stdout[-2000:]
             assert re.search(r"^  r\s+n=.*\(floor \+ -?\d+\)$", proc.stdout, flags=re.M), proc.stdout[-2000:]
+            # the CPU time of each kind of action (server + browser), the floor's too
+            for what in ("floor \\(smallest app\\)", "control changes \\(all\\)", "page switches \\(all\\)"):
+                cpu = re.search(rf"^  {what}\s+(\d+) ms$", proc.stdout, flags=re.M)
+                assert cpu and int(cpu.group(1)) > 0, (what, proc.stdout[-2000:])
 
 
 def _imports(path: Path) -> set[str]:
