@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from calculators.config import SafeTabConfig
 from calculators.levels import GEO_LEVELS_PR, GEO_LEVELS_US, PR_STATE_CODE, US_STATE_CODES
 from engine.errors import ProblemLog
+from engine.inputs import _arrow
 from engine.inputs.readers import Batch
 
 NO_PLACE = "99999"
@@ -134,19 +135,20 @@ def check_grf(batch: Batch, log: ProblemLog, file: str = "GRF-C.txt") -> np.ndar
     for col, width in _WIDTHS.items():
         arr = t[col]
         # [0-9] (ASCII), not utf8_is_digit alone, which also takes other scripts' digits
-        good = pc.and_(pc.and_(pc.string_is_ascii(arr), pc.utf8_is_digit(arr)), pc.equal(pc.utf8_length(arr), width))
-        bad = ~good.to_numpy(zero_copy_only=False)
+        good = pc.and_(pc.and_(pc.string_is_ascii(arr), pc.utf8_is_digit(arr)),
+                       pc.equal(pc.utf8_length(arr), _arrow.integer(width, pa.int32())))
+        bad = ~_arrow.numpy(good)
         _log_rows(log, file, batch, col, arr, bad, f"{width} digits")
         ok &= ~bad
     st = t["TABBLKST"]
-    known = pc.is_in(st, value_set=pa.array(list(US_STATE_CODES) + [PR_STATE_CODE])).to_numpy(zero_copy_only=False)
+    known = _arrow.numpy(pc.is_in(st, value_set=_arrow.strings(list(US_STATE_CODES) + [PR_STATE_CODE])))
     bad = ok & ~known
     _log_rows(log, file, batch, "TABBLKST", st, bad, "a state FIPS code of the 50 states, DC (11) or Puerto Rico (72)")
     ok &= ~bad
     keys = block_keys(t)
     # Duplicated blocks would double-count their persons in every region.
     if ok.any():
-        k = keys.filter(pa.array(ok)).to_numpy(zero_copy_only=False)
+        k = _arrow.text(keys.filter(_arrow.mask(ok)))
         uniq, first, counts = np.unique(k, return_index=True, return_counts=True)
         if (counts > 1).any():
             okidx = np.flatnonzero(ok)
@@ -177,8 +179,8 @@ _KEY_WIDTH = sum(_WIDTHS[c] for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TA
 def _digit_keys(keys: pa.Array) -> np.ndarray:
     """Mask of the keys made of exactly _KEY_WIDTH ASCII digits (they fit an int64)."""
     ok = pc.and_(pc.and_(pc.string_is_ascii(keys), pc.utf8_is_digit(keys)),
-                 pc.equal(pc.utf8_length(keys), _KEY_WIDTH))
-    return ok.to_numpy(zero_copy_only=False)
+                 pc.equal(pc.utf8_length(keys), _arrow.integer(_KEY_WIDTH, pa.int32())))
+    return _arrow.numpy(ok)
 
 
 @dataclass(frozen=True)
@@ -194,36 +196,37 @@ class _BlockLookup:
     def of(cls, keys: pa.Array) -> _BlockLookup:
         if len(keys) == 0 or not _digit_keys(keys).all():
             return cls(keys)
-        codes = pc.cast(keys, pa.int64()).to_numpy(zero_copy_only=False)
+        codes = _arrow.numpy(pc.cast(keys, pa.int64()))
         order = np.argsort(codes, kind="stable")
         return cls(keys, codes[order], order)
 
     def find(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         if self.sorted_codes is None:
             idx = pc.index_in(values, value_set=self.keys)
-            found = pc.is_valid(idx).to_numpy(zero_copy_only=False)
-            return pc.fill_null(idx, 0).to_numpy(zero_copy_only=False).astype(np.int64), found
+            found = _arrow.numpy(pc.is_valid(idx))
+            return _arrow.numpy(pc.fill_null(idx, _arrow.integer(0, idx.type))).astype(np.int64), found
         # a key that is not 15 ASCII digits equals no block's key
         digits = _digit_keys(values)
         codes = np.full(len(values), -1, np.int64)
         if digits.any():
-            codes[digits] = pc.cast(values.filter(pa.array(digits)), pa.int64()).to_numpy(zero_copy_only=False)
+            codes[digits] = _arrow.numpy(pc.cast(values.filter(_arrow.mask(digits)), pa.int64()))
         pos = np.minimum(np.searchsorted(self.sorted_codes, codes), len(self.sorted_codes) - 1)
         found = digits & (self.sorted_codes[pos] == codes)
         return np.where(found, self.order[pos], 0).astype(np.int64), found
 
 
 def block_keys(t: pa.Table) -> pa.Array:
-    return pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"], "").combine_chunks()
+    return pc.binary_join_element_wise(t["TABBLKST"], t["TABBLKCOU"], t["TABTRACTCE"], t["TABBLK"],
+                                       _arrow.string("")).combine_chunks()
 
 
 def build_geography(grf: pa.Table, config: SafeTabConfig) -> Geography:
     """Regions and pieces of the runs that are on (US restricted to `state_filter_us`)."""
-    st = grf["TABBLKST"].to_numpy(zero_copy_only=False).astype(str)
-    cou = grf["TABBLKCOU"].to_numpy(zero_copy_only=False).astype(str)
-    tract = grf["TABTRACTCE"].to_numpy(zero_copy_only=False).astype(str)
-    place = grf["PLACEFP"].to_numpy(zero_copy_only=False).astype(str)
-    aian = grf["AIANNHCE"].to_numpy(zero_copy_only=False).astype(str)
+    st = _arrow.text(grf["TABBLKST"])
+    cou = _arrow.text(grf["TABBLKCOU"])
+    tract = _arrow.text(grf["TABTRACTCE"])
+    place = _arrow.text(grf["PLACEFP"])
+    aian = _arrow.text(grf["AIANNHCE"])
     n = len(st)
     is_pr = st == PR_STATE_CODE
     in_us = np.isin(st, np.array(config.state_filter_us, dtype=str)) & ~is_pr & config.run_us

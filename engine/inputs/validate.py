@@ -24,7 +24,7 @@ from engine.inputs.readers import (
     GRF_COLUMNS, GRF_STEM, PERSON_COLUMNS, PERSONS_STEM, RACE_COLUMNS, Batch, DataFile,
     as_dictionary, check_header, find_data_file, read_all,
 )
-from engine.inputs import _rows
+from engine.inputs import _arrow, _rows
 from engine.inputs.specs import Specs, load_specs
 
 CONFIG_FILE = "config.json"
@@ -49,7 +49,7 @@ class Inputs:
 
     @property
     def codes_array(self) -> pa.Array:
-        return pa.array(self.code_names, pa.string())
+        return _arrow.strings(self.code_names)
 
 
 @dataclass
@@ -135,7 +135,7 @@ class _Column:
         if not pa.types.is_string(values.type):
             values = values.cast(pa.string())
         self.values = values
-        self.idx = idx.to_numpy(zero_copy_only=False)
+        self.idx = _arrow.numpy(idx)
 
     def rows(self, per_value: np.ndarray) -> np.ndarray:
         """A per-value array spread over the rows."""
@@ -180,15 +180,16 @@ def _ascii_digits(values: pa.ChunkedArray | pa.Array, min_len: int, max_len: int
     scripts' digits, e.g. Arabic-Indic ones, which int64 parsing then refuses)."""
     n = pc.utf8_length(values)
     ok = pc.and_(pc.and_(pc.string_is_ascii(values), pc.utf8_is_digit(values)),
-                 pc.and_(pc.greater_equal(n, min_len), pc.less_equal(n, max_len)))
-    return ok.to_numpy(zero_copy_only=False)
+                 pc.and_(pc.greater_equal(n, _arrow.integer(min_len, n.type)),
+                         pc.less_equal(n, _arrow.integer(max_len, n.type))))
+    return _arrow.numpy(ok)
 
 
 def _index_in(values: pa.Array, value_set: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(index of each value in value_set (0 where absent), found)."""
     idx = pc.index_in(values, value_set=value_set)
-    found = pc.is_valid(idx).to_numpy(zero_copy_only=False)
-    return pc.fill_null(idx, 0).to_numpy(zero_copy_only=False).astype(np.int64), found
+    found = _arrow.numpy(pc.is_valid(idx))
+    return _arrow.numpy(pc.fill_null(idx, _arrow.integer(0, idx.type))).astype(np.int64), found
 
 
 def _block_index(cols: list[_Column], geography: Geography) -> tuple[np.ndarray, np.ndarray]:
@@ -210,7 +211,7 @@ def _block_index(cols: list[_Column], geography: Geography) -> tuple[np.ndarray,
     # factorize numbers values in order of first appearance: a value's first row is
     # where the running maximum of the numbers grows.
     first = np.flatnonzero(np.r_[True, inv[1:] > np.maximum.accumulate(inv)[:-1]]) if len(inv) else inv
-    flat = pc.binary_join_element_wise(*[c.values.take(pa.array(c.idx[first])) for c in cols], "")
+    flat = pc.binary_join_element_wise(*[c.values.take(_arrow.ints(c.idx[first])) for c in cols], _arrow.string(""))
     idx, found = geography.block_index(flat)
     return idx[inv], ~found[inv]
 
@@ -223,16 +224,16 @@ def _person_tables(t: pa.Table, inputs: Inputs) -> dict:
     v_fmt = _ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
     v_age = np.full(len(age), -1, dtype=np.int64)
     if v_fmt.any():
-        v_age[v_fmt] = pc.cast(age.filter(pa.array(v_fmt)), pa.int64()).to_numpy()
+        v_age[v_fmt] = _arrow.numpy(pc.cast(age.filter(_arrow.mask(v_fmt)), pa.int64()))
     sex = cols["QSEX"].values
-    v_sex = np.where(pc.equal(sex, "1").to_numpy(zero_copy_only=False), 0,
-                     np.where(pc.equal(sex, "2").to_numpy(zero_copy_only=False), 1, -1)).astype(np.int64)
+    v_sex = np.where(_arrow.numpy(pc.equal(sex, _arrow.string("1"))), 0,
+                     np.where(_arrow.numpy(pc.equal(sex, _arrow.string("2"))), 1, -1)).astype(np.int64)
     # the code index of every distinct value of the 8 QRACE columns and QSPAN, in one lookup
     names = RACE_COLUMNS + ["QSPAN"]
     values = pa.concat_arrays([cols[c].values for c in names])
     bounds = np.cumsum([0] + [len(cols[c].values) for c in names])
     all_idx, all_known = _index_in(values, inputs.codes_array)
-    all_null = pc.equal(values, _NULL).to_numpy(zero_copy_only=False)
+    all_null = _arrow.numpy(pc.equal(values, _arrow.string(_NULL)))
     luts = []
     for j in range(len(RACE_COLUMNS)):
         sl = slice(bounds[j], bounds[j + 1])
@@ -240,8 +241,7 @@ def _person_tables(t: pa.Table, inputs: Inputs) -> dict:
     v_eth, v_eth_known = all_idx[bounds[-2]:], all_known[bounds[-2]:]
     return {
         "cols": cols, "v_fmt": v_fmt, "v_age": v_age, "v_sex": v_sex, "luts": luts,
-        "hh_ok": pc.is_in(cols["HOUSEHOLDER"].values, value_set=pa.array(["True", "False"])).to_numpy(
-            zero_copy_only=False),
+        "hh_ok": _arrow.numpy(pc.is_in(cols["HOUSEHOLDER"].values, value_set=_arrow.strings(["True", "False"]))),
         "cen_ok": _ascii_digits(cols["CENRACE"].values, 2, 2),
         "v_eth": np.where(v_eth_known, v_eth, -1).astype(np.int64), "v_eth_known": v_eth_known,
     }
