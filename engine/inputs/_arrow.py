@@ -89,7 +89,9 @@ def text(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     offsets = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32,
                             count=arr.offset + len(arr) + 1)[arr.offset:]
     width = int(offsets[1] - offsets[0])
+    if width == 0 or data is None or not (np.diff(offsets) == width).all():
+        return arr.to_numpy(zero_copy_only=False).astype(str)
     raw = np.frombuffer(data, dtype=np.uint8, count=int(offsets[-1]))[int(offsets[0]):]
-    if width == 0 or not (np.diff(offsets) == width).all() or (raw >= 0x80).any():
+    if (raw >= 0x80).any():
         return arr.to_numpy(zero_copy_only=False).astype(str)
     return raw.view(f"S{width}").astype(f"U{width}")
