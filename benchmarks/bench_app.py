@@ -347,7 +347,11 @@ def _record(store: dict, key: str, ms: float | None, rnd: int, counted: bool, ti
 def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: dict, small: bool = False) -> None:
     """One round: 7 control changes and 6 page switches (see the module docstring);
     `small`: r, gamma, the cell edit and two page switches."""
-    _record(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"), rnd, counted, t)
+
+    def rec(store: dict, key: str, ms: float | None) -> None:
+        _record(store, key, ms, rnd, counted, t)
+
+    rec(switches, "overview -> planner", _switch(t, page, "Budget and MOE planner"))
     slider = page.locator("[data-testid='stSlider'] input[type='range']").first
     key = "ArrowLeft" if rnd % 2 == 0 else "ArrowRight"
 
@@ -355,27 +359,27 @@ def _round(t: Timer, page, rnd: int, counted: bool, controls: dict, switches: di
         slider.focus()
         slider.press(key)
 
-    _record(controls, "r", t.time(move_r), rnd, counted, t)
+    rec(controls, "r", t.time(move_r))
     gamma = f"{0.1 + 0.01 * ((rnd % 5) + 1):.2f}"
-    _record(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)), rnd, counted, t)
+    rec(controls, "gamma", t.time(_type_into(page, "Stage-1 fraction γ", gamma)))
     # column 3: MOE target, row 5: COUNTY Detailed
-    _record(controls, "planner cell", t.time(_cell_edit(page, 3, 5, str(10 + rnd % 2))), rnd, counted, t)
+    rec(controls, "planner cell", t.time(_cell_edit(page, 3, 5, str(10 + rnd % 2))))
     if small:
-        _record(switches, "planner -> overview", _switch(t, page, "Overview"), rnd, counted, t)
+        rec(switches, "planner -> overview", _switch(t, page, "Overview"))
         return
-    _record(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"), rnd, counted, t)
-    _record(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))), rnd, counted, t)
-    _record(switches, "adaptive -> suppression", _switch(t, page, "Suppression"), rnd, counted, t)
+    rec(switches, "planner -> adaptive", _switch(t, page, "Adaptive tables"))
+    rec(controls, "Theta1", t.time(_type_into(page, "Θ1 (persons)", str(500 + 10 * rnd))))
+    rec(switches, "adaptive -> suppression", _switch(t, page, "Suppression"))
     p = f"{0.999 - 0.0001 * rnd:.4f}"
-    _record(controls, "p", t.time(_type_into(page, "Zero-suppression chance p", p)), rnd, counted, t)
-    _record(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))), rnd, counted, t)
-    _record(switches, "suppression -> configuration", _switch(t, page, "Configuration"), rnd, counted, t)
-    _record(switches, "configuration -> scenarios (5 plans)", _switch(t, page, "Scenarios"), rnd, counted, t)
+    rec(controls, "p", t.time(_type_into(page, "Zero-suppression chance p", p)))
+    rec(controls, "n", t.time(_type_into(page, "True count n (persons)", str(5 + rnd))))
+    rec(switches, "suppression -> configuration", _switch(t, page, "Configuration"))
+    rec(switches, "configuration -> scenarios (5 plans)", _switch(t, page, "Scenarios"))
     if rnd == 0:
         _pick_five(page)
     toggle = page.get_by_text("Only rows that differ", exact=True).first
-    _record(controls, "only rows that differ", t.time(lambda: toggle.click()), rnd, counted, t)
-    _record(switches, "scenarios -> overview", _switch(t, page, "Overview"), rnd, counted, t)
+    rec(controls, "only rows that differ", t.time(lambda: toggle.click()))
+    rec(switches, "scenarios -> overview", _switch(t, page, "Overview"))
 
 
 def _download_seconds(page, button: str, timeout: float = 600) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 #: numpy dtypes of the fixed-width Arrow types converted here
 _NUMPY = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
@@ -95,3 +96,10 @@ def text(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if (raw >= 0x80).any():
         return arr.to_numpy(zero_copy_only=False).astype(str)
     return raw.view(f"S{width}").astype(f"U{width}")
+
+
+def index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each value in `value_set` (0 where absent), found), as int64 and bool."""
+    idx = pc.index_in(values, value_set=value_set)
+    found = numpy(pc.is_valid(idx))
+    return numpy(pc.fill_null(idx, integer(0, idx.type))).astype(np.int64), found

@@ -134,10 +134,7 @@ def check_grf(batch: Batch, log: ProblemLog, file: str = "GRF-C.txt") -> np.ndar
     ok = np.ones(t.num_rows, dtype=bool) if batch.reported is None else ~batch.reported
     for col, width in _WIDTHS.items():
         arr = t[col]
-        # [0-9] (ASCII), not utf8_is_digit alone, which also takes other scripts' digits
-        good = pc.and_(pc.and_(pc.string_is_ascii(arr), pc.utf8_is_digit(arr)),
-                       pc.equal(pc.utf8_length(arr), _arrow.integer(width, pa.int32())))
-        bad = ~_arrow.numpy(good)
+        bad = ~ascii_digits(arr, width, width)
         _log_rows(log, file, batch, col, arr, bad, f"{width} digits")
         ok &= ~bad
     st = t["TABBLKST"]
@@ -176,11 +173,19 @@ def _log_rows(log: ProblemLog, file: str, batch: Batch, col: str, arr, bad: np.n
 _KEY_WIDTH = sum(_WIDTHS[c] for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK"))
 
 
+def ascii_digits(values: pa.ChunkedArray | pa.Array, min_len: int, max_len: int) -> np.ndarray:
+    """Rows of min_len..max_len ASCII digits (`utf8_is_digit` alone also takes other
+    scripts' digits, e.g. Arabic-Indic ones, which int64 parsing then refuses)."""
+    n = pc.utf8_length(values)
+    ok = pc.and_(pc.and_(pc.string_is_ascii(values), pc.utf8_is_digit(values)),
+                 pc.and_(pc.greater_equal(n, _arrow.integer(min_len, n.type)),
+                         pc.less_equal(n, _arrow.integer(max_len, n.type))))
+    return _arrow.numpy(ok)
+
+
 def _digit_keys(keys: pa.Array) -> np.ndarray:
     """Mask of the keys made of exactly _KEY_WIDTH ASCII digits (they fit an int64)."""
-    ok = pc.and_(pc.and_(pc.string_is_ascii(keys), pc.utf8_is_digit(keys)),
-                 pc.equal(pc.utf8_length(keys), _arrow.integer(_KEY_WIDTH, pa.int32())))
-    return _arrow.numpy(ok)
+    return ascii_digits(keys, _KEY_WIDTH, _KEY_WIDTH)
 
 
 @dataclass(frozen=True)
@@ -202,9 +207,7 @@ class _BlockLookup:
 
     def find(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         if self.sorted_codes is None:
-            idx = pc.index_in(values, value_set=self.keys)
-            found = _arrow.numpy(pc.is_valid(idx))
-            return _arrow.numpy(pc.fill_null(idx, _arrow.integer(0, idx.type))).astype(np.int64), found
+            return _arrow.index_in(values, self.keys)
         # a key that is not 15 ASCII digits equals no block's key
         digits = _digit_keys(values)
         codes = np.full(len(values), -1, np.int64)

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import AGE23_EDGES, MAX_AGE
 from engine.errors import ProblemLog
-from engine.inputs.geography import Geography, build_geography, check_grf
+from engine.inputs.geography import Geography, ascii_digits, build_geography, check_grf
 from engine.inputs.readers import (
     GRF_COLUMNS, GRF_STEM, PERSON_COLUMNS, PERSONS_STEM, RACE_COLUMNS, Batch, DataFile,
     as_dictionary, check_header, find_data_file, read_all,
@@ -175,23 +175,6 @@ def _add_rows(log: ProblemLog, file: str, batch: Batch, col: str, values, bad: n
     log.count(len(idx) - len(shown))
 
 
-def _ascii_digits(values: pa.ChunkedArray | pa.Array, min_len: int, max_len: int) -> np.ndarray:
-    """Rows of min_len..max_len ASCII digits (`utf8_is_digit` alone also takes other
-    scripts' digits, e.g. Arabic-Indic ones, which int64 parsing then refuses)."""
-    n = pc.utf8_length(values)
-    ok = pc.and_(pc.and_(pc.string_is_ascii(values), pc.utf8_is_digit(values)),
-                 pc.and_(pc.greater_equal(n, _arrow.integer(min_len, n.type)),
-                         pc.less_equal(n, _arrow.integer(max_len, n.type))))
-    return _arrow.numpy(ok)
-
-
-def _index_in(values: pa.Array, value_set: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(index of each value in value_set (0 where absent), found)."""
-    idx = pc.index_in(values, value_set=value_set)
-    found = _arrow.numpy(pc.is_valid(idx))
-    return _arrow.numpy(pc.fill_null(idx, _arrow.integer(0, idx.type))).astype(np.int64), found
-
-
 def _block_index(cols: list[_Column], geography: Geography) -> tuple[np.ndarray, np.ndarray]:
     """(GRF-C block index of every row, missing) from the four block columns.
 
@@ -221,7 +204,7 @@ def _person_tables(t: pa.Table, inputs: Inputs) -> dict:
     per distinct value)."""
     cols = {c: _Column(t[c]) for c in PERSON_COLUMNS}
     age = cols["QAGE"].values
-    v_fmt = _ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
+    v_fmt = ascii_digits(age, 1, 18)  # leading zeros allowed; 18 digits still fit int64
     v_age = np.full(len(age), -1, dtype=np.int64)
     if v_fmt.any():
         v_age[v_fmt] = _arrow.numpy(pc.cast(age.filter(_arrow.mask(v_fmt)), pa.int64()))
@@ -232,7 +215,7 @@ def _person_tables(t: pa.Table, inputs: Inputs) -> dict:
     names = RACE_COLUMNS + ["QSPAN"]
     values = pa.concat_arrays([cols[c].values for c in names])
     bounds = np.cumsum([0] + [len(cols[c].values) for c in names])
-    all_idx, all_known = _index_in(values, inputs.codes_array)
+    all_idx, all_known = _arrow.index_in(values, inputs.codes_array)
     all_null = _arrow.numpy(pc.equal(values, _arrow.string(_NULL)))
     luts = []
     for j in range(len(RACE_COLUMNS)):
@@ -242,7 +225,7 @@ def _person_tables(t: pa.Table, inputs: Inputs) -> dict:
     return {
         "cols": cols, "v_fmt": v_fmt, "v_age": v_age, "v_sex": v_sex, "luts": luts,
         "hh_ok": _arrow.numpy(pc.is_in(cols["HOUSEHOLDER"].values, value_set=_arrow.strings(["True", "False"]))),
-        "cen_ok": _ascii_digits(cols["CENRACE"].values, 2, 2),
+        "cen_ok": ascii_digits(cols["CENRACE"].values, 2, 2),
         "v_eth": np.where(v_eth_known, v_eth, -1).astype(np.int64), "v_eth_known": v_eth_known,
     }
 
@@ -299,7 +282,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
         ok &= ~bad
 
     age = _Column(t["QAGE"])
-    v_fmt = _ascii_digits(age.values, 1, 18)  # leading zeros allowed; 18 digits still fit int64
+    v_fmt = ascii_digits(age.values, 1, 18)  # leading zeros allowed; 18 digits still fit int64
     v_age = np.full(len(age.values), -1, dtype=np.int64)
     if v_fmt.any():
         v_age[v_fmt] = pc.cast(age.values.filter(pa.array(v_fmt)), pa.int64()).to_numpy()
@@ -315,7 +298,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     check("HOUSEHOLDER", hh.rows(~pc.is_in(hh.values, value_set=pa.array(["True", "False"])).to_numpy(
         zero_copy_only=False)), "True or False", hh)
     cenrace = _Column(t["CENRACE"])
-    check("CENRACE", cenrace.rows(~_ascii_digits(cenrace.values, 2, 2)), "two digits (e.g. 01)", cenrace)
+    check("CENRACE", cenrace.rows(~ascii_digits(cenrace.values, 2, 2)), "two digits (e.g. 01)", cenrace)
 
     block_cols = [_Column(t[c]) for c in ("TABBLKST", "TABBLKCOU", "TABTRACTCE", "TABBLK")]
     block_np, block_missing = _block_index(block_cols, inputs.geography)
@@ -326,7 +309,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     cols, luts = [], []
     for name in RACE_COLUMNS:
         col = _Column(t[name])
-        v_idx, v_known = _index_in(col.values, codes)
+        v_idx, v_known = _arrow.index_in(col.values, codes)
         v_null = pc.equal(col.values, _NULL).to_numpy(zero_copy_only=False)
         cols.append(col)
         luts.append(np.where(v_null, _rows.NULL, np.where(v_known, v_idx, _rows.UNKNOWN)).astype(np.int64))
@@ -345,7 +328,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
                   "Null: a race code after a Null is an error (codes come first, as in production)", col)
 
     span = _Column(t["QSPAN"])
-    v_eth, v_eth_known = _index_in(span.values, codes)
+    v_eth, v_eth_known = _arrow.index_in(span.values, codes)
     eth = span.rows(v_eth)
     check("QSPAN", ~span.rows(v_eth_known), "an ethnicity code listed in race-and-ethnicity-codes.txt", span)
 
