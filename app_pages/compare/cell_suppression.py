@@ -143,8 +143,9 @@ study = slot["value"]
 counts = cmp.counts(study, narrow)
 lgc, spc = counts[cmp.LEGACY], counts[cmp.SAFETAB]
 if study.legacy.notes or lgc["not_audited"]:
-    widgets.problems("The solver did not finish everything in time:", study.legacy.notes + (
-        [f"{lgc['not_audited']:,} withheld counts were not audited"] if lgc["not_audited"] else []), kind="warning")
+    widgets.problems(cmp.solver_heading(lgc), study.legacy.notes + (
+        [f"{lgc['not_audited']:,} withheld counts were not audited (the audit ran out of time)"]
+        if lgc["not_audited"] else []), kind="warning")
 
 # ------------------------------------------------------------------ side by side
 left, right = compare.side_by_side(cmp.LEGACY, cmp.SAFETAB)
@@ -175,9 +176,12 @@ with right:
 
 summary = cmp.summary(study, narrow)
 widgets.table(summary, "cell_suppression_summary.csv", key="cs_summary", height=35 * (len(summary) + 1) + 3,
-              column_config={"Measure": st.column_config.TextColumn(width="large")},
+              # each column as wide as its longest entry (widgets.fit_columns): no text is cut
+              column_config={c: st.column_config.TextColumn(width=120) for c in summary.columns},
               caption=f"{cmp.level_label(level)}, the same population groups under both methods. "
-                      f"SafeTab-P's figures come from one seeded release. {basis.sentence}")
+                      f"SafeTab-P's figures come from one seeded release. Massell's capacity: in the linear "
+                      f"program that picks complementary cells, a count may move by at most its value; "
+                      f"unbounded: counts may rise without limit. {basis.sentence}")
 
 size = cmp.detail_by_size(study)
 widgets.chart(cmp.size_chart(size), size, "cell_suppression_by_size.csv", key="cs_size_chart")
@@ -214,8 +218,9 @@ st.subheader("The audit: what each withheld count could still be")
 audit = cmp.audit_frame(study)
 st.caption(f"{len(audit):,} withheld counts of published tables (and of withheld groups that the published counts "
            "bound), narrowest range first. A count recovered exactly has the same lowest and highest value.")
-widgets.table(audit, "cell_suppression_audit.csv", key="cs_audit", height=360, column_config={
-    # eleven columns in the width of a laptop's page: short labels, full names on hover
+widgets.table(audit, "cell_suppression_audit.csv", key="cs_audit", height=360, fit_texts=False, column_config={
+    # eleven columns in the width of a laptop's page: short labels, full names on hover; a long
+    # group name is cut here (widened to fit, the table would hide its last columns) and whole in the CSV
     "Geography": st.column_config.TextColumn(width=75), "Region": st.column_config.TextColumn(width=70),
     "Iteration code": st.column_config.TextColumn("Code", width=50, help="Iteration code"),
     "Group": st.column_config.TextColumn(width=140), "Count": st.column_config.TextColumn("Cell", width=105),

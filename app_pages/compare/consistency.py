@@ -75,7 +75,7 @@ what = cc.MEASURES[value].split(" (")[0].lower()
 
 # Narrow columns: the paper's Table 7 fits in half the page at 1280 px.
 _T7_COLUMNS = {"Geography level": st.column_config.TextColumn("Geography", width=80),
-               "Published totals": st.column_config.NumberColumn("Totals", width=60,
+               "Published totals": st.column_config.NumberColumn("Totals", width=55,
                                                                   help="Published totals of the level")}
 _T7_COLUMNS |= {LABELS[m]: st.column_config.NumberColumn(
     LABELS[m].replace("Relax then round", "Relax-round"), width=78, help=LABELS[m]) for m in cc.OTHERS}
@@ -102,7 +102,7 @@ with right:
 
 fig, data = cc.level_chart(comp, lvl, value)
 widgets.chart(fig, data, f"consistency_by_level_{lvl}_{value}.csv", key="cons_chart_level")
-st.subheader("All nested levels together")
+st.subheader("All nested levels together, Detailed and Regional groups")
 sv = cc.summary_view(comp, ["none", *cc.OTHERS])
 widgets.table(sv, "consistency_summary.csv", key="cons_summary", column_config={
     "Method": st.column_config.TextColumn(width=108),

@@ -125,7 +125,7 @@ widgets.table(
         "Stage-1 total MOE (exact, not published)": st.column_config.NumberColumn(
             "Stage-1 MOE", width=80, help="MOE of the stage-1 total (exact; never published)."),
         "TotalOnly total MOE (exact)": st.column_config.NumberColumn(
-            "TotalOnly MOE", width=92, help="MOE of a TotalOnly total (USA / STATE / PR-STATE only; exact)."),
+            "TotalOnly", width=76, help="MOE of a TotalOnly total (USA / STATE / PR-STATE only; exact)."),
         "Θ₁, Θ₂, Θ₃": st.column_config.TextColumn(width=128),
     },
     caption=(

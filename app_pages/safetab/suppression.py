@@ -66,7 +66,7 @@ def _page() -> None:
                                                                   help="P(a true 0 is suppressed) = CDF(T) ≥ p."),
             "P(suppressed) at n = T": st.column_config.NumberColumn("P(hidden) at T", format="%.4f", width=95),
             "n released with 95% chance": st.column_config.NumberColumn(
-                "n released 95%", width=100, help="Smallest true count released with at least 95% chance."),
+                "n released", width=80, help="Smallest true count released with at least 95% chance."),
             "Bias of a released count at n = 0": st.column_config.NumberColumn(
                 "Bias at 0", format="%.2f", width=70, help="E[noise | released] when the true count is 0."),
             "Bias of a released count at n = T": st.column_config.NumberColumn(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -193,6 +194,13 @@ class LegacyRelease:
         return out
 
 
+def solver_notes(notes: list[str]) -> list[str]:
+    """The solver's notes, one per kind, each with the number of connected parts it
+    concerns ("2 connected parts: an LP did not finish ..."), so that a reader knows how
+    much was withheld whole and why."""
+    return [f"{n} connected part{'s' if n > 1 else ''}: {note}" for note, n in sorted(Counter(notes).items())]
+
+
 # ------------------------------------------------------------------ the study
 def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRelease:
     """The legacy release of `options.level` (and its parent level) from `prepared`
@@ -256,7 +264,7 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
     return LegacyRelease(
         options=options, tables=tables, bins=age_bins(STAT_LEVEL_AGE_EDGES[stat]),
         lps=res.lps + (audit.lps if audit is not res.audit else 0),
-        parts=res.parts, notes=sorted(set(res.notes)),
+        parts=res.parts, notes=solver_notes(res.notes),
         timings={"counts": t1 - t0, "relations": t2 - t1, "protect_and_audit": t3 - t2,
                  "audit": audit.seconds, "protect": (t3 - t2) - audit.seconds})
 

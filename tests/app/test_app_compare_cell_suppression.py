@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from calculators.levels import PopulationGroupLevel
 from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
@@ -39,6 +41,11 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
     safetab_tables = [m.value for m in at.metric if m.label == "Groups with a table"][1]
     assert int(safetab_tables.replace(",", "")) > 0
     assert not any("SafeTab-P publishes" in w.value for w in at.warning)  # no "publishes nothing" words here
+    # where the solver withheld parts of the tables whole (as it does on the sample), the page says how
+    # many counts, in how many parts, and why; never "did not finish in time" when time was not the cause
+    notes = "\n".join(shown(w.value) for w in at.warning)
+    assert re.search(r"[1-9][\d,]* counts of this level were withheld whole", notes), notes
+    assert re.search(r"[1-9]\d* connected parts?: ", notes) and "in time" not in notes
     # the 2020 production plan, one click away: its thresholds publish no table here, said in words
     at.radio(key="cs_plan").set_value("production").run(timeout=600)
     assert [m.value for m in at.metric if m.label == "Groups with a table"][1] == "0"
@@ -74,5 +81,5 @@ def test_the_papers_own_numbers_and_the_capacity_model():
     at.selectbox(key="cs_capacity").set_value("unbounded").run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
     summary = frame(at, "Measure", "Legacy cell suppression", "SafeTab-P").set_index("Measure")
-    assert "without limit" in summary.loc["Complementary suppression", "Legacy cell suppression"]
+    assert "unbounded capacity" in summary.loc["Complementary suppression", "Legacy cell suppression"]
     assert any(b.label == "paper_numbers.csv" for b in at.get("download_button"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from tests.app.conftest import frame, needs_sample, open_app, texts
 from tests.app.paper_tables import static_table
 
@@ -26,6 +28,12 @@ def test_consistency_page_shows_table7_side_by_side_a_verdict_and_downloads():
     at.radio(key="cons_level").set_value(1).run()
     t7r = frame(at, "Geography level", "Least squares", "Tree DP")
     assert not t7r.equals(t7)
+    # "All nested levels together" is over Detailed and Regional groups, as its heading says: the
+    # totals-weighted mean of both tables (each rounded to 0.01)
+    both = pd.concat([none, frame(at, "Geography level", "SafeTab-P (none)")])
+    weighted = (both["SafeTab-P (none)"] * both["Published totals"]).sum() / both["Published totals"].sum()
+    assert abs(weighted - summary.set_index("Method").loc["SafeTab-P (none)", "Mean absolute error (persons)"]) < 0.01
+    assert "All nested levels together, Detailed and Regional groups" in [h.value for h in at.subheader]
     # Bias instead of error: the same layout, other numbers.
     at.radio(key="cons_measure").set_value("bias").run()
     assert not frame(at, "Geography level", "Least squares", "Tree DP").equals(t7r)

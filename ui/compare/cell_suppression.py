@@ -114,7 +114,7 @@ def counts(study: Study, narrow: float) -> dict[str, dict[str, float]]:
             "narrow": a[f"within_{narrow:g}_persons"], "underprotected": a["primaries_underprotected"],
             "group_totals_recovered": a["withheld_group_totals_recovered_exactly"],
             "persons_withheld_cells": s["persons_in_withheld_cells_of_published_tables"],
-            "not_audited": a["not_audited"],
+            "not_audited": a["not_audited"], "fallback": s["withheld_fallback"],
             "withheld": a["withheld_counts"], "seconds": study.seconds_legacy, "lps": study.legacy.lps,
             "cells_per_table": t.values.shape[1] - 3,
         },
@@ -148,14 +148,14 @@ def summary(study: Study, narrow: float) -> pd.DataFrame:
          f"{_n(lg_['persons_published'])} of {_n(lg_['persons'])} ({_pct(lg_['persons_published'], lg_['persons'])})",
          f"{_n(sp['persons_published'])} of {_n(sp['persons'])} ({_pct(sp['persons_published'], sp['persons'])})"),
         ("Error of a published count", "none: exact counts",
-         f"95% margin of error ±{study.moe_cell} per cell or small total"),
+         f"±{study.moe_cell} (95% MOE of a cell or small total)"),
         ("Withheld counts the audit recovers exactly",
          _n(lg_["recovered_exactly"]) + (f" ({_n(lg_['recovered_exactly_nonzero'])} of them above 0)"
                                          if lg_["recovered_exactly"] else ""),
          "none (every count has noise)"),
         (f"Withheld counts pinned within {narrow:g} persons", _n(lg_["narrow"]), "none"),
         ("Totals of withheld groups recovered exactly", _n(lg_["group_totals_recovered"]),
-         "none (the counts around them are noisy)"),
+         "none (all counts are noisy)"),
         ("Small counts under-protected", _n(lg_["underprotected"]), "—"),
         ("Computing time", f"{seconds(lg_['seconds'])} ({_n(lg_['lps'])} linear programs)",
          f"{seconds(sp['seconds'])} (noise for the whole level)"),
@@ -164,11 +164,20 @@ def summary(study: Study, narrow: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Measure", LEGACY, SAFETAB])
 
 
+def solver_heading(legacy_counts: dict) -> str:
+    """The heading of the legacy solver's notes: how many counts of the level were
+    withheld whole with their part of the table, when some were."""
+    fb = legacy_counts["fallback"]
+    if not fb:
+        return "Notes from the legacy method's solver:"
+    return (f"{fb:,} counts of this level were withheld whole with their part of the tables (\"solver fallback\" "
+            "below), where the legacy method could not protect the small counts cell by cell:")
+
+
 def _model(options: lg.LegacyOptions) -> str:
     """The complementary-suppression model in words (Massell's capacity by default)."""
-    cap = ("a count moves by at most its value (Massell's capacity)" if options.capacity == "value"
-           else "counts may rise without limit")
-    return f"sequential LP; {cap}" + ("; with a refinement run" if options.refine else "")
+    cap = "Massell's capacity" if options.capacity == "value" else "unbounded capacity"
+    return f"sequential LP, {cap}" + (", refinement run" if options.refine else "")
 
 
 def verdict(study: Study, narrow: float) -> str:

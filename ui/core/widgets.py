@@ -91,10 +91,10 @@ def text_px(text: str) -> float:
     return sum(_CHAR_PX.get(c, 11.0) for c in str(text))
 
 
-def fit_columns(df: pd.DataFrame, column_config: dict | None) -> dict:
-    """The column configuration with every column at least as wide as its header (and
-    its widest text value): a width given in pixels that would cut the header is
-    widened; other settings are kept."""
+def fit_columns(df: pd.DataFrame, column_config: dict | None, texts: bool = True) -> dict:
+    """The column configuration with every column at least as wide as its header and
+    its widest value (a number as displayed, or a text unless `texts` is False): a width
+    given in pixels that would cut one of them is widened; other settings are kept."""
     out = dict(column_config or {})
     for col in df.columns:
         cfg = out.get(col, {})
@@ -107,11 +107,13 @@ def fit_columns(df: pd.DataFrame, column_config: dict | None) -> dict:
         label = cfg.get("label") or str(col)
         need = text_px(label) + CELL_PADDING_PX
         # "localized" prints thousands separators like the default: the same width
-        if pd.api.types.is_numeric_dtype(df[col]) and len(df) and cfg.get("type_config", {}).get("format") in (
+        values = df[col].dropna().head(500)
+        if pd.api.types.is_numeric_dtype(df[col]) and len(values) and cfg.get("type_config", {}).get("format") in (
                 None, "localized"):
             need = max(need, max(text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}")
-                                 for v in df[col].dropna().head(500)) + CELL_PADDING_PX if df[col].notna().any()
-                       else 0)
+                                 for v in values) + CELL_PADDING_PX)
+        elif texts and not pd.api.types.is_numeric_dtype(df[col]) and len(values):
+            need = max(need, max(text_px(v) for v in values.astype(str)) + CELL_PADDING_PX)
         if width < need:
             cfg["width"] = int(need + 0.999)
             out[col] = cfg
@@ -137,10 +139,13 @@ def download_csv(df: pd.DataFrame, filename: str, key: str, label: str | None = 
 
 def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | None = None,
           height: int | str = "auto", caption: str | None = None, styler: Any = None,
-          data: pd.DataFrame | None = None) -> None:
+          data: pd.DataFrame | None = None, fit_texts: bool = True) -> None:
     """A read-only table with a CSV download of exactly its numbers (`data`, when the
-    table shows them differently, e.g. with marks); missing values show as a dash."""
-    st.dataframe(styler if styler is not None else df, hide_index=True, column_config=fit_columns(df, column_config),
+    table shows them differently, e.g. with marks); missing values show as a dash.
+    Columns given a width in pixels fit their header and values (`fit_columns`; texts
+    too unless `fit_texts` is False, for a table too wide for the page otherwise)."""
+    st.dataframe(styler if styler is not None else df, hide_index=True,
+                 column_config=fit_columns(df, column_config, texts=fit_texts),
                  height=height, key=key, placeholder=MISSING)
     if caption:
         st.caption(caption)

@@ -250,3 +250,12 @@ def test_help_explains_the_study_and_every_option():
         assert word in out.stdout, word
     top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=repo, capture_output=True, text=True)
     assert "legacy" in top.stdout
+
+
+def test_solver_notes_say_how_many_parts_each_concerns():
+    from engine.reports.legacy import solver_notes
+
+    notes = ["an LP did not finish: the part is withheld whole"] * 3 + ["time budget reached: the rest is withheld"]
+    assert solver_notes(notes) == ["3 connected parts: an LP did not finish: the part is withheld whole",
+                                   "1 connected part: time budget reached: the rest is withheld"]
+    assert solver_notes([]) == []

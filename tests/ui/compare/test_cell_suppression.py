@@ -143,3 +143,20 @@ def test_paper_numbers_check_massells_statements():
     assert t.loc["LP-based suppression protects 3-D tables at the cell level", "Computed here"].startswith("Yes")
     assert (t.drop("Backtracking across linked tables (60 → 100 units)")["Match"] == "yes").all()
     assert t.loc["Backtracking across linked tables (60 → 100 units)", "Match"] == "—"
+
+
+def test_the_solver_heading_counts_what_was_withheld_whole():
+    assert cmp.solver_heading({"fallback": 1234}).startswith("1,234 counts of this level were withheld whole")
+    assert cmp.solver_heading({"fallback": 0}) == "Notes from the legacy method's solver:"
+
+
+def test_the_summary_fits_its_columns(study):
+    """Every entry of the side-by-side summary is whole in its column (fit_columns widens
+    each to its longest entry), and the three columns fit a laptop's page (900 px)."""
+    from ui.core import widgets
+
+    summary = cmp.summary(study, 2.0)
+    cfg = widgets.fit_columns(summary, {c: {"width": 120} for c in summary.columns})
+    for col in summary.columns:
+        assert cfg[col]["width"] >= max(widgets.text_px(v) for v in summary[col]) + widgets.CELL_PADDING_PX
+    assert sum(cfg[c]["width"] for c in summary.columns) <= 900

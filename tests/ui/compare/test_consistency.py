@@ -83,7 +83,8 @@ def test_verdict_quotes_this_comparison():
     assert "cuts the mean absolute error" in text
     worse = _comparison()
     worse.summary.loc[1, "mean_abs_error"] = 5.0
-    assert "raises the mean absolute error from 4.50 to 5.00" in cc.verdict_text(worse)
+    assert "raises the mean absolute error (all nested levels, Detailed and Regional groups) from 4.50 to 5.00" \
+        in cc.verdict_text(worse)
 
 
 @pytest.mark.parametrize("value", ["mean_abs_error", "bias"])

@@ -21,3 +21,10 @@ def test_a_header_wider_than_its_width_is_kept_whole():
     df = pd.DataFrame({"A very long column header": [1]})
     cfg = widgets.fit_columns(df, {"A very long column header": {"width": 20}})
     assert cfg["A very long column header"]["width"] >= widgets.text_px("A very long column header")
+
+
+def test_a_fixed_width_is_widened_to_the_widest_text():
+    df = pd.DataFrame({"Level": ["USA Detailed", "PR-COUNTY Regional", None]})
+    cfg = widgets.fit_columns(df, {"Level": st.column_config.TextColumn(width=60)})
+    assert cfg["Level"]["width"] == int(widgets.text_px("PR-COUNTY Regional") + widgets.CELL_PADDING_PX + 0.999)
+    assert widgets.fit_columns(df, {"Level": {"width": 400}})["Level"]["width"] == 400  # wide enough: kept
