@@ -25,6 +25,10 @@ from ui.core.planner import MOE_BOUND, MOE_EXACT, RHO, stability_of
 
 COLORS = ["#1f5aa6", "#e07b00", "#2a9d4b", "#c0392b", "#7d3c98", "#17a2b8", "#8c564b", "#555555"]
 TABLE_COLORS = ["#7f7f7f", "#1f5aa6", "#e07b00", "#2a9d4b"]
+#: Geography levels in the order of their colours (COLORS). A Puerto Rico level has the colour
+#: of its US counterpart and a marker or bar pattern of its own (`_geo_marker`): the 10
+#: geography levels of a run all look different, which one palette of 8 colours could not do.
+_GEO_ORDER = ("USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH")
 
 Spec = dict[str, Any]
 
@@ -438,15 +442,27 @@ def release_bias(df: pd.DataFrame, t: int, as_fraction: bool = False,
 
 
 # -------------------------------------------------------------------- run
+def _geo_marker(geo: str, kind: str) -> dict:
+    """The marker of a geography level's points (`kind` "points") or bars ("bars"): its
+    colour; for a Puerto Rico level, its US counterpart's colour with crosses instead of
+    dots, or hatched bars."""
+    base = geo.removeprefix("PR-")
+    i = _GEO_ORDER.index(base) if base in _GEO_ORDER else len(_GEO_ORDER)
+    marker = {"color": COLORS[i % len(COLORS)]}
+    if geo != base:
+        marker |= {"symbol": "x"} if kind == "points" else {"pattern": {"shape": "/", "solidity": 0.45}}
+    return marker
+
+
 def truth_vs_release(df: pd.DataFrame, log: bool = False) -> go.Figure:
     """Released T1 against the true T1 (confidential), one colour per geography level."""
     spec = _figure("Released group totals (T1) against the true counts (confidential)",
                    "true count (persons; confidential)", "released count (persons)", height=440)
     top = float(max(df["True"].max(), df["Released"].max(), 1)) if len(df) else 1.0
-    for i, (geo, sub) in enumerate(df.groupby("Geography", sort=False)):
+    for geo, sub in df.groupby("Geography", sort=False):
         spec["data"].append({
             "type": "scattergl", "x": _a(sub["True"]), "y": _a(sub["Released"]), "mode": "markers", "name": geo,
-            "marker": {"size": 5, "color": COLORS[i % len(COLORS)], "opacity": 0.6},
+            "marker": {"size": 5, "opacity": 0.6, **_geo_marker(str(geo), "points")},
             "customdata": _a(sub[["Region", "Iteration", "Error"]].astype(object)),
             "hovertemplate": "%{customdata[0]} · %{customdata[1]}<br>true = %{x:,}<br>released = %{y:,}"
                              "<br>error = %{customdata[2]:+,}<extra></extra>"})
@@ -468,9 +484,9 @@ def error_histogram(df: pd.DataFrame) -> go.Figure:
     spec = _figure("Errors of the released totals (released − true)", "error (persons)", "number of T1 counts",
                    height=440)
     spec["layout"]["barmode"] = "overlay"
-    for i, (geo, sub) in enumerate(df.groupby("Geography", sort=False)):
+    for geo, sub in df.groupby("Geography", sort=False):
         spec["data"].append({"type": "histogram", "x": _a(sub["Error"]), "name": geo, "opacity": 0.65,
-                             "marker": {"color": COLORS[i % len(COLORS)]},
+                             "marker": _geo_marker(str(geo), "bars"),
                              "hovertemplate": "error %{x}<br>%{y} counts<extra></extra>"})
     return _done(spec)
 

@@ -106,3 +106,19 @@ def test_the_summary_is_the_words_a_reader_sees_and_names_stay_as_typed():
     assert "&lt;" not in text and "<br>" not in text
     shown = plain(text)
     assert "](" not in shown and "![" not in shown  # escaped: no Markdown link or image syntax left
+
+
+def test_the_ten_geography_levels_of_a_run_all_look_different():
+    """Truth against release and the error histogram: every level of a run has its own
+    look (a Puerto Rico level: its US counterpart's colour, crosses or hatched bars)."""
+    geos = ["USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH", "PR-STATE", "PR-COUNTY", "PR-TRACT", "PR-PLACE"]
+    df = pd.DataFrame({"Geography": geos, "True": range(10), "Released": range(10), "Error": [0] * 10,
+                       "Region": ["1"] * 10, "Iteration": ["x"] * 10})
+    points = [t for t in charts.truth_vs_release(df).data if t.name in geos]
+    looks = {(t.marker.color, t.marker.symbol) for t in points}
+    assert len(points) == len(looks) == len(geos)
+    bars = charts.error_histogram(df).data
+    looks = {(t.marker.color, t.marker.pattern.shape) for t in bars}
+    assert len(bars) == len(looks) == len(geos)
+    by = {t.name: t for t in bars}
+    assert by["PR-TRACT"].marker.color == by["TRACT"].marker.color and by["PR-TRACT"].marker.pattern.shape == "/"
