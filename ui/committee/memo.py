@@ -439,6 +439,15 @@ def differences(reference: Plan, plan: Plan) -> list[str]:
     return out
 
 
+def count_share(count: float, of: float) -> str:
+    """An expected number of groups, whole, and its share of `of`: "119,694 (0.046%)". A
+    share under 1% keeps two significant digits, so that a table given to tens of
+    thousands of groups out of millions does not read as 0.0%."""
+    share = 100 * count / of if of else 0.0
+    pct = "0%" if share == 0 else f"{share:.1f}%" if share >= 1 else f"{share:.2g}%"
+    return f"{round(count):,} ({pct})"
+
+
 def national_outcome(plans: Sequence[Plan], profile=None) -> list:
     """NATIONAL PROJECTION BLOCK of the decision sheet (issue 23): the share of the
     nation's population groups that get each table and that are suppressed, per plan,
@@ -462,7 +471,7 @@ def national_outcome(plans: Sequence[Plan], profile=None) -> list:
             total = df[df["geo"] == "TOTAL"].iloc[0]
             groups = float(total["groups"]) or 1.0
             rows.append({"Plan": p.name, "Groups": round(float(total["groups"])),
-                         **{label: f"{100 * float(total[col]) / groups:.1f}%" for col, label in (
+                         **{label: count_share(float(total[col]), groups) for col, label in (
                              ("total_only", "Total only"), ("age4", "Sex × age4"), ("age9", "Sex × age9"),
                              ("age23", "Sex × age23"), ("suppressed", "Suppressed"))}})
     except Exception as exc:  # noqa: BLE001 - a missing or unreadable profile: said on the sheet
@@ -471,11 +480,12 @@ def national_outcome(plans: Sequence[Plan], profile=None) -> list:
     kind = "synthetic" if attrs.get("synthetic") else "CONFIDENTIAL"
     name = attrs.get("profile", "the national profile")
     persons = attrs.get("persons")
-    caption = (f"Expected shares of all population groups of the nation, from the projection of each plan on the "
+    caption = (f"Expected numbers of groups (rounded) and their shares of all population groups of the nation, "
+               f"from the projection of each plan on the "
                f"group-size profile “{name}” ({f'{persons:,} persons, ' if persons else ''}{kind}). Suppressed "
                "groups are among those with a total only. "
                + (attrs.get("notice") or ""))
-    return [Table("National outcome: share of groups with each table, and suppressed", pd.DataFrame(rows),
+    return [Table("National outcome: groups with each table, and suppressed", pd.DataFrame(rows),
                   caption=caption.strip())]
 
 

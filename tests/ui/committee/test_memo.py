@@ -321,10 +321,21 @@ def test_page_one_national_outcome_is_the_projection_of_each_plan(plan):
         total = project(p.config, profile).frame().query("geo == 'TOTAL'").iloc[0]
         assert df.loc[p.name, "Groups"] == round(float(total["groups"]))
         for col, label in (("age4", "Sex × age4"), ("suppressed", "Suppressed"), ("total_only", "Total only")):
-            assert df.loc[p.name, label] == f"{100 * float(total[col]) / float(total['groups']):.1f}%"
+            assert df.loc[p.name, label] == memo.count_share(float(total[col]), float(total["groups"]))
+            count, share = df.loc[p.name, label].rstrip("%)").split(" (")
+            assert int(count.replace(",", "")) == round(float(total[col]))
+            assert float(share) == pytest.approx(100 * float(total[col]) / float(total["groups"]), rel=0.05, abs=0.05)
     assert profile.name in block.caption and "synthetic" in block.caption
     # r = 3 instead of 8 changes which groups are published at every level
     assert (df.loc[plan.name] != df.loc[ref.name]).any()
+
+
+def test_a_small_share_keeps_its_digits():
+    """Tens of thousands of groups out of 262 million are not printed as 0.0%."""
+    assert memo.count_share(119_694.4, 262_667_218) == "119,694 (0.046%)"
+    assert memo.count_share(250_228_438, 262_667_218) == "250,228,438 (95.3%)"
+    assert memo.count_share(0.0, 262_667_218) == "0 (0%)"
+    assert memo.count_share(5.0, 0.0) == "5 (0%)"
 
 
 def test_page_one_says_so_when_the_profile_cannot_be_read(plan, tmp_path):
