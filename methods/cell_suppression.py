@@ -1086,6 +1086,9 @@ class _Part:
     def __init__(self, pb: _Problem, sup: np.ndarray, cells: np.ndarray, rows: np.ndarray, c: np.ndarray,
                  sliding: bool, time_limit: float, capacity: np.ndarray):
         self.pb, self.cells, self.sliding = pb, cells, sliding
+        #: the status of the last LP that did not give an answer ("infeasible", "time", ...),
+        #: so that a part withheld whole says why
+        self.last_failure = ""
         self.local_sup = sup[cells].copy()
         A = pb.sub(rows, cells)
         self.k = k = cells.size
@@ -1163,6 +1166,7 @@ class _Part:
             if back.size:
                 m.bounds(back, self.lo[back], self.hi[back])
         if s1 != "optimal" or s2 != "optimal":
+            self.last_failure = s1 if s1 != "optimal" else s2
             return None
         tol = pb.tol[gi]
         up = hi >= x + pb.upl[gi] - tol
@@ -1216,6 +1220,7 @@ class _Part:
                 if cols:
                     m.bounds(cols, 0.0, self.caps[cols])
         if status != "optimal":
+            self.last_failure = status
             return None
         flow = np.abs(sol).reshape(-1, k).sum(axis=0)
         return flow > 1e-7 * (1.0 + np.abs(self.x))
@@ -1269,12 +1274,22 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
             part.suppress(moved)
         return not todo
 
-    failed = "an LP did not finish or was infeasible: the part is withheld whole"
+    def failed(what: str = "") -> str:
+        """Why the part is withheld whole: the time limit, no protection within the
+        capacities (an infeasible LP), or an LP that did not finish."""
+        if time.perf_counter() > deadline or part.last_failure == "time":
+            why = "time limit of a connected part reached"
+        elif part.last_failure == "infeasible":
+            why = "no complementary cells can protect a primary within the capacities (infeasible LP)"
+        else:
+            why = "an LP did not finish"
+        return f"{what}{why}: the part is withheld whole"
+
     for g in order:
         if time.perf_counter() > deadline:
-            return False, lps(), "time limit of a connected part reached: the part is withheld whole"
+            return False, lps(), failed()
         if fix(loc[int(g)], None) is None:
-            return False, lps(), failed
+            return False, lps(), failed()
     # Singletons: a suppressed singleton's respondent knows its value. Every primary is checked
     # against each respondent (_respondents) and re-protected with each one that breaks it
     # known. One pass suffices: more suppression never helps a respondent (a cell suppressed
@@ -1282,7 +1297,7 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
     singles = np.flatnonzero(pb.single[cells])
     for g in order if singles.size else ():
         if time.perf_counter() > deadline:
-            return False, lps(), "time limit of a connected part reached: the part is withheld whole"
+            return False, lps(), failed()
         p = loc[int(g)]
         others = singles[part.local_sup[singles] & ~np.isin(cells[singles], pb.related(cells[p]))]
         if not others.size:
@@ -1290,11 +1305,10 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
         breaking = _respondents(part.audit_lp, p, part.x, part.lo_now(), part.hi_now(), others, pb.tol[g],
                                 pb.lpl[g], pb.upl[g], sliding, witnesses.pop(p, None))
         if breaking is None:
-            return False, lps(), failed
+            return False, lps(), failed()
         for j in breaking:
             if fix(p, int(j)) is None:
-                return False, lps(), ("a primary cannot be protected against a singleton respondent, or an "
-                                      "LP did not finish: the part is withheld whole")
+                return False, lps(), failed("against a singleton respondent, ")
     sup[cells] = part.local_sup
     note = (f"{len(set(partial))} primary cell(s) only partly protected: frozen cells leave no full protection"
             if partial else "")

@@ -143,7 +143,7 @@ study = slot["value"]
 counts = cmp.counts(study, narrow)
 lgc, spc = counts[cmp.LEGACY], counts[cmp.SAFETAB]
 if study.legacy.notes or lgc["not_audited"]:
-    widgets.problems(cmp.solver_heading(lgc), study.legacy.notes + (
+    widgets.problems(cmp.solver_heading(lgc, study.legacy.notes), study.legacy.notes + (
         [f"{lgc['not_audited']:,} withheld counts were not audited (the audit ran out of time)"]
         if lgc["not_audited"] else []), kind="warning")
 

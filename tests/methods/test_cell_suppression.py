@@ -504,6 +504,24 @@ def test_an_lp_that_cannot_finish_withholds_its_part_whole():
     assert not res.complementary.any()
 
 
+def test_a_part_withheld_whole_says_why():
+    """Massell's capacity: a primary whose row and column hold only zeros cannot be
+    protected (a zero never moves), so the LP is infeasible and the note says so, not
+    "did not finish"; with unbounded capacity the same primary is protected. A time limit
+    is named as such."""
+    t = _with_margins([[1, 0], [0, 5]])
+    prim = np.zeros(t.shape, bool)
+    prim[0, 0] = True
+    res = cs.protect_table(t, prim, 3)
+    assert res.fallback.any() and len(res.notes) == 1
+    assert res.notes[0].startswith("no complementary cells can protect a primary within the capacities")
+    free = cs.protect_table(t, prim, 3, capacity="unbounded")
+    assert not free.fallback.any() and not free.notes and free.audit.protected.all()
+    slow = cs.protect_table(_with_margins([[1, 20, 30], [10, 2, 40], [25, 35, 5]]),
+                            np.eye(4, dtype=bool) & (np.arange(4) == 0), 3, time_limit=1e-12)
+    assert slow.notes and slow.notes[0].startswith("time limit")
+
+
 def test_a_spent_time_budget_withholds_the_remaining_parts_and_leaves_them_unaudited():
     t = _with_margins([[1, 20, 30], [10, 2, 40], [25, 35, 5]])
     prim = np.zeros(t.shape, bool)

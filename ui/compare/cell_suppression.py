@@ -164,14 +164,18 @@ def summary(study: Study, narrow: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Measure", LEGACY, SAFETAB])
 
 
-def solver_heading(legacy_counts: dict) -> str:
+def solver_heading(legacy_counts: dict, notes: list[str] = ()) -> str:
     """The heading of the legacy solver's notes: how many counts of the level were
-    withheld whole with their part of the table, when some were."""
+    withheld whole with their part of the table, when some were, and what lets zero
+    counts protect others when the capacities were the reason."""
     fb = legacy_counts["fallback"]
     if not fb:
         return "Notes from the legacy method's solver:"
+    why = (" With Massell's capacity a zero count never moves, so it cannot protect another; "
+           "setting \"How far a count may move\" to Unbounded lets it." if any("within the capacities" in n for n in notes)
+           else "")
     return (f"{fb:,} counts of this level were withheld whole with their part of the tables (\"solver fallback\" "
-            "below), where the legacy method could not protect the small counts cell by cell:")
+            f"below), where the legacy method could not protect the small counts cell by cell.{why}")
 
 
 def _model(options: lg.LegacyOptions) -> str:

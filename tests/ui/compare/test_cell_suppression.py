@@ -148,6 +148,10 @@ def test_paper_numbers_check_massells_statements():
 def test_the_solver_heading_counts_what_was_withheld_whole():
     assert cmp.solver_heading({"fallback": 1234}).startswith("1,234 counts of this level were withheld whole")
     assert cmp.solver_heading({"fallback": 0}) == "Notes from the legacy method's solver:"
+    infeasible = ["3 connected parts: no complementary cells can protect a primary within the capacities "
+                  "(infeasible LP): the part is withheld whole"]
+    assert "to Unbounded lets it" in cmp.solver_heading({"fallback": 12}, infeasible)
+    assert "Unbounded" not in cmp.solver_heading({"fallback": 12}, ["1 connected part: time limit ..."])
 
 
 def test_the_summary_fits_its_columns(study):
