@@ -1079,6 +1079,11 @@ def _order(pb: _Problem, prim_cells: np.ndarray) -> np.ndarray:
     return prim_cells[np.lexsort((-pb.x[prim_cells], -key))]
 
 
+#: Why a connected part is withheld whole when its LP is infeasible (in `Protection.notes`;
+#: the Compare page looks for it to suggest another capacity model).
+INFEASIBLE = "no complementary cells can protect a primary within the capacities (infeasible LP)"
+
+
 class _Part:
     """The two LPs of one connected part: the audit LP (x, published cells fixed) and the
     deviation LP (y+ and y- per cell, A y = 0), both updated as cells get suppressed."""
@@ -1280,7 +1285,7 @@ def _sequential(pb: _Problem, sup: np.ndarray, c: np.ndarray, cells: np.ndarray,
         if time.perf_counter() > deadline or part.last_failure == "time":
             why = "time limit of a connected part reached"
         elif part.last_failure == "infeasible":
-            why = "no complementary cells can protect a primary within the capacities (infeasible LP)"
+            why = INFEASIBLE
         else:
             why = "an LP did not finish"
         return f"{what}{why}: the part is withheld whole"

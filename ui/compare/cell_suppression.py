@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from calculators import noise_family
 from calculators.levels import ITERATION_LEVEL_NAMES, STAT_LEVEL_AGE_EDGES, PopulationGroupLevel, age_bins
 from engine.reports import legacy as lg
+from methods import cell_suppression as cs
 
 LEGACY = "Legacy cell suppression"
 SAFETAB = "SafeTab-P"
@@ -172,7 +173,7 @@ def solver_heading(legacy_counts: dict, notes: list[str] = ()) -> str:
     if not fb:
         return "Notes from the legacy method's solver:"
     why = (" With Massell's capacity a zero count never moves, so it cannot protect another; "
-           "setting \"How far a count may move\" to Unbounded lets it." if any("within the capacities" in n for n in notes)
+           "setting \"How far a count may move\" to Unbounded lets it." if any(cs.INFEASIBLE in n for n in notes)
            else "")
     return (f"{fb:,} counts of this level were withheld whole with their part of the tables (\"solver fallback\" "
             f"below), where the legacy method could not protect the small counts cell by cell.{why}")
@@ -418,8 +419,6 @@ def legend_frame() -> pd.DataFrame:
 # ------------------------------------------------------------------ the paper's own numbers
 def _cube(interior) -> tuple[np.ndarray, object]:
     """A 3-D table with every margin (index 2 of an axis is the sum over it) and its relations."""
-    from methods import cell_suppression as cs
-
     a = np.asarray(interior, dtype=float)
     t = np.zeros((3, 3, 3))
     t[:2, :2, :2] = a
@@ -442,8 +441,6 @@ def _cube(interior) -> tuple[np.ndarray, object]:
 def paper_numbers() -> pd.DataFrame:
     """Massell's report prints rules rather than worked numbers; each row checks one of
     its statements on a small example computed now by `methods.cell_suppression`."""
-    from methods import cell_suppression as cs
-
     # Sec. 4: the audit's a-priori bounds are [0, grand total].
     t = cs.with_margins([[5, 3], [2, 7]])
     sup = np.zeros(t.shape, bool)

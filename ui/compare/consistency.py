@@ -138,7 +138,8 @@ def size_chart(comp: ConsistencyComparison, value: str = "bias", min_counts: int
         fig.add_trace(go.Bar(x=order, y=sub[value], name=LABELS[m], marker_color=COLORS[m],
                              hovertemplate="true size %{x}<br>" + LABELS[m] + ": %{y:+.2f} persons<extra></extra>"))
     what = "Bias" if value == "bias" else "Mean absolute error"
-    _layout(fig, f"{what} of published totals by true size (all nested levels, Detailed and Regional)", "true size of the group (persons)",
+    _layout(fig, f"{what} of published totals by true size (all nested levels, Detailed and Regional)",
+            "true size of the group (persons)",
             "mean (published − true) (persons)" if value == "bias" else "mean |published − true| (persons)")
     fig.update_layout(barmode="group")
     return fig
@@ -170,7 +171,8 @@ def verdict_text(comp: ConsistencyComparison) -> str:
         (f"SafeTab-P's published totals do not add up: {none.violations_per_release:,.0f} of "
          f"{none.parents_per_release:,.0f} parent totals per release differ from the sum of their children."),
         (f"Least squares makes every level add up and {change(none.mean_abs_error, ls.mean_abs_error)} the mean "
-         f"absolute error (all nested levels, Detailed and Regional groups) from {err(none.mean_abs_error)} to {err(ls.mean_abs_error)} persons, because the precise "
+         f"absolute error (all nested levels, Detailed and Regional groups) from {err(none.mean_abs_error)} to "
+         f"{err(ls.mean_abs_error)} persons, because the precise "
          f"totals correct the noisy ones; its bias stays small ({ls.bias:+.2f} persons), but "
          f"{100 * ls.share_negative:.1f}% of its totals are negative{negatives}"),
         (f"The tree DP also adds up exactly and publishes no negative count, with a mean absolute error of "

@@ -21,14 +21,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from calculators.config import SafeTabConfig
+from calculators.levels import GEO_LEVELS_US
 from ui.core.planner import MOE_BOUND, MOE_EXACT, RHO, stability_of
 
 COLORS = ["#1f5aa6", "#e07b00", "#2a9d4b", "#c0392b", "#7d3c98", "#17a2b8", "#8c564b", "#555555"]
 TABLE_COLORS = ["#7f7f7f", "#1f5aa6", "#e07b00", "#2a9d4b"]
-#: Geography levels in the order of their colours (COLORS). A Puerto Rico level has the colour
-#: of its US counterpart and a marker or bar pattern of its own (`_geo_marker`): the 10
-#: geography levels of a run all look different, which one palette of 8 colours could not do.
-_GEO_ORDER = ("USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH")
 
 Spec = dict[str, Any]
 
@@ -443,11 +440,12 @@ def release_bias(df: pd.DataFrame, t: int, as_fraction: bool = False,
 
 # -------------------------------------------------------------------- run
 def _geo_marker(geo: str, kind: str) -> dict:
-    """The marker of a geography level's points (`kind` "points") or bars ("bars"): its
-    colour; for a Puerto Rico level, its US counterpart's colour with crosses instead of
-    dots, or hatched bars."""
+    """The marker of a geography level's points (`kind` "points") or bars ("bars"): the
+    colour of its place in GEO_LEVELS_US; for a Puerto Rico level, its US counterpart's
+    colour with crosses instead of dots, or hatched bars, so that the 10 levels of a run
+    all look different (one palette of 8 colours could not do that)."""
     base = geo.removeprefix("PR-")
-    i = _GEO_ORDER.index(base) if base in _GEO_ORDER else len(_GEO_ORDER)
+    i = GEO_LEVELS_US.index(base) if base in GEO_LEVELS_US else len(GEO_LEVELS_US)
     marker = {"color": COLORS[i % len(COLORS)]}
     if geo != base:
         marker |= {"symbol": "x"} if kind == "points" else {"pattern": {"shape": "/", "solidity": 0.45}}
