@@ -213,8 +213,15 @@ def _compare() -> None:
     picked = st.multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
                             help="Cells that differ from the first plan are highlighted.")
     ss.setdefault("sc_only", False)
+    ss.setdefault("sc_charts", False)
     with st.container(horizontal=True, vertical_alignment="center", gap="large"):
         only_diff = st.toggle("Only rows that differ", key="sc_only")
+        # off by default: the charts are most of what the browser draws here (with 5 plans
+        # the page opens in about 0.45 s without them, 1.3 s with them; benchmarks/RESULTS.md)
+        charts = st.toggle("Charts", key="sc_charts",
+                           help="A bar chart under each level table, and charts that overlay the plans: MOE against "
+                                "the budget, adaptive-table thresholds and suppression by group size. The tables "
+                                "hold every figure; the charts take about a second to draw with 5 plans.")
         st.page_link("app_pages/committee/memo.py", label="Decision memo (PDF, HTML) of these plans", icon=":material/picture_as_pdf:")
 
     if len(picked) < 2:
@@ -267,7 +274,7 @@ def _compare() -> None:
                 continue
             widgets.table(df, f"compare_{m}.csv", key=f"sc_tbl_{m}", height=35 * (len(df) + 1) + 3,
                           styler=comparison.styled(df, names, fmt_float if m in ("budget", "epsilon") else None))
-            if m not in ("thresholds",):
+            if m not in ("thresholds",) and charts:
                 full = plan_controls.cached_by_level(key, m, method, delta)
                 ylab = {"budget": "level budget (ρ or ε)", "epsilon": "ε of the level",
                         "moe_exact": "exact 95% MOE (persons)", "moe_bound": "⌊1.96σ⌋ (persons)",
@@ -276,11 +283,27 @@ def _compare() -> None:
                                                          log_y=m in ("budget", "epsilon", "moe_exact", "moe_bound")),
                               full, f"compare_{m}_chart.csv", key=f"sc_chart_{m}")
 
-    with st.expander(f"config.json keys ({int(keys_tbl[comparison.DIFFERS].sum())} differ)", expanded=False):
-        k_show = _shown(keys_tbl)
-        widgets.table(k_show, "compare_keys.csv", key="sc_keys", styler=comparison.styled(k_show, names))
+    # drawn only while open: a closed expander's table still costs the browser a grid
+    keys_box = st.expander(f"config.json keys ({int(keys_tbl[comparison.DIFFERS].sum())} differ)",
+                           key="sc_keys_open", on_change="rerun")
+    if keys_box.open:
+        with keys_box:
+            k_show = _shown(keys_tbl)
+            widgets.table(k_show, "compare_keys.csv", key="sc_keys", styler=comparison.styled(k_show, names))
 
     st.markdown("**Charts that overlay the plans**")
+    if charts:
+        _overlays(plans, method, delta)
+    else:
+        st.caption("Turn on **Charts** above to overlay the plans: MOE against the budget, and, for a level you "
+                   "pick, the adaptive-table thresholds and suppression by group size.")
+    widgets.download_csv(lambda: comparison.long_table(plans, method, delta), "comparison_long.csv", key="sc_long",
+                         label="Download every per-level figure of every plan (CSV, long form)")
+
+
+def _overlays(plans, method, delta) -> None:
+    """MOE against the budget for every plan, and the adaptive thresholds and suppression
+    curves of every plan at one level."""
     for defn in ("zcdp", "puredp"):
         group = [p for p in plans if p.config.privacy_defn == defn]
         if group:
@@ -310,9 +333,6 @@ def _compare() -> None:
             st.caption("No plan suppresses at this level (p = 0 or the level is off).")
         else:
             st.caption("Totals at state level and above are never suppressed.")
-
-    widgets.download_csv(comparison.long_table(plans, method, delta), "comparison_long.csv", key="sc_long",
-                         label="Download every per-level figure of every plan (CSV, long form)")
 
 
 _compare()

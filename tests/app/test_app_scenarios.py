@@ -3,13 +3,15 @@ drives them (AppTest). The store lives in the session's temp folder (tests/conft
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from calculators import budget
 from calculators.levels import PopulationGroupLevel
 from calculators.presets import production_2020
 from tests.app.conftest import config, frame, open_app, texts
-from ui.committee import scenarios
+from ui.committee import comparison, scenarios
 from ui.core import urlcodec
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
@@ -87,6 +89,33 @@ def test_compare_three_plans_with_their_numbers(store):
     at.toggle(key="sc_only").set_value(True).run()
     shown = frame(at, "Quantity", "r = 3")
     assert shown["Differs"].all() and len(shown) < len(summary)
+
+
+def test_charts_and_config_keys_are_drawn_when_asked_for(store):
+    """The page opens on its tables; the charts (a bar chart per level table, the plans
+    overlaid) and the config.json keys are one click away, and then drawn for the plans
+    picked."""
+    store.save("r = 3", production_2020().updated(max_race_codes=3))
+    at = open_app("scenarios")
+    at.multiselect(key="sc_compare").set_value(["2020 production plan", "r = 3"]).run()
+    assert not at.exception and not at.get("plotly_chart")
+    assert "Turn on **Charts** above to overlay the plans" in texts(at)
+    assert not [d for d in at.dataframe if "Key" in d.value.columns]
+    at.toggle(key="sc_charts").set_value(True).run()
+    assert not at.exception
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert len(titles) == 4 and titles[0].startswith("Budget ρ / ε by level, one bar per plan"), titles
+    overlay = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert {t["name"] for t in overlay["data"]} >= {"2020 production plan", "r = 3"}
+    assert "Turn on **Charts** above" not in texts(at)
+    at.session_state["sc_keys_open"] = True  # the user opens "config.json keys"
+    at.run()
+    keys = frame(at, "Key", "r = 3").set_index("Key")
+    assert keys.loc["max_race_codes", "r = 3"] == "3" and keys.loc["max_race_codes", comparison.DIFFERS]
+    # kept while the user is on another page
+    at.switch_page("app_pages/safetab/configuration.py").run()
+    at.switch_page("app_pages/committee/scenarios.py").run()
+    assert at.toggle(key="sc_charts").value and len(at.get("plotly_chart")) == 4
 
 
 def test_undo_and_redo_in_the_sidebar():

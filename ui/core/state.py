@@ -121,7 +121,7 @@ def page_setup() -> None:
 KEPT_WIDGETS = (
     "ad_level", "ad_mode", "ad_target", "ad_rule", "ad_log", "sup_level", "sup_frac", "sup_n",
     "run_source", "run_noise", "run_seed", "gen_persons", "gen_seed", "br_geo", "br_it", "br_search",
-    "br_view", "tv_log", "acc_trials", "w_delta", "sc_compare", "sc_only", "sc_level", "sc_pick",
+    "br_view", "tv_log", "acc_trials", "w_delta", "sc_compare", "sc_only", "sc_charts", "sc_level", "sc_pick",
     "memo_kind", "pl_tabs", "run_plan", "acc_kind", "rederive_th", "rederive_rel",
 )
 

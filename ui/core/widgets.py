@@ -128,11 +128,14 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
 MISSING = "—"
 
 
-def download_csv(df: pd.DataFrame, filename: str, key: str, label: str | None = None) -> None:
+def download_csv(df: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, key: str,
+                 label: str | None = None) -> None:
     """A download button of `df` as CSV, made only when it is clicked (the CSV is not
-    rebuilt and sent on every redraw)."""
+    rebuilt and sent on every redraw). `df` may be a function that makes the table, for
+    a table that is costly to make and not shown (it is then made only on the click)."""
     st.download_button(
-        label or f"Download {filename}", lambda: csv_bytes(df), file_name=filename, mime="text/csv",
+        label or f"Download {filename}", lambda: csv_bytes(df() if callable(df) else df), file_name=filename,
+        mime="text/csv",
         key=key, on_click="ignore", icon=":material/download:",
     )
 
