@@ -326,11 +326,12 @@ st.caption(f"{len(shown):,} of {len(base):,} rows. TRUE is the noise-free count:
            "noise only, never for publication**. ERROR = RELEASED − TRUE. Suppressed totals have no released value.")
 st.dataframe(shown, hide_index=True, height=360, key="br_table", placeholder=widgets.MISSING,
              column_config={"ITERATION_LEVEL": st.column_config.NumberColumn("LEVEL", format="%d"),
+                            "RELEASED": st.column_config.NumberColumn(format="localized"),
                             "TRUE": st.column_config.NumberColumn(
-                                "TRUE (confidential)", help="Noise-free count of the confidential input: never "
-                                                            "for publication."),
-                            "ERROR": st.column_config.NumberColumn(help="RELEASED − TRUE (uses the confidential "
-                                                                        "true count).")})
+                                "TRUE (confidential)", format="localized",
+                                help="Noise-free count of the confidential input: never for publication."),
+                            "ERROR": st.column_config.NumberColumn(format="localized", help="RELEASED − TRUE (uses "
+                                                                   "the confidential true count).")})
 widgets.download_csv(shown, f"{view.lower()}_with_confidential_truth-NOT-FOR-RELEASE.csv", key="br_csv",
                      label="Download these rows (CSV, with the confidential true counts)")
 
