@@ -26,8 +26,12 @@ two-sided geometric for pure DP), exactly as `engine.tabulation.mechanism` and
 * error of a published total: X2 (stat level 0, given release), X0 (TotalOnly), or the
   sum of the table's c_j cells' independent noises (stat level j >= 1). With
   ``allow_negative_counts: false`` a total without a table is clamped at 0 exactly
-  (error max(X, -n)); the total of a table is the sum of clamped cells, which depends on
-  the cells, not only on n, so its error is taken unclamped (the projection says so).
+  (error max(X, -n)). The total of a table is then the sum of its clamped cells, whose
+  error depends on the cells' counts, which a profile does not hold; it is bounded
+  instead: with cell counts c_i >= 0 the error is sum X_i + sum max(0, -c_i - X_i), so
+  |error| <= |sum X_i| + sum max(0, -X_i) and E|error| <= E|X_1 + ... + X_c| + c E|X| / 2.
+  A row with such tables gives that upper bound as mean_abs_error
+  (mean_abs_error_bound true) and no mean_abs_error_sd.
 
 Columns of a level's row (`COLUMNS`): groups (all groups of the universe), total_only
 (groups that publish a total only: stat level 0, suppressed or not, plus TotalOnly
@@ -36,7 +40,8 @@ expected numbers, sums over groups of independent indicators; each with ``_sd``,
 standard deviation sqrt(sum p (1 - p)) (for t2_rows sqrt(sum Var(rows of a group))).
 mean_abs_error = E[sum of |error| over published totals] / E[number of published
 totals], and mean_abs_error_sd the standard deviation of one release's mean absolute
-error by the delta method (independent groups). Coterminous copying (SPEC §1) is
+error by the delta method (independent groups); mean_abs_error_bound says whether
+mean_abs_error is exact (false) or an upper bound (true: counts clamped, see above). Coterminous copying (SPEC §1) is
 ignored (`COTERMINOUS_NOTE`): the figures are those of ``python -m engine run ...
 --no-coterminous``.
 
@@ -116,7 +121,7 @@ MAX_PROFILE_COUNT = 10**13
 COUNT_COLUMNS = ("groups", "total_only", "age4", "age9", "age23", "suppressed", "t1_rows", "t2_rows")
 #: Every column of a projection row (`Projection.frame`, ``python -m engine project``).
 COLUMNS = ("geo", "iteration_level", *COUNT_COLUMNS, *(f"{c}_sd" for c in COUNT_COLUMNS),
-           "mean_abs_error", "mean_abs_error_sd")
+           "mean_abs_error", "mean_abs_error_sd", "mean_abs_error_bound")
 #: What every projection says about coterminous geographies.
 COTERMINOUS_NOTE = ("Coterminous copying is ignored: entities of different levels that cover the same blocks "
                     "(a county with one tract, DC) publish their own tabulation here, as `python -m engine run "
@@ -808,7 +813,7 @@ _PER_GROUP = ("total_only", "age4", "age9", "age23", "suppressed", "total_only_v
 @lru_cache(maxsize=2048)
 def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _Scales,
                           clamp: bool) -> dict[str, float]:
-    out = dict.fromkeys(COUNT_COLUMNS + tuple(f"{c}_var" for c in COUNT_COLUMNS) + _SUMS, 0.0)
+    out = dict.fromkeys(COUNT_COLUMNS + tuple(f"{c}_var" for c in COUNT_COLUMNS) + _SUMS + ("bound",), 0.0)
     out["groups"] = float(lp.groups)
     h = lp.adaptive
     if len(h.sizes):
@@ -833,6 +838,8 @@ def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc
         rows = p @ _T2_ROWS
         cells = np.array([STAT_LEVEL_CELLS[j] for j in (1, 2, 3)], dtype=np.float64)
         tables = np.array([_mean_abs_sum(sc.stage2, int(c), sc.noise) for c in cells])
+        if clamp:  # the upper bound of a table of clamped cells (module docstring): + c E|X| / 2
+            tables = tables + cells * float(l2.abs1(np.array([-l2.reach - 2]))[0]) / 2
         A = p[:, 0] * abs0 + p[:, 1:] @ tables
         A2 = p[:, 0] * sq0 + p[:, 1:] @ (cells * l2.variance)
         B = 1.0 - supp
@@ -841,6 +848,7 @@ def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc
                        A, A2, B, A * A, A * B, B * B])
         out.update(zip(_PER_GROUP, (x @ w.astype(np.float64)).tolist()))
         out["t1_rows"] = out["B"]
+        out["bound"] = float(clamp and out["age4"] + out["age9"] + out["age23"] > 0)
         out["t1_rows_var"] = out["suppressed_var"]
     h = lp.total_only
     if len(h.sizes):
@@ -904,7 +912,8 @@ class Projection:
         lines.append("Columns: expected numbers of groups (total_only: a total only, suppressed or not, TotalOnly "
                      "groups included; age4/age9/age23: groups with that sex x age table), of suppressed groups, of "
                      "T1 and T2 rows; *_sd their standard deviations; mean_abs_error: expected |published - true| "
-                     "of published totals (T1), mean_abs_error_sd its standard deviation in one release.")
+                     "of published totals (T1; an upper bound where mean_abs_error_bound is true), "
+                     "mean_abs_error_sd its standard deviation in one release.")
         return lines
 
     def to_csv(self) -> str:
@@ -923,6 +932,9 @@ def _row(geo: str, iteration_level: int | None, fig: Mapping[str, float]) -> dic
         row[c] = fig[c]
         row[f"{c}_sd"] = math.sqrt(max(fig[f"{c}_var"], 0.0))
     row["mean_abs_error"], row["mean_abs_error_sd"] = _mae(fig)
+    row["mean_abs_error_bound"] = bool(fig.get("bound", 0.0) > 0)
+    if row["mean_abs_error_bound"]:
+        row["mean_abs_error_sd"] = math.nan  # the spread of a bound is not the spread of the error
     return row
 
 
@@ -948,7 +960,7 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
         figs.append(fig)
         rows.append(_row(lvl.geo, lvl.iteration_level, fig))
     total_fig = {k: sum(f[k] for f in figs) for k in figs[0]} if figs else {
-        **{c: 0.0 for c in COUNT_COLUMNS}, **{f"{c}_var": 0.0 for c in COUNT_COLUMNS}, **{k: 0.0 for k in _SUMS}}
+        **{c: 0.0 for c in COUNT_COLUMNS}, **{f"{c}_var": 0.0 for c in COUNT_COLUMNS}, **{k: 0.0 for k in _SUMS}, "bound": 0.0}
     total = _row("TOTAL", None, total_fig)
     if missing:
         notes.append(f"The profile has no groups of {', '.join(missing)} (its run was off or the data had no "
@@ -962,7 +974,8 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
         notes.append(f"The profile covers {len(profile.state_filter_us)} US states, the plan's state filter "
                      f"{len(config.state_filter_us)}: the projection is for the profile's states.")
     if not config.allow_negative_counts:
-        notes.append("Counts are clamped at 0 (allow_negative_counts: false): exactly for totals without a table; "
-                     "the error of a table's total is given unclamped (it depends on the cells, which a profile "
-                     "does not hold).")
+        notes.append("Counts are clamped at 0 (allow_negative_counts: false). The error of a total without a table "
+                     "is exact; the total of a table is the sum of its clamped cells, whose error depends on the "
+                     "cells' counts, which a profile does not hold, so a level with tables gives an upper bound of "
+                     "the mean |error| (mean_abs_error_bound).")
     return Projection(rows, total, profile, notes, profile.confidential)

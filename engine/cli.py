@@ -254,7 +254,8 @@ def _profile_parsers(sub, common) -> None:
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
     sp.epilog = ("Columns: geo, iteration_level, groups, total_only, age4, age9, age23, suppressed, t1_rows,\n"
                  "t2_rows (expected numbers over the noise), the same with _sd (standard deviations), and\n"
-                 "mean_abs_error, mean_abs_error_sd (expected |published - true| of published totals); one\n"
+                 "mean_abs_error, mean_abs_error_sd (expected |published - true| of published totals) and\n"
+                 "mean_abs_error_bound (true: mean_abs_error is an upper bound, counts being clamped); one\n"
                  "row per level the plan tabulates, then TOTAL. Coterminous copying is ignored (compare with\n"
                  "`run --no-coterminous`). The CSV starts with '#' lines saying so: read it with\n"
                  "pandas.read_csv(OUT, comment='#').\n\n"

@@ -6,7 +6,9 @@ from datetime import datetime
 import streamlit as st
 
 from ui.committee import images, memo, memo_html, memo_pdf, plan_controls, scenarios
+from calculators.projection import ProfileError
 from ui.core import state, widgets
+from ui.safetab import projection_panel
 
 state.page_setup()
 ss = st.session_state
@@ -74,14 +76,22 @@ else:
 method, delta = state.method(), state.delta()
 meta = dict(ss.get("run_meta", {}))
 current = state.config()
+try:  # page 1's national outcome: the profile chosen on the planner (the shipped national one by default)
+    profile = projection_panel.chosen()
+except ProfileError:
+    profile = None  # the sheet then says that the projection could not be made
+if profile is not None:
+    st.caption(f"Page 1's national outcome is the projection on the group-size profile **{widgets.plain(profile.name)}** "
+               f"({profile.persons:,} persons, {'synthetic' if profile.synthetic else 'CONFIDENTIAL'}), the one "
+               "chosen on the planner.")
 
 
 def _build() -> memo.Memo:
     # runs when a download button is pressed, on a thread of its own: only pure helpers here
     run = memo.run_info(out, meta, current) if with_run and out is not None else None
     if len(plans) == 1:
-        return memo.plan_memo(plans[0], method, delta, run)
-    return memo.comparison_memo(plans, method, delta, run, details=details)
+        return memo.plan_memo(plans[0], method, delta, run, profile=profile)
+    return memo.comparison_memo(plans, method, delta, run, details=details, profile=profile)
 
 
 stem = f"decision-memo-{scenarios.file_stem(label)}-{datetime.now():%Y%m%d}"

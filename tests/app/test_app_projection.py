@@ -10,7 +10,7 @@ from calculators import projection as P
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from calculators.presets import production_2020
 from engine.reports.profile import compute_profile
-from tests.app.conftest import SAMPLE, config, frame, metric, open_app, texts
+from tests.app.conftest import SAMPLE, config, frame, metric, open_app, shown, texts
 from ui.safetab import projection as pj
 from ui.safetab import projection_panel
 from ui.committee import scenarios
@@ -72,6 +72,21 @@ def test_the_adaptive_page_shows_its_level_and_follows_the_thresholds():
         ("groups", "tables", "age4", "age9", "age23", "total_only", "t2_rows", "mean_abs_error")).to_dict("records")
 
 
+def test_a_plan_that_clamps_counts_shows_its_error_as_a_bound():
+    """Counts clamped at 0: the error of a level with tables is an upper bound, and the
+    page says "at most" (≤) and why, never the unclamped figure as if exact."""
+    from ui.core import urlcodec
+
+    at = open_app("adaptive", query={"config": urlcodec.encode(production_2020().updated(allow_negative_counts=False))})
+    assert config(at).allow_negative_counts is False
+    s = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
+    assert s["mean_abs_error_bound"]
+    assert metric(at, "Mean |error| of a total") == f"≤ {s['mean_abs_error']:.1f}"
+    assert "gives an upper bound of the mean |error|" in texts(at)
+    exact = pj.level_summary(P.project(production_2020(), pj.shipped(pj.NATIONAL)), COUNTY2)
+    assert not exact["mean_abs_error_bound"] and exact["mean_abs_error"] < s["mean_abs_error"]
+
+
 def test_the_suppression_page_follows_p():
     at = open_app("suppression")
     cols = ("groups", "total_only", "suppressed", "t1_rows", "mean_abs_error")
@@ -93,6 +108,10 @@ def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
     at.switch_page("app_pages/safetab/suppression.py").run()
     assert at.selectbox(key="sup_nat_profile").value == pj.SAMPLE
     assert "(scale)" not in texts(at)  # the sample is not compared with itself
+    at.switch_page("app_pages/committee/memo.py").run()  # the memo's page 1 uses it too, and says so
+    memo_text = shown(texts(at))
+    assert "Page 1's national outcome is the projection on the group-size profile" in memo_text
+    assert pj.shipped(pj.SAMPLE).name in memo_text and pj.shipped(pj.NATIONAL).name not in memo_text
 
 
 def test_an_uploaded_confidential_profile_is_named_and_marked():

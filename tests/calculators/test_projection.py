@@ -183,6 +183,30 @@ def test_mean_absolute_error_of_tables_is_that_of_a_sum_of_cells():
     assert row["mean_abs_error_sd"] == pytest.approx(sd1 / math.sqrt(3), rel=1e-9)
 
 
+def test_clamped_tables_give_an_upper_bound_of_the_error():
+    """Counts clamped at 0: a table's total is the sum of clamped cells, so the level's mean
+    |error| is the bound E|X_1 + ... + X_46| + 46 E|X| / 2, marked as a bound, without an SD;
+    a level without tables stays exact."""
+    config = presets.production_2020().updated(allow_negative_counts=False)
+    tp = dict(config.thresholds_p)
+    tp[COUNTY2.key] = [-10**12] * 3  # every group gets sex x age23
+    row = P.project(config.updated(thresholds_p=tp), _profile({COUNTY2: [0, 5, 100000]})).row(COUNTY2)
+    s2 = P._scales(config, COUNTY2, 9).stage2
+    k, pm = _pmf(s2, "gaussian", 400)
+    e_abs = float((np.abs(k) * pm).sum())
+    assert row["mean_abs_error_bound"] is True and math.isnan(row["mean_abs_error_sd"])
+    assert row["mean_abs_error"] == pytest.approx(P._mean_abs_sum(s2, 46, "gaussian") + 46 * e_abs / 2, rel=1e-9)
+    # the bound holds for the worst table (all cells 0), by simulation of the clamped cells
+    rng = np.random.default_rng(0)
+    x = rng.choice(k, size=(20000, 46), p=pm / pm.sum())
+    assert np.abs(np.maximum(x, 0).sum(axis=1)).mean() <= row["mean_abs_error"]
+    tp[COUNTY2.key] = [10**12] * 3  # no tables: exact, with its SD
+    row = P.project(config.updated(thresholds_p=tp), _profile({COUNTY2: [0, 5, 100000]})).row(COUNTY2)
+    assert row["mean_abs_error_bound"] is False and row["mean_abs_error_sd"] > 0
+    unclamped = P.project(presets.production_2020(), _profile({COUNTY2: [0, 5, 100000]})).row(COUNTY2)
+    assert unclamped["mean_abs_error_bound"] is False
+
+
 def test_totals_add_the_levels_up():
     config = presets.production_2020()
     prof = _profile({COUNTY2: [0, 900, 1000, 5000], USA2: [10, 10000]}, total_only={USA2: [3]})

@@ -145,13 +145,16 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
             m[1].metric("With a sex × age table", f"{s['tables']:,.0f}")
             m[2].metric("… of them sex × age23", f"{s['age23']:,.0f}")
             m[3].metric("Suppressed", f"{s['suppressed']:,.0f}", help=f"± {s['suppressed_sd']:,.0f} (one standard deviation)")
-            m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
-                        help="Expected |published − true| of a published total, in persons.")
+            if s["mean_abs_error_bound"]:
+                m[4].metric("Mean |error| of a total", f"≤ {s['mean_abs_error']:.1f}", help=BOUND_HELP)
+            else:
+                m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
+                            help="Expected |published − true| of a published total, in persons.")
     table = pj.display_table(proj, columns)
     full = proj.frame()
     widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full,
                   height=35 * (len(table) + 1) + 3,
-                  column_config=_columns(table),
+                  column_config=_columns(table, bool(proj.total["mean_abs_error_bound"])),
                   caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
                           "deviation. A group with only a total may have it suppressed (sub-state levels). "
@@ -189,9 +192,18 @@ _HEADERS = {
 }
 
 
-def _columns(table) -> dict:
+#: What a bound of the mean |error| is (counts clamped at 0; `calculators.projection`).
+BOUND_HELP = ("At most this: an upper bound of the expected |published − true| of a published total, in persons. "
+              "The plan clamps counts at 0, and a table's total is then the sum of its clamped cells, whose error "
+              "depends on the cells' counts, which a group-size profile does not hold.")
+
+
+def _columns(table, bound: bool = False) -> dict:
+    """The table's column headers and help; `bound`: the error column holds upper bounds."""
     cfg = {pj.LEVEL: st.column_config.TextColumn(width=118)}
     for key, (head, helptext) in _HEADERS.items():
+        if key == "mean_abs_error" and bound:
+            head, helptext = "Mean |err| ≤", BOUND_HELP
         label = pj.LABELS[key]
         if label in table.columns:
             cfg[label] = st.column_config.NumberColumn(
@@ -218,8 +230,12 @@ def compare(plans, names: list[str]) -> None:
     measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
                        format_func=lambda m: pj.MEASURES[m][0])
     df = pj.compare_plans([(n, p.config) for n, p in zip(names, plans)], prof, measure)
+    bounded = [n for n, p in zip(names, plans) if not p.config.allow_negative_counts]
     st.caption(pj.MEASURES[measure][1] + f" Nation: {pj.describe(prof)}. Expected over the noise; a level a plan "
-               "does not tabulate is empty.")
+               "does not tabulate is empty."
+               + (" " + pj.plain(", ".join(bounded)) + (" clamps" if len(bounded) == 1 else " clamp")
+                  + " counts at 0: at a level with tables its figure is an upper bound (a table's total is the "
+                    "sum of clamped cells)." if bounded and measure == "mean_abs_error" else ""))
     widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
                   styler=comparison.styled(df, names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
                                                       for n in names}))

@@ -328,6 +328,11 @@ def test_page_one_national_outcome_is_the_projection_of_each_plan(plan):
     assert profile.name in block.caption and "synthetic" in block.caption
     # r = 3 instead of 8 changes which groups are published at every level
     assert (df.loc[plan.name] != df.loc[ref.name]).any()
+    # another profile (the one chosen on the planner) is used and named instead
+    sample = projection.shipped(projection.SAMPLE)
+    (other,) = memo.national_outcome([plan], sample)
+    assert sample.name in other.caption and profile.name not in other.caption
+    assert other.df.iloc[0]["Groups"] == round(float(project(plan.config, sample).total["groups"]))
 
 
 def test_a_small_share_keeps_its_digits():
