@@ -42,7 +42,22 @@ def _release(cfg_json: str, seed: int, folder: str):
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
-def _spine_study(source: str, persons: int, seed: int, fanout: int, threshold: int, folder: str, _progress=None):
+def _slot(key: str) -> dict:
+    """A shared box per study's inputs, filled by `_spine_study`: the study runs outside the
+    cached call so that its progress shows in the session that asked for it (Streamlit
+    replays what a cached function drew, which fails for a bar it did not make)."""
+    return {}
+
+
+def _spine_study(source: str, persons: int, seed: int, fanout: int, threshold: int, folder: str, progress=None):
+    box = _slot(repr((source, persons, seed, fanout, threshold, folder)))
+    if "value" not in box:
+        box["value"] = _make_spine_study(source, persons, seed, fanout, threshold, folder, progress)
+    return box["value"]
+
+
+def _make_spine_study(source: str, persons: int, seed: int, fanout: int, threshold: int, folder: str,
+                      progress=None):
     if source == "sample":
         from engine.inputs.validate import load_inputs
 
@@ -53,7 +68,7 @@ def _spine_study(source: str, persons: int, seed: int, fanout: int, threshold: i
 
         grf, cfg = synthetic_grf(persons, seed)
         geo = build_geography(grf, cfg)
-    return rs.spine_study(geo, fanout, threshold, progress=_progress)
+    return rs.spine_study(geo, fanout, threshold, progress=progress)
 
 
 if not state.has_sample():
@@ -249,7 +264,7 @@ else:
 
     try:
         study = _spine_study("sample" if source == "The shipped sample" else "synthetic", persons, gseed, fanout,
-                             threshold, folder, _progress=progress)
+                             threshold, folder, progress=progress)
     except (InputError, ValueError) as exc:
         bar.empty()
         widgets.problems("The spine study cannot run:", str(exc).splitlines())

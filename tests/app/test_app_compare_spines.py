@@ -94,6 +94,21 @@ def test_spine_view_shows_osed_before_and_after():
     assert units.loc["Block group", "Optimised spine"] >= 30
 
 
+def test_a_study_already_made_is_shown_again_in_any_session():
+    """The optimised spine is kept for the same inputs; showing it again (a rerun, another
+    session) reuses it without the progress bar of the session that made it."""
+    at = _open()
+    at.segmented_control(key="sp_view").set_value("Spine optimisation").run(timeout=120)
+    assert not at.exception
+    first = frame(at, "Entity", "OSED, Census spine")
+    at.run(timeout=120)  # any rerun with the same inputs
+    assert not at.exception, [e.value for e in at.exception]
+    other = _open()
+    other.segmented_control(key="sp_view").set_value("Spine optimisation").run(timeout=120)
+    assert not other.exception, [e.value for e in other.exception]
+    assert frame(other, "Entity", "OSED, Census spine").equals(first)
+
+
 def test_spine_view_on_a_larger_synthetic_geography():
     at = _open()
     at.segmented_control(key="sp_view").set_value("Spine optimisation").run(timeout=120)
