@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+$")
@@ -36,8 +37,10 @@ def echo(text: Any) -> str:
 def to_number(value: Any) -> float:
     """A typed number: digits with an optional sign, point and exponent ("0.159",
     "1e-3", ".5"), or a whole number with thousands commas ("1,000"). A comma used as a
-    decimal mark ("2,5") is refused rather than read as 25. ValueError: "is empty", "is
-    not a number ...", "is not a finite number"."""
+    decimal mark ("2,5") is refused rather than read as 25. A text whose number a float
+    cannot hold as written ("1e-400" would be 0, "8.0000000000000001" would be 8) is
+    refused too, since it would be used as another number. ValueError: "is empty", "is
+    not a number ...", "is not a finite number", "cannot be used exactly ..."."""
     if isinstance(value, bool):
         raise ValueError("is not a number")
     if isinstance(value, (int, float)):
@@ -58,7 +61,20 @@ def to_number(value: Any) -> float:
             raise ValueError("is not a number") from None
     if not math.isfinite(x):
         raise ValueError("is not a finite number")
+    if not isinstance(value, (int, float)) and not _reads_as(text, x):
+        raise ValueError(f"cannot be used exactly: it has more digits than a number here holds, and would be "
+                         f"used as {show(x)}")
     return x
+
+
+def _reads_as(text: str, x: float) -> bool:
+    """Whether the typed decimal `text` is the number whose shortest text is `show(x)`:
+    the float that `text` reads as is the number typed ("0.10" is 0.1), not a rounding
+    of it ("8.0000000000000001" reads as 8.0, "1e-400" as 0.0)."""
+    try:
+        return Decimal(text) == Decimal(repr(x))
+    except InvalidOperation:  # float() read it, so Decimal can; kept safe all the same
+        return False
 
 
 def show(value: float | int) -> str:

@@ -116,7 +116,8 @@ def test_parse_budget_uses_a_value_as_typed(typed, want):
 
 @pytest.mark.parametrize("typed,why", [("-1", "negative"), ("1e300", "above 1e"), ("1e-7", "below 1e-06"),
                                        ("1e8", "above 1e\\+06, the largest budget the engine accepts"),
-                                       ("nan", "finite"), ("0,5", "point for decimals"), ("x", "not a number")])
+                                       ("nan", "finite"), ("0,5", "point for decimals"), ("x", "not a number"),
+                                       ("1e-400", "cannot be used exactly.*used as 0.0")])  # not: the level off
 def test_parse_budget_refuses_what_it_cannot_use_as_typed(typed, why):
     with pytest.raises(ValueError, match=why):
         planner.parse_budget(typed)

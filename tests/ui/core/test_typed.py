@@ -35,11 +35,23 @@ def test_a_valid_text_is_used_exactly_as_typed(text, rule, want):
     ("1.5", GAMMA, "'1.5' is above 0.9999"),
     ("0", GAMMA, "'0' is below 0.0001"),
     ("1", P, "'1' is not below 1: type a number of at least 0 and below 1"),
+    # a float cannot hold these as typed: refused, never used as the nearest float
+    ("1e-400", P, "'1e-400' cannot be used exactly: it has more digits than a number here holds, and would be "
+                  "used as 0.0"),
+    ("8.0000000000000001", THETA, "'8.0000000000000001' cannot be used exactly"),
+    ("0.99999999999999999", P, "would be used as 1.0"),
+    ("12345678901234567891", typed.Rule(whole=True), "would be used as 1.2345678901234567e+19"),
 ])
 def test_a_bad_text_is_refused_with_the_reason(text, rule, words):
     with pytest.raises(typed.Refused) as exc:
         typed.parse(text, rule)
     assert words in str(exc.value)
+
+
+@pytest.mark.parametrize("text, want", [("0.10", 0.1), ("1E-3", 0.001), ("+0.5", 0.5), ("2.50000", 2.5),
+                                        ("1e-300", 1e-300), ("9007199254740992", 2**53)])
+def test_a_number_a_float_holds_is_used_however_it_is_written(text, want):
+    assert typed.to_number(text) == want
 
 
 def test_a_long_text_is_echoed_cut():
