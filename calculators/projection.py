@@ -105,6 +105,7 @@ __all__ = [
     "Projection",
     "SizeHistogram",
     "max_distinct_sizes",
+    "profile_lines",
     "project",
 ]
 
@@ -902,12 +903,8 @@ class Projection:
 
     def header_lines(self) -> list[str]:
         """What the projection is, from which profile, and its notes, as sentences."""
-        p = self.profile
         lines = ["SafeTab-P Studio national projection: the expected outcome of a plan on the nation of a group-size "
-                 "profile (calculators.projection; no noise drawn).",
-                 f"Profile: {p.name} ({p.persons:,} persons). {p.notice}"]
-        if self.confidential:
-            lines.append("CONFIDENTIAL: computed without noise from a confidential profile; never publish it.")
+                 "profile (calculators.projection; no noise drawn).", *profile_lines(self.profile)]
         lines += self.notes
         lines.append("Columns: expected numbers of groups (total_only: a total only, suppressed or not, TotalOnly "
                      "groups included; age4/age9/age23: groups with that sex x age table), of suppressed groups, of "
@@ -924,6 +921,15 @@ class Projection:
 
     def row(self, level: PopulationGroupLevel) -> dict[str, Any] | None:
         return next((r for r in self.rows if (r["geo"], r["iteration_level"]) == level), None)
+
+
+def profile_lines(profile: Profile) -> list[str]:
+    """Where projected figures come from, as lines a file of them starts with: the profile,
+    its notice, and CONFIDENTIAL for a profile of confidential data."""
+    lines = [f"Profile: {profile.name} ({profile.persons:,} persons). {profile.notice}"]
+    if profile.confidential:
+        lines.append("CONFIDENTIAL: computed without noise from a confidential profile; never publish it.")
+    return lines
 
 
 def _row(geo: str, iteration_level: int | None, fig: Mapping[str, float]) -> dict[str, Any]:

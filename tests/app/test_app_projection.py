@@ -114,7 +114,23 @@ def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
     assert pj.shipped(pj.SAMPLE).name in memo_text and pj.shipped(pj.NATIONAL).name not in memo_text
 
 
-def test_an_uploaded_confidential_profile_is_named_and_marked():
+def _csv_heads(monkeypatch) -> dict[str, list[str]]:
+    """The '#' lines each CSV download of the page starts with, by file name."""
+    from ui.core import widgets
+
+    heads: dict[str, list[str]] = {}
+    real = widgets.download_csv
+
+    def record(df, filename, key, label=None, head=()):
+        heads[filename] = list(head)
+        return real(df, filename, key, label, head)
+
+    monkeypatch.setattr(widgets, "download_csv", record)
+    return heads
+
+
+def test_an_uploaded_confidential_profile_is_named_and_marked(monkeypatch):
+    heads = _csv_heads(monkeypatch)
     prof = compute_profile(SAMPLE / "params", SAMPLE / "data", name="Agency *data* 2030")
     at = open_app("budget")
     at.session_state["proj_uploaded"] = prof
@@ -124,9 +140,15 @@ def test_an_uploaded_confidential_profile_is_named_and_marked():
     assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof), projection_panel.PLANNER_COLUMNS).to_dict("records")
     err = " ".join(e.value for e in at.error)
     assert "CONFIDENTIAL" in err and r"Agency \*data\* 2030" in err  # named, as typed (not Markdown)
+    # so is its download: the profile named, marked CONFIDENTIAL, as the command line's CSV
+    head = heads["national_outcome_pl_nat.csv"]
+    assert head == P.project(config(at), prof).header_lines()
+    assert any(line.startswith("Profile: Agency *data* 2030") for line in head)
+    assert any(line.startswith("CONFIDENTIAL") for line in head)
 
 
 def test_scenarios_compare_plans_on_the_national_outcome(tmp_path, monkeypatch):
+    heads = _csv_heads(monkeypatch)
     monkeypatch.setenv(scenarios.ENV_DATA, str(tmp_path / "data"))
     store = scenarios.ScenarioStore()
     lower = production_2020().with_thresholds(COUNTY2, [100, 4971, 19971])
@@ -147,6 +169,8 @@ def test_scenarios_compare_plans_on_the_national_outcome(tmp_path, monkeypatch):
         [("2020 production plan", production_2020()), ("Lower county threshold", lower)], nat,
         "t2_rows").to_dict("records")
     assert _row(df)["Lower county threshold"] > 2 * _row(df)["2020 production plan"]
+    head = heads["compare_national_t2_rows.csv"]
+    assert f"Profile: {nat.name} (330,000,000 persons)." in head[1] and not any("CONFIDENTIAL" in h for h in head)
 
 
 @pytest.mark.parametrize("page", ["budget", "adaptive", "suppression"])

@@ -120,8 +120,10 @@ def fit_columns(df: pd.DataFrame, column_config: dict | None, texts: bool = True
     return out
 
 
-def csv_bytes(df: pd.DataFrame) -> bytes:
-    return df.to_csv(index=False).encode("utf-8")
+def csv_bytes(df: pd.DataFrame, head: Iterable[str] = ()) -> bytes:
+    """CSV of `df`, after `head` as '#' comment lines (what the figures are and come from;
+    read with ``pandas.read_csv(path, comment="#")``)."""
+    return ("".join(f"# {line}\n" for line in head) + df.to_csv(index=False)).encode("utf-8")
 
 
 #: What a table shows for a missing value (Streamlit's default is the word "None").
@@ -129,12 +131,14 @@ MISSING = "—"
 
 
 def download_csv(df: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, key: str,
-                 label: str | None = None) -> None:
+                 label: str | None = None, head: Iterable[str] = ()) -> None:
     """A download button of `df` as CSV, made only when it is clicked (the CSV is not
     rebuilt and sent on every redraw). `df` may be a function that makes the table, for
-    a table that is costly to make and not shown (it is then made only on the click)."""
+    a table that is costly to make and not shown (it is then made only on the click);
+    `head`: lines said before the table (`csv_bytes`)."""
+    head = list(head)
     st.download_button(
-        label or f"Download {filename}", lambda: csv_bytes(df() if callable(df) else df), file_name=filename,
+        label or f"Download {filename}", lambda: csv_bytes(df() if callable(df) else df, head), file_name=filename,
         mime="text/csv",
         key=key, on_click="ignore", icon=":material/download:",
     )
@@ -142,9 +146,10 @@ def download_csv(df: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, k
 
 def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | None = None,
           height: int | str = "auto", caption: str | None = None, styler: Any = None,
-          data: pd.DataFrame | None = None, fit_texts: bool = True) -> None:
+          data: pd.DataFrame | None = None, fit_texts: bool = True, csv_head: Iterable[str] = ()) -> None:
     """A read-only table with a CSV download of exactly its numbers (`data`, when the
-    table shows them differently, e.g. with marks); missing values show as a dash.
+    table shows them differently, e.g. with marks), after `csv_head` as '#' lines; missing
+    values show as a dash.
     Columns given a width in pixels fit their header and values (`fit_columns`; texts
     too unless `fit_texts` is False, for a table too wide for the page otherwise)."""
     st.dataframe(styler if styler is not None else df, hide_index=True,
@@ -152,7 +157,8 @@ def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | No
                  height=height, key=key, placeholder=MISSING)
     if caption:
         st.caption(caption)
-    download_csv(df if data is None else data, filename, key=f"{key}_csv", label="Download this table (CSV)")
+    download_csv(df if data is None else data, filename, key=f"{key}_csv", label="Download this table (CSV)",
+                 head=csv_head)
 
 
 def change_table(df: pd.DataFrame, key: str) -> None:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
+from calculators import projection as P
 from calculators.projection import MAX_PROFILE_BYTES, Profile, ProfileError, Projection, project
 from ui.core.plaintext import plain  # names of profiles and files are the user's, never Markdown (issue 21 item 3)
 
@@ -197,9 +198,11 @@ def scale_notes(national: Projection, sample: Projection, limit: int = 4) -> lis
         return []
     diffs.sort(key=lambda d: -d[0])
     out = [f"Why the nation differs from the {sample.profile.persons:,}-person sample: the plan is the same, the "
-           f"groups are not. A group's table and suppression depend only on its size and the plan; with "
-           f"{national.profile.persons:,} persons the groups are larger, so the same thresholds Θ and "
-           "suppression threshold T fall elsewhere in the distribution of sizes (scale)."]
+           f"groups are not. A group's table and suppression depend only on its size and the plan. With "
+           f"{national.profile.persons:,} persons, and its own lists of areas and of race and ethnicity groups, "
+           "the nation's groups have other sizes: larger where its areas hold more persons, smaller where it "
+           "splits persons into more detailed groups. So the same thresholds Θ and suppression threshold T fall "
+           "elsewhere in the distribution of sizes (scale)."]
     for _gap, lvl, nat, smp, nat_sup, smp_sup in diffs[:limit]:
         m_nat, m_smp = _median_size(national.profile, lvl), _median_size(sample.profile, lvl)
         text = (f"{lvl.geo} {ITERATION_LEVEL_NAMES[lvl.iteration_level]}: {_pct(nat)} of groups get a sex × age "
@@ -212,6 +215,13 @@ def scale_notes(national: Projection, sample: Projection, limit: int = 4) -> lis
     if len(diffs) > limit:
         out.append(f"{len(diffs) - limit} more level(s) differ by 10 points or more, for the same reason.")
     return out
+
+
+def profile_lines(profile: Profile, what: str) -> list[str]:
+    """The lines a download of projected figures starts with: what they are, the profile
+    they come from, and CONFIDENTIAL for a confidential profile (as `Projection.header_lines`)."""
+    return [f"SafeTab-P Studio national projection: {what} Expected over the noise (no noise drawn).",
+            *P.profile_lines(profile)]
 
 
 def _pct(x: float) -> str:

@@ -152,7 +152,7 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
                             help="Expected |published − true| of a published total, in persons.")
     table = pj.display_table(proj, columns)
     full = proj.frame()
-    widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full,
+    widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full, csv_head=proj.header_lines(),
                   height=35 * (len(table) + 1) + 3,
                   column_config=_columns(table, bool(proj.total["mean_abs_error_bound"])),
                   caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
@@ -237,5 +237,6 @@ def compare(plans, names: list[str]) -> None:
                   + " counts at 0: at a level with tables its figure is an upper bound (a table's total is the "
                     "sum of clamped cells)." if bounded and measure == "mean_abs_error" else ""))
     widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
+                  csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
                   styler=comparison.styled(df, names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
                                                       for n in names}))

@@ -1,5 +1,7 @@
 """ui.core.widgets' pure helpers: the table column widths that keep headers and numbers whole."""
 
+import io
+
 import pandas as pd
 import streamlit as st
 
@@ -28,3 +30,12 @@ def test_a_fixed_width_is_widened_to_the_widest_text():
     cfg = widgets.fit_columns(df, {"Level": st.column_config.TextColumn(width=60)})
     assert cfg["Level"]["width"] == int(widgets.text_px("PR-COUNTY Regional") + widgets.CELL_PADDING_PX + 0.999)
     assert widgets.fit_columns(df, {"Level": {"width": 400}})["Level"]["width"] == 400  # wide enough: kept
+
+
+def test_a_csv_says_what_it_holds_in_comment_lines_a_reader_skips():
+    df = pd.DataFrame({"level": ["COUNTY Detailed"], "groups": [3]})
+    data = widgets.csv_bytes(df, ["Profile: Agency data (1,000 persons).", "CONFIDENTIAL: never publish it."])
+    text = data.decode("utf-8")
+    assert text.startswith("# Profile: Agency data (1,000 persons).\n# CONFIDENTIAL: never publish it.\n")
+    assert pd.read_csv(io.BytesIO(data), comment="#").equals(df)
+    assert widgets.csv_bytes(df) == df.to_csv(index=False).encode("utf-8")  # no head: the table alone

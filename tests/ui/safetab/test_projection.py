@@ -60,6 +60,9 @@ def test_scale_words_explain_the_difference_with_the_sample():
     words = pj.scale_notes(nat, smp)
     assert words and "the plan is the same, the groups are not" in words[0] and "(scale)" in words[0]
     assert "median non-empty group" in words[1] and "nationally" in words[1] and "in the sample" in words[1]
+    # the nation's groups are not simply larger: some of its levels have smaller median groups
+    # (more detailed race and ethnicity groups), and the explanation says both
+    assert "larger where" in words[0] and "smaller where" in words[0] and "groups are larger," not in words[0]
     assert pj.scale_notes(smp, smp) == []  # the same nation: nothing to explain
 
 
