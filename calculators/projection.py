@@ -446,6 +446,13 @@ class _ProfileReader:
                 levels[lvl] = lp
         if not levels and not self.problems:
             self.fail("levels is empty: the profile holds no population group level")
+        for lvl, lp in levels.items():  # a group holds each person at most once
+            pr = lvl.geo.startswith("PR-")
+            limit = persons_pr if pr else persons_us
+            biggest = max([int(h.sizes[-1]) for h in (lp.adaptive, lp.total_only) if len(h.sizes)], default=0)
+            if biggest > limit:
+                self.fail(f"levels.{lvl.key}: a group of {biggest:,} persons is larger than the data "
+                          f"(data.persons_{'pr' if pr else 'us'} = {limit:,})")
         if self.problems:
             raise ProfileError(self.problems, self.source)
         known = {"kind", "format_version", "confidential", "notice", "synthetic", "name", "description", "created",

@@ -627,11 +627,16 @@ def _spines(args, progress: _Progress) -> int:
 
 def _check_new_file(path: Path, inputs) -> None:
     """A file the command is about to create: never an existing file, never in an input folder."""
-    from engine.errors import UsageError
+    from engine.errors import OutputError, UsageError
 
     if os.path.lexists(path):
         raise UsageError(f"{_cut(path)} exists; choose a new file name (nothing is ever written over a file)")
-    target = Path(os.path.abspath(path)).parent.resolve()
+    parent = Path(os.path.abspath(path)).parent
+    if not parent.is_dir():  # said now, not after the work (a national profile counts for minutes)
+        raise OutputError(f"{_cut(path)}: its folder {_cut(parent)} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{_cut(path)}: its folder {_cut(parent)} is not writable")
+    target = parent.resolve()
     for folder in inputs:
         f = Path(folder).resolve()
         if target == f or f in target.parents:

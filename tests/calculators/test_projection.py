@@ -290,6 +290,9 @@ def _bad(mutate) -> str:
     (lambda d: d.update(confidential=True), "opposite of synthetic"),
     (lambda d: d["levels"]["(COUNTY, 2)"].update(stability_by_r=[9] * 7), "stability_by_r"),
     (lambda d: d.update(levels={}), "levels is empty"),
+    # a group larger than the data (a group holds each person once)
+    (lambda d: d["levels"]["(COUNTY, 2)"]["adaptive"].update(size_steps=[0, 4, 10**12]),
+     "levels.(COUNTY, 2): a group of 1,000,000,000,004 persons is larger than the data (data.persons_us = "),
 ])
 def test_bad_profiles_are_refused_naming_the_field(mutate, words):
     assert words in _bad(mutate)

@@ -58,6 +58,20 @@ def test_profile_refuses_a_file_inside_an_input_folder(tmp_path, capsys):
     assert not (data / "p.json").exists()
 
 
+def test_an_output_in_a_missing_folder_is_refused_before_the_counting(tmp_path, capsys, monkeypatch):
+    import engine.reports.profile as rp
+
+    def never(*a, **k):
+        raise AssertionError("counted before the output was checked")
+
+    monkeypatch.setattr(rp, "compute_profile", never)
+    out = tmp_path / "nowhere" / "p.json"
+    assert main(["profile", PARAMS, DATA, str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{out}: its folder {out.parent} does not exist" in err and "Nothing was written" in err
+    assert not out.parent.exists()
+
+
 def test_profile_of_invalid_input_exits_1_and_writes_nothing(tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
