@@ -163,6 +163,7 @@ def test_scenarios_compare_plans_on_the_national_outcome(tmp_path, monkeypatch):
     assert df.to_dict("records") == want.to_dict("records")
     row = _row(df)
     assert row["Lower county threshold"] > row["2020 production plan"] and row["Differs"]
+    assert "Coterminous copying is ignored" in texts(at)  # the projection's notes, as on the planner
     at.radio(key="sc_nat_measure").set_value("t2_rows").run()
     df = frame(at, LEVEL, "Lower county threshold")
     assert df.to_dict("records") == pj.compare_plans(

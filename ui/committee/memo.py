@@ -463,11 +463,12 @@ def national_outcome(plans: Sequence[Plan], profile=None) -> list:
         return [Text("National outcome (share of groups with each table, suppressed): the national projection "
                      "is not available in this version of the app; the appendix shows the thresholds and "
                      "suppression rules it would apply.", "note")]
-    rows, attrs = [], {}
+    rows, attrs, notes = [], {}, {}
     try:
         for p in plans:
             df = project_plan(p.config, profile)
             attrs = df.attrs
+            notes.update(dict.fromkeys(attrs.get("notes", ())))  # what the projection assumes, each once
             total = df[df["geo"] == "TOTAL"].iloc[0]
             groups = float(total["groups"]) or 1.0
             rows.append({"Plan": p.name, "Groups": round(float(total["groups"])),
@@ -484,7 +485,7 @@ def national_outcome(plans: Sequence[Plan], profile=None) -> list:
                f"from the projection of each plan on the "
                f"group-size profile “{name}” ({f'{persons:,} persons, ' if persons else ''}{kind}). Suppressed "
                "groups are among those with a total only. "
-               + (attrs.get("notice") or ""))
+               + (attrs.get("notice") or "") + " " + " ".join(notes))
     return [Table("National outcome: groups with each table, and suppressed", pd.DataFrame(rows),
                   caption=caption.strip())]
 

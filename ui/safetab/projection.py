@@ -247,7 +247,8 @@ MEASURES = {
 def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
     """One row per level (and All levels), one column per plan: the measure's expected
     national value (rounded as shown); "Differs" when the shown values do not all agree.
-    `plans` are (name, SafeTabConfig) pairs; a level a plan does not tabulate is empty."""
+    `plans` are (name, SafeTabConfig) pairs; a level a plan does not tabulate is empty.
+    ``df.attrs["notes"]``: the projections' notes (what they assume), each once."""
     projs = [(name, project(cfg, profile)) for name, cfg in plans]
     labels: list[str] = []
     values: dict[str, dict[str, float]] = {}
@@ -273,4 +274,6 @@ def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
         present = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
         row["Differs"] = len(present) != len(vals) or (len(set(present)) > 1)
         rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df.attrs["notes"] = list(dict.fromkeys(n for _name, proj in projs for n in proj.notes))
+    return df

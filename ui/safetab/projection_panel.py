@@ -235,7 +235,8 @@ def compare(plans, names: list[str]) -> None:
                "does not tabulate is empty."
                + (" " + pj.plain(", ".join(bounded)) + (" clamps" if len(bounded) == 1 else " clamp")
                   + " counts at 0: at a level with tables its figure is an upper bound (a table's total is the "
-                    "sum of clamped cells)." if bounded and measure == "mean_abs_error" else ""))
+                    "sum of clamped cells)." if bounded and measure == "mean_abs_error" else "")
+               + " " + " ".join(df.attrs["notes"]))
     widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
                   csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
                   styler=comparison.styled(df, names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"

@@ -326,6 +326,7 @@ def test_page_one_national_outcome_is_the_projection_of_each_plan(plan):
             assert int(count.replace(",", "")) == round(float(total[col]))
             assert float(share) == pytest.approx(100 * float(total[col]) / float(total["groups"]), rel=0.05, abs=0.05)
     assert profile.name in block.caption and "synthetic" in block.caption
+    assert block.caption.count("Coterminous copying is ignored") == 1  # its notes, once for all plans
     # r = 3 instead of 8 changes which groups are published at every level
     assert (df.loc[plan.name] != df.loc[ref.name]).any()
     # another profile (the one chosen on the planner) is used and named instead
