@@ -499,8 +499,8 @@ def _plain_messages(exc: ValidationError, data: dict[str, Any]) -> list[str]:
         loc = [str(p) for p in err["loc"]]
         key = loc[0] if loc else "configuration"
         kind = err["type"]
-        # A union (the budgets) reports one error per member: name the key once.
-        if loc and loc[-1] in ("int", "float") and key.startswith("privacy_budget_p_"):
+        # A union (a Number: the budgets, p, gamma) reports one error per member: name the key once.
+        if len(loc) > 1 and loc[-1] in ("int", "float"):
             loc = loc[:-1]
             kind = "float_type" if kind in ("int_type", "float_type") else kind
         where = ".".join(loc) if loc else "configuration"

@@ -70,6 +70,9 @@ BAD = {
     "max_race_codes 0": (_with(max_race_codes=0), ["max_race_codes", "1 to 8"]),
     "budget a string": (_with(privacy_budget_p_level_1_usa="1"), ["privacy_budget_p_level_1_usa must be a number", '"1"']),
     "budget true": (_with(privacy_budget_p_level_1_usa=True), ["privacy_budget_p_level_1_usa must be a number", "true"]),
+    # a Number (int or float): one message naming the key, not one per member of the union
+    "p a string": (_with(zero_suppression_chance="0.5"), ["zero_suppression_chance must be a number", '"0.5"']),
+    "gamma true": (_with(privacy_budget_p_stage_1_fraction=True), ["privacy_budget_p_stage_1_fraction must be a number"]),
     "budget NaN": (_with(privacy_budget_p_level_1_usa=float("nan")), ["privacy_budget_p_level_1_usa", "NaN"]),
     "budget negative": (_with(privacy_budget_p_level_2_tract=-0.1), ["privacy_budget_p_level_2_tract", "-0.1"]),
     "budget 1e-40": (_with(privacy_budget_p_level_2_tract=1e-40), ["privacy_budget_p_level_2_tract", "1e-06", "1e-40"]),
@@ -122,6 +125,7 @@ def test_bad_configuration_names_key_value_and_expectation(name):
     data, fragments = BAD[name]
     problems = _problems(data)
     assert any(all(f in p for f in fragments) for p in problems), problems
+    assert not any(".int " in p or ".float " in p for p in problems), problems  # the key, not a union member
 
 
 def test_run_us_off_needs_neither_us_thresholds_nor_a_state_filter():
