@@ -57,14 +57,21 @@ def test_changing_r_changes_s_and_every_moe():
     assert r_table.loc[r_table["r"] == 3, "Current"].item() == "◀ this plan"
 
 
+def test_a_typed_budget_is_shown_exactly_as_used():
+    at = open_app("budget")
+    _edit(at, {ROW[COUNTY2]: {planner.RHO: "0.1234567"}})
+    assert config(at).rho(COUNTY2) == 0.1234567
+    assert _row(at, COUNTY2)[planner.RHO] == "0.1234567"  # not 0.123457
+
+
 def test_editing_a_moe_target_sets_rho_by_the_exact_moe():
     at = open_app("budget")
     assert at.radio(key="w_method").value == planner.EXACT  # the default
     _edit(at, {ROW[COUNTY2]: {planner.TARGET: "8"}})
-    want = float(budget.rho_level_for_exact_moe(8, 9, 0.1))
+    want = planner.round_up(budget.rho_level_for_exact_moe(8, 9, 0.1))
     assert config(at).rho(COUNTY2) == pytest.approx(want)
     row = _row(at, COUNTY2)
-    assert float(row[planner.RHO]) == pytest.approx(want, rel=1e-5) and row[planner.TARGET] == "8"
+    assert float(row[planner.RHO]) == config(at).rho(COUNTY2) and row[planner.TARGET] == "8"  # shown as used
     assert row[planner.MOE_EXACT] == 8 and row[planner.STATUS] == "✓ meets (8 ≤ 8)"
     assert metric(at, "ρ of the release") == f"{budget.plan_totals(config(at)).us:.4g}" != "4.944"
 
@@ -149,7 +156,7 @@ def test_the_verdict_says_which_moe_it_uses():
     assert any("miss their MOE target" in shown(w.value) for w in at.warning)
     at.button(key="resolve").click().run()
     assert _row(at, COUNTY2)[planner.STATUS] == "✓ meets (10 ≤ 10)"
-    assert config(at).rho(COUNTY2) == pytest.approx(float(budget.rho_level_for_exact_moe(10, 9, 0.1)))
+    assert config(at).rho(COUNTY2) == pytest.approx(planner.round_up(budget.rho_level_for_exact_moe(10, 9, 0.1)))
 
 
 def test_changing_gamma_offers_to_rederive_with_a_before_after_view():
@@ -159,7 +166,7 @@ def test_changing_gamma_offers_to_rederive_with_a_before_after_view():
     assert "You changed γ 0.1 → 0.5" in texts(at)
     change = frame(at, "Budget ρ before", "Budget ρ after", "MOE before", "MOE after")
     county = change[change["Level"] == "COUNTY Detailed"].iloc[0]
-    want = float(budget.rho_level_for_exact_moe(11, 9, 0.5))
+    want = planner.round_up(budget.rho_level_for_exact_moe(11, 9, 0.5))
     assert county["Budget ρ before"] == 0.159 and county["Budget ρ after"] == pytest.approx(want)
     assert county["MOE after"] == 11 < county["MOE before"]
     at.button(key="chg_apply").click().run()
@@ -190,7 +197,7 @@ def test_switching_to_pure_dp_converts_the_budgets_to_the_same_targets():
     cfg = config(at)
     assert cfg.privacy_defn == "puredp"
     eps = cfg.rho(COUNTY2)
-    assert eps == pytest.approx(float(budget.rho_level_for_exact_moe(11, 9, 0.1, noise="geometric")))
+    assert eps == pytest.approx(planner.round_up(budget.rho_level_for_exact_moe(11, 9, 0.1, noise="geometric")))
     assert geometric.moe(9 / (0.9 * eps)) <= 11
     table = at.data_editor[0].value
     on = table[table[planner.ON]]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -165,6 +166,10 @@ def achieved_moe(config: SafeTabConfig, level: PopulationGroupLevel, method: str
     return level_moe(config.rho(level), stability_of(config), config.gamma, method, noise=noise_of(config))
 
 
+#: Significant digits of a budget derived from a MOE target (`rho_for_target`).
+BUDGET_DIGITS = 4
+
+
 @lru_cache(maxsize=4096)
 def _rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str) -> float:
     if method == EXACT:
@@ -172,10 +177,37 @@ def _rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str) -> 
     return float(budget.rho_level_for_moe(moe, S, gamma, noise=noise))
 
 
+def round_sig(value: float, up: bool, digits: int = BUDGET_DIGITS) -> float:
+    """The nearest number of `digits` significant digits at or above `value` (`up`) or at
+    or below it (0.12267539 -> 0.1227 or 0.1226; 0.159 stays 0.159): exact decimal
+    arithmetic, so the float returned reads back as those digits."""
+    if value <= 0:
+        return float(value)
+    d = Decimal(repr(float(value)))
+    step = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    out = float((d / step).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR) * step)
+    if up and out < value:  # cannot happen with exact decimals; kept as a guard of the direction
+        out = math.nextafter(out, math.inf)
+    return out
+
+
+def round_up(value: float) -> float:
+    """`value` rounded up to BUDGET_DIGITS significant digits (`round_sig`)."""
+    return round_sig(value, up=True)
+
+
 def rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str = "gaussian") -> float:
-    """Level rho (epsilon under pure DP) whose stage-2 cells have MOE `moe`
-    (design-paper or exact inversion, SPEC §2)."""
-    return _rho_for_target(int(moe), int(S), float(gamma), method, noise)
+    """Level rho (epsilon under pure DP) whose stage-2 cells have MOE `moe` (design-paper
+    or exact inversion, SPEC §2), written with BUDGET_DIGITS significant digits as the 2020
+    plan's budgets are (0.159, 2.134), so that the plan and its config.json read exactly
+    as they are used: the inversion's budget rounded down if that still gives MOE `moe`
+    (the design bound's inversion sits at 1.96 sigma = moe exactly, where rounding up
+    would give moe - 1), else rounded up (a larger budget never gives a larger MOE)."""
+    exact = _rho_for_target(int(moe), int(S), float(gamma), method, noise)
+    down = round_sig(exact, up=False)
+    if down > 0 and level_moe(down, S, gamma, method, noise=noise) <= moe:
+        return down
+    return round_sig(exact, up=True)
 
 
 @lru_cache(maxsize=4096)
@@ -349,9 +381,10 @@ def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None,
 
 # -------------------------------------------------------------- the plan table
 def budget_text(value: float) -> str:
-    """A level budget as the planner shows it: 6 significant digits, no float noise
-    (0.159, 2.134, 0.155814); 0 for a level that is off."""
-    return "0" if value == 0 else f"{value:.6g}"
+    """A level budget as the planner shows it: exactly the value in use, as the shortest
+    text that reads back to it (0.159, 2.134, 0.1234567, 0.12267539111898958 for a budget
+    derived from a MOE target); 0 for a level that is off."""
+    return "0" if value == 0 else typed.show(float(value))
 
 
 def verdict(achieved: int, exact: int, target: int, method: str) -> str:

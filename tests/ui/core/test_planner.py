@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from calculators import budget
@@ -58,11 +60,11 @@ def test_editing_a_target_sets_rho_by_the_chosen_inversion(prod):
     edits = {ROW[COUNTY2]: {planner.TARGET: 8}}
     cfg, targets, problems = planner.apply_edits(prod, planner.production_targets(), edits, planner.BOUND)
     assert not problems
-    assert cfg.rho(COUNTY2) == pytest.approx(float(budget.rho_level_for_moe(8, 9, 0.1)))
+    assert cfg.rho(COUNTY2) == pytest.approx(planner.round_sig(budget.rho_level_for_moe(8, 9, 0.1), up=False))
     assert targets[COUNTY2.key] == 8
     assert planner.achieved_moe(cfg, COUNTY2, planner.BOUND) == 8
     cfg2, _, _ = planner.apply_edits(prod, {}, edits, planner.EXACT)
-    assert cfg2.rho(COUNTY2) == pytest.approx(float(budget.rho_level_for_exact_moe(8, 9, 0.1)))
+    assert cfg2.rho(COUNTY2) == pytest.approx(planner.round_up(budget.rho_level_for_exact_moe(8, 9, 0.1)))
     assert planner.achieved_moe(cfg2, COUNTY2, planner.EXACT) == 8
     assert cfg2.rho(COUNTY2) != cfg.rho(COUNTY2)
 
@@ -79,9 +81,9 @@ def test_switching_levels_on_and_off(prod):
                                           planner.BOUND)
     assert cfg.rho(COUNTY2) == 0 and targets[COUNTY2.key] == 11  # remembered
     cfg, targets, _ = planner.apply_edits(cfg, targets, {ROW[COUNTY2]: {planner.ON: True}}, planner.BOUND)
-    assert cfg.rho(COUNTY2) == pytest.approx(float(budget.rho_level_for_moe(11, 9, 0.1)))
+    assert cfg.rho(COUNTY2) == pytest.approx(planner.round_sig(budget.rho_level_for_moe(11, 9, 0.1), up=False))
     cfg, targets, _ = planner.apply_edits(cfg, targets, {ROW[AIANNH1]: {planner.ON: True}}, planner.BOUND)
-    assert cfg.rho(AIANNH1) == pytest.approx(float(budget.rho_level_for_moe(50, 9, 0.1)))
+    assert cfg.rho(AIANNH1) == pytest.approx(planner.round_sig(budget.rho_level_for_moe(50, 9, 0.1), up=False))
     assert AIANNH1 in cfg.tabulated_levels()
 
 
@@ -163,11 +165,11 @@ def test_converting_to_pure_dp_keeps_every_target(prod):
     assert pure.privacy_defn == "puredp" and t2 == targets
     for lvl in pure.tabulated_levels():
         assert planner.achieved_moe(pure, lvl, planner.EXACT) <= targets[lvl.key]
-        assert pure.rho(lvl) == pytest.approx(float(budget.rho_level_for_exact_moe(
+        assert pure.rho(lvl) == pytest.approx(planner.round_up(budget.rho_level_for_exact_moe(
             targets[lvl.key], 9, 0.1, noise="geometric")))
     assert pure.rho(AIANNH1) == 0 and pure.thresholds_p == prod.thresholds_p
     back, _ = planner.convert_privacy(pure, t2, planner.EXACT, "zcdp")
-    assert back.rho(COUNTY2) == pytest.approx(float(budget.rho_level_for_exact_moe(11, 9, 0.1)))
+    assert back.rho(COUNTY2) == pytest.approx(planner.round_up(budget.rho_level_for_exact_moe(11, 9, 0.1)))
     change = planner.change_table(prod, pure, targets)
     row = change[change["Level"] == "COUNTY Detailed"].iloc[0]
     assert row["Budget ρ before"] == 0.159 and row["Budget ε after"] == pure.rho(COUNTY2)
@@ -185,7 +187,7 @@ def test_r_and_gamma_keep_targets_and_show_misses(prod):
     assert "COUNTY Detailed" in planner.missed_targets(table)
     fixed = planner.resolve_targets(cfg, tg2, planner.BOUND)
     assert planner.missed_targets(planner.plan_table(fixed, tg2, planner.BOUND)) == []
-    assert fixed.rho(COUNTY2) == pytest.approx(float(budget.rho_level_for_moe(11, 9, 0.3)))
+    assert fixed.rho(COUNTY2) == pytest.approx(planner.round_sig(budget.rho_level_for_moe(11, 9, 0.3), up=False))
 
 
 def test_race_multiplicity_table(prod):
@@ -201,3 +203,23 @@ def test_moe_rho_curve_is_monotone():
     c = planner.moe_rho_curve(9, 0.1)
     assert c[planner.MOE_EXACT].is_monotonic_decreasing
     assert (c[planner.MOE_BOUND] <= c["1.96σ"] + 1e-9).all()
+
+
+@pytest.mark.parametrize("method", [planner.EXACT, planner.BOUND])
+@pytest.mark.parametrize("noise", ["gaussian", "geometric"])
+def test_a_budget_derived_from_a_target_is_written_with_four_digits_and_meets_it(method, noise):
+    """The planner writes a derived budget as the 2020 plan's are (0.159, 2.134): at most 4
+    significant digits, read back exactly; its MOE is the target (the design bound keeps
+    1.96 sigma at the target), and under the exact MOE it is the smallest 4-digit budget."""
+    for moe, S, gamma in ((3, 9, 0.1), (8, 9, 0.1), (11, 9, 0.1), (49, 9, 0.1), (11, 4, 0.2), (500, 3, 0.5)):
+        rho = planner.rho_for_target(moe, S, gamma, method, noise)
+        digits = repr(rho).replace(".", "").lstrip("0").split("e")[0].rstrip("0")
+        assert len(digits) <= planner.BUDGET_DIGITS, rho
+        assert planner.level_moe(rho, S, gamma, method, noise=noise) == moe, (moe, S, gamma, rho)
+        if method == planner.EXACT:
+            step = 10 ** (math.floor(math.log10(rho)) - planner.BUDGET_DIGITS + 1)
+            assert planner.level_moe(rho - step, S, gamma, method, noise=noise) > moe
+    assert planner.round_sig(0.12267539111898958, up=True) == 0.1227
+    assert planner.round_sig(0.12267539111898958, up=False) == 0.1226
+    assert planner.round_sig(0.159, up=True) == planner.round_sig(0.159, up=False) == 0.159
+    assert planner.round_sig(999_999.9, up=True) == 1e6

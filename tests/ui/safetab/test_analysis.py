@@ -107,7 +107,7 @@ def test_rederive_plan_meets_every_target_and_can_rederive_thresholds():
     out = analysis.rederive_plan(cfg, targets, planner.EXACT)
     assert out.max_race_codes == 3 and out.thresholds_p == cfg.thresholds_p
     for lvl in out.tabulated_levels():
-        assert out.rho(lvl) == float(budget.rho_level_for_exact_moe(targets[lvl.key], 4, 0.2))
+        assert out.rho(lvl) == planner.round_up(budget.rho_level_for_exact_moe(targets[lvl.key], 4, 0.2))
     with_th = analysis.rederive_plan(cfg, targets, planner.EXACT, 0.1, "total")
     county2 = planner.POPULATION_GROUP_LEVELS[5]
     s2 = float(budget.sigma2_stage2(with_th.rho(county2), 0.2, 4))

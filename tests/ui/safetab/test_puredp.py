@@ -3,6 +3,8 @@ and every figure comes from the geometric law (not the zCDP formulas)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from calculators import budget, geometric, suppression
@@ -42,8 +44,10 @@ def test_a_moe_target_gives_the_smallest_epsilon(pure):
     cfg, targets, problems = planner.apply_edits(pure, {}, {row: {planner.TARGET: 20}}, planner.EXACT)
     assert not problems and targets[COUNTY2.key] == 20
     eps = cfg.rho(COUNTY2)
-    assert eps == pytest.approx(float(budget.rho_level_for_exact_moe(20, 9, 0.1, noise="geometric")))
-    assert geometric.moe(9 / (0.9 * eps)) <= 20 < geometric.moe(9 / (0.9 * eps * 0.999))
+    assert eps == pytest.approx(planner.round_up(budget.rho_level_for_exact_moe(20, 9, 0.1, noise="geometric")))
+    # the smallest ε of 4 significant digits that meets it: one step less misses
+    step = 10 ** (math.floor(math.log10(eps)) - planner.BUDGET_DIGITS + 1)
+    assert geometric.moe(9 / (0.9 * eps)) <= 20 < geometric.moe(9 / (0.9 * (eps - step)))
 
 
 def test_summary_is_pure_epsilon(pure):
