@@ -159,6 +159,8 @@ gs_seed = int(widgets.number_box("Seed", "gs_seed", typed.SEED, 1, container=gc[
                                  help="Draws the households (seed) and the noise (seed + 1)."))
 max_size = int(gc[3].selectbox("Largest size (\"or more\")", list(range(3, 11)), index=4, key="gs_max",
                                help="Households of this size or more are counted together (the 2010 tables: 7+)."))
+compare.glossary_links(("Sensitivity", "Consistency violations and faithfulness", "Tree dynamic program",
+                        "Relax-then-round"), label="This study's terms:")
 gs_key = (str(state.sample_dir()), epsilons, gs_trials, gs_seed, max_size)
 gs_cache = ss.setdefault("gs_cache", {})
 if gs_key not in gs_cache:

@@ -269,6 +269,8 @@ else:
                                format_func=lambda m: ci.margin_label(tuple(m), shape),
                                help="Each margin keeps some axes and sums over the others; its sums are published "
                                     "exactly.")
+    with c[2]:
+        compare.glossary_links(("Margins (held exact)", "Invariant"))
     levels = [lvl.key for lvl in cfg.tabulated_levels()]
     if not levels:
         st.info(f"{basis.plan_opening} tabulates no level, so it gives no cell noise to study.")
