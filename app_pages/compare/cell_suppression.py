@@ -109,6 +109,8 @@ c3[0].selectbox("How far a count may move", list(CAPACITY), format_func=CAPACITY
 c3[1].toggle("Refinement run", key="cs_refine", help="Massell's second pass: only the first pass's complements are "
                                                      "candidates, small counts the dearest; it keeps the ones it "
                                                      "needs.")
+with c3[2]:
+    compare.glossary_links(("Capacity (how far a count may move)", "Refinement run"), label="These settings:")
 ss["cs_saved"] = {k: ss[k] for k in KEYS if k in ss}
 
 level = PopulationGroupLevel.parse(key)

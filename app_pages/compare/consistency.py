@@ -8,6 +8,7 @@ from calculators.levels import ITERATION_LEVEL_NAMES
 from engine.reports.consistency import table7
 from engine.tabulation.consistency import DESCRIPTIONS, LABELS
 from ui.compare import layout as compare
+from ui.compare import lists
 from ui.core import state, typed, widgets
 from ui.compare import consistency as cc
 
@@ -147,26 +148,19 @@ st.markdown(
     "sensitivities (2 for the counts of each size, 1 for cumulative counts, which need half the noise), then the "
     "noisy counts are post-processed exactly, or relaxed and rounded as the paper's baselines.")
 gc = st.columns([1.4, 1, 1, 1])
-eps_text = gc[0].text_input("Privacy budgets ε (comma-separated)", "0.1, 0.5, 1", key="gs_eps",
-                            help="Each budget is split evenly over the 4 levels (USA, states, counties, tracts). "
-                                 "The paper's Table 7 uses 0.1, 0.5 and 1.")
-trials_text = gc[1].text_input("Releases per budget", "5", key="gs_trials", help="1 to 20; the table averages them.")
-seed_text = gc[2].text_input("Seed", "1", key="gs_seed", help="Draws the households (seed) and the noise (seed + 1).")
+epsilons = lists.list_box("Privacy budgets ε (comma-separated)", "gs_eps", cc.parse_epsilons, (0.1, 0.5, 1.0),
+                          container=gc[0],
+                          help=f"Each budget is split evenly over the 4 levels (USA, states, counties, tracts). Up "
+                               f"to {cc.MAX_EPSILONS} budgets, each {cc.EPSILON_RULE.describe()}, each typed once. "
+                               "The paper's Table 7 uses 0.1, 0.5 and 1.")
+gs_trials = int(widgets.number_box("Releases per budget", "gs_trials", cc.GS_TRIALS_RULE, 5, container=gc[1],
+                                   help=f"{cc.GS_TRIALS_RULE.describe().capitalize()}; the table averages them."))
+gs_seed = int(widgets.number_box("Seed", "gs_seed", typed.SEED, 1, container=gc[2],
+                                 help="Draws the households (seed) and the noise (seed + 1)."))
 max_size = int(gc[3].selectbox("Largest size (\"or more\")", list(range(3, 11)), index=4, key="gs_max",
                                help="Households of this size or more are counted together (the 2010 tables: 7+)."))
-problems = []
-for parse in (lambda: cc.parse_epsilons(eps_text), lambda: cc.parse_whole(trials_text, "Releases per budget", 1, 20),
-              lambda: cc.parse_whole(seed_text, "Seed", 0, 2**31 - 1)):
-    try:
-        parse()
-    except ValueError as exc:
-        problems.append(str(exc))
-if problems:
-    widgets.problems("The group-size study needs valid settings:", problems)
-    st.stop()
-epsilons = cc.parse_epsilons(eps_text)
-gs_trials = cc.parse_whole(trials_text, "Releases per budget", 1, 20)
-gs_seed = cc.parse_whole(seed_text, "Seed", 0, 2**31 - 1)
+compare.glossary_links(("Sensitivity", "Consistency violations and faithfulness", "Tree dynamic program",
+                        "Relax-then-round"), label="This study's terms:")
 gs_key = (str(state.sample_dir()), epsilons, gs_trials, gs_seed, max_size)
 gs_cache = ss.setdefault("gs_cache", {})
 if gs_key not in gs_cache:

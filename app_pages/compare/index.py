@@ -16,11 +16,13 @@ st.markdown(
 )
 table = compare.overview_table()
 # one card per method: the long sentences read in full (a table would cut them off)
+terms = {m.title: m.terms for m in compare.METHODS}  # SafeTab-P's own terms are on its pages
 for row in table.itertuples(index=False):
     with st.container(border=True):
         st.markdown(f"**{row.method}**: {row[1]}")
         st.markdown(row[2])
         st.caption(f"Source: {row.source}")
+        compare.glossary_links(terms.get(row.method, ()))
 widgets.download_csv(table, "methods.csv", key="cmp_methods_csv", label="Download this list (CSV)")
 if compare.METHODS:
     st.markdown("Open a method:")

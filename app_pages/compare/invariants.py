@@ -9,6 +9,8 @@ from ui.safetab import analysis, runner
 from ui.compare import layout as compare
 from ui.core import planner, state, typed, widgets
 from ui.compare import invariants as ci
+from ui.compare import lists
+from methods import invariants as inv
 
 state.page_setup()
 PAGE = next(m for m in compare.METHODS if m.path == "app_pages/compare/invariants.py")
@@ -251,24 +253,24 @@ else:
             st.session_state["inv_shape"] = ci.shape_text(chosen.shape)
             st.session_state["inv_margins"] = list(chosen.margins)
 
-    if "inv_shape" not in st.session_state:
+    if "inv_shape" not in st.session_state and "inv_shape::value" not in st.session_state:
         st.session_state["inv_preset"] = names[0]
         _on_preset()
     c = st.columns([2.2, 1, 2.2])
     c[0].selectbox("Example", names, key="inv_preset", on_change=_on_preset)
-    shape_in = c[1].text_input("Table shape (lengths of the axes)", key="inv_shape",
-                               help="For example 14 x 24 x 20 (cells are counted in row-major order).")
-    try:
-        shape = ci.parse_shape(shape_in)
-    except ValueError as exc:
-        st.error(str(exc))
-        st.stop()
+    shape = lists.list_box("Table shape (lengths of the axes)", "inv_shape", ci.parse_shape, ci.PRESETS[0].shape,
+                           show=ci.shape_text, container=c[1],
+                           help=f"For example 14 x 24 x 20 (cells are counted in row-major order): 1 to "
+                                f"{inv.MAX_AXES} lengths, each {ci.AXIS_RULE.describe()}, at most "
+                                f"{ci.MAX_TABLE_CELLS:,} cells in all.")
     opts = ci.margin_options(shape)
     st.session_state["inv_margins"] = [m for m in st.session_state.get("inv_margins", []) if tuple(m) in opts]
     margins = c[2].multiselect("Margins held exact", opts, key="inv_margins",
                                format_func=lambda m: ci.margin_label(tuple(m), shape),
                                help="Each margin keeps some axes and sums over the others; its sums are published "
                                     "exactly.")
+    with c[2]:
+        compare.glossary_links(("Margins (held exact)", "Invariant"))
     levels = [lvl.key for lvl in cfg.tabulated_levels()]
     if not levels:
         st.info(f"{basis.plan_opening} tabulates no level, so it gives no cell noise to study.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from tests.app.conftest import open_app, texts
 from ui.compare import layout as compare
 
@@ -15,6 +17,16 @@ def test_index_lists_the_methods_with_their_questions():
         assert f"**{row.method}**: {row[1]}" in shown and row[2] in shown and row.source in shown
     assert any("same sample data and the same plan" in m.value for m in at.markdown)
     assert any(b.label == "Download this list (CSV)" for b in at.download_button)
+
+
+def test_index_links_every_method_term_to_its_glossary_entry():
+    at = open_app("compare_index")
+    links = [(link.proto.label, link.proto.query_string) for link in at.get("page_link")
+             if "glossary" in link.proto.page]
+    want = [t for m in compare.METHODS for t in m.terms]
+    assert len(want) >= 24 and [label for label, _ in links] == want  # each card links its method's terms
+    for label, query in links:
+        assert query == urlencode({"term": label}), (label, query)
 
 
 def test_every_method_page_opens_without_error():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tests.app.conftest import frame, needs_sample, open_app, texts
+from tests.app.conftest import frame, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
 
 
@@ -73,8 +73,52 @@ def test_group_sizes_study_the_papers_problem():
     # Typed wrongly: a message, the value is not changed.
     at.text_input(key="gs_eps").set_value("0, banana").run(timeout=600)
     assert not at.exception
-    assert any("out of range" in e.value or "not a number" in e.value for e in at.error)
+    assert any("'0' is below 0.01: type a number from 0.01 to 100." in shown(e.value) for e in at.error)
     assert at.text_input(key="gs_eps").value == "0, banana"
     at.text_input(key="gs_eps").set_value("1").run(timeout=600)
     at.text_input(key="gs_trials").set_value("2.5").run(timeout=600)
     assert any("not a whole number" in e.value for e in at.error)
+
+
+def _column_of(at, key):
+    """The column that holds the text box `key` (its message is drawn in it, under the box)."""
+    return next(c for c in at.columns if any(t.key == key for t in c.text_input))
+
+
+@needs_sample
+def test_group_size_boxes_use_the_shared_rules_and_keep_the_last_valid_study():
+    """The budgets are read one by one by ui.core.typed's rules, the releases and seed are
+    number boxes: a budget typed twice, "-1", "²" or 5,000 digits are refused with the
+    shared, bounded messages under their box, never dropped or shown as Python's, and the
+    study of the last valid settings stays on the page."""
+    at = open_app("compare_consistency", timeout=600)
+    links = [link.proto.label for link in at.get("page_link") if "glossary" in link.proto.page]
+    assert {"Sensitivity", "Consistency violations and faithfulness"} <= set(links)
+
+    def table_eps():
+        return sorted(set(frame(at, "ε", "Mechanism", "Error, USA")["ε"]))
+
+    assert table_eps() == [0.1, 0.5, 1.0]
+    for key, bad, message, in_use in (
+            ("gs_eps", "0.1, 0.1, 1", "'0.1' is typed twice: type each of the budgets once.", "0.1, 0.5, 1.0"),
+            ("gs_eps", "0.1, ²", "'²' is not a number: type a number from 0.01 to 100.", "0.1, 0.5, 1.0"),
+            ("gs_eps", "1" * 5000, "is not a finite number: type a number from 0.01 to 100.", "0.1, 0.5, 1.0"),
+            ("gs_seed", "-1", "'-1' is below 0: type a whole number from 0 to 2,147,483,647.", "1"),
+            ("gs_seed", "²", "'²' is not a number", "1"),
+            ("gs_trials", "9" * 5000, "is not a finite number: type a whole number from 1 to 20.", "5")):
+        at.text_input(key=key).set_value(bad).run(timeout=600)
+        assert not at.exception
+        col = _column_of(at, key)
+        assert len(col.error) == 1, (key, bad, [e.value for e in at.error])
+        msg = shown(col.error[0].value)
+        assert message in msg and msg.endswith(f"Still in use: {in_use}."), msg
+        assert len(msg) < 200 and "invalid literal" not in msg and "Exceeds the limit" not in msg
+        assert at.text_input(key=key).value == bad  # the text stays as typed
+        assert table_eps() == [0.1, 0.5, 1.0]  # the last valid study is still shown
+        assert "never break the hierarchy" in at.success[-1].value
+        at.text_input(key=key).set_value({"gs_eps": "0.1, 0.5, 1", "gs_seed": "1", "gs_trials": "5"}[key]).run(
+            timeout=600)
+        assert not at.error
+    # "1e-1" is 0.1, as in every number box: the same study (no message)
+    at.text_input(key="gs_eps").set_value("1e-1, 0.5, 1").run(timeout=600)
+    assert not at.error and table_eps() == [0.1, 0.5, 1.0]

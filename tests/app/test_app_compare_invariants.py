@@ -62,7 +62,7 @@ def test_custom_table_presets_and_errors():
     # A bad shape is a message, not a traceback; the margins follow the shape.
     at.text_input(key="inv_shape").set_value("14 x banana").run()
     assert not at.exception
-    assert any("'banana' is not a whole number" in shown(e.value) for e in at.error)
+    assert any("'banana' is not a number: type a whole number" in shown(e.value) for e in at.error)
     at.text_input(key="inv_shape").set_value("3 x 4").run()
     assert not at.exception
     assert at.multiselect(key="inv_margins").value == []
@@ -95,3 +95,51 @@ def test_the_papers_own_numbers_are_computed_on_the_page():
     assert math.isnan(c.loc[(1.0, 1e-5), "c, Dwork–Roth"])  # not defined for epsilon >= 1
     assert "matches the variance factor 299/336" in texts(at)
     assert any(b.label == "paper_numbers.csv" for b in at.get("download_button"))
+
+
+def _column_of(at, key):
+    """The column that holds the text box `key` (its message is drawn in it, under the box)."""
+    return next(c for c in at.columns if any(t.key == key for t in c.text_input))
+
+
+@needs_sample
+def test_table_shape_is_read_by_the_shared_rules_and_a_refusal_keeps_the_last_shape():
+    """The shape box reads each length as every number box does (ui.core.typed): "1e3" is
+    1000; "²", "-1", 5,000 digits are refused with the shared, bounded messages, under the
+    box, while the page goes on with the last valid shape."""
+    at = open_app("compare_invariants")
+    at.radio(key="inv_mode").set_value("A custom table").run()
+    at.text_input(key="inv_shape").set_value("2 x 1e3").run()
+    assert not at.exception and not at.error
+    assert at.session_state["inv_shape::value"] == (2, 1000)
+
+    def study_shown():  # the grand total held on 2 x 1000 cells: factor 1 - 1/2000
+        body = texts(at)
+        return "Variance factor per cell=0.9995" in body and "on all 2,000 cells" in body
+
+    assert study_shown()
+    for bad, message in (("²", "'²' is not a number: type a whole number from 1 to 5,000,000."),
+                         ("-1", "'-1' is below 1: type a whole number from 1 to 5,000,000."),
+                         ("3 x 0", "'0' is below 1"),
+                         ("9" * 5000, "is not a finite number: type a whole number from 1 to 5,000,000.")):
+        at.text_input(key="inv_shape").set_value(bad).run()
+        assert not at.exception
+        col = _column_of(at, "inv_shape")
+        assert len(col.error) == 1, (bad, [e.value for e in at.error])
+        msg = shown(col.error[0].value)
+        assert message in msg and msg.endswith("Still in use: 2 × 1000."), msg
+        assert len(msg) < 200 and "invalid literal" not in msg and "Exceeds the limit" not in msg
+        assert at.text_input(key="inv_shape").value == bad  # the text stays as typed
+        # the study of the last valid shape is still shown
+        assert study_shown()
+        assert at.session_state["inv_shape::value"] == (2, 1000)
+    # equal lengths are a valid shape, not a duplicate
+    at.text_input(key="inv_shape").set_value("5 x 5").run()
+    assert not at.error and at.session_state["inv_shape::value"] == (5, 5)
+
+
+def test_the_custom_table_links_its_terms_to_the_glossary():
+    at = open_app("compare_invariants")
+    at.radio(key="inv_mode").set_value("A custom table").run()
+    links = [link.proto.label for link in at.get("page_link") if "glossary" in link.proto.page]
+    assert links.count("Margins (held exact)") == 2  # in the header and beside the margins box

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.app.conftest import open_app, texts
 from ui.core import glossary
 
@@ -26,3 +28,12 @@ def test_a_link_opens_the_glossary_on_its_entry():
     at = open_app(query={"term": "Off-spine entity distance (OSED)"})
     at.switch_page("app_pages/safetab/glossary.py").run()
     assert any(i.value.startswith("**Off-spine entity distance (OSED)**") for i in at.info)
+
+
+@pytest.mark.parametrize("term", ["Capacity (how far a count may move)", "Refinement run", "Entity threshold",
+                                  "AIAN spine", "Consistency violations and faithfulness", "Sensitivity",
+                                  "Margins (held exact)"])
+def test_the_compare_pages_new_terms_open_on_their_entry(term):
+    at = open_app(query={"term": term})
+    at.switch_page("app_pages/safetab/glossary.py").run()
+    assert [i.value.split("**")[1] for i in at.info] == [term]

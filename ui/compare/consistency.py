@@ -18,6 +18,8 @@ from calculators.levels import ITERATION_LEVEL_NAMES
 from engine.reports.accuracy import SIZE_LABELS
 from engine.reports.consistency import ConsistencyComparison, table7
 from engine.tabulation.consistency import LABELS, STUDY_METHODS
+from ui.compare import lists
+from ui.core import typed
 
 #: The two measures the page can show, by their column in the comparison's tables.
 MEASURES = {"mean_abs_error": "Mean absolute error (persons)", "bias": "Bias (persons)"}
@@ -196,34 +198,19 @@ GS_COLORS = {"h-relaxed": "#e07b00", "h-dp": "#2a9d4b", "c-relaxed": "#b07aa1", 
 GS_LEVEL_NAMES = {"USA": "USA", "STATE": "states", "COUNTY": "counties", "TRACT": "tracts"}
 
 
+#: What the group-size study takes: budgets ε (each split over the 4 levels), releases per
+#: budget, how many budgets at once.
+EPSILON_RULE = typed.Rule(lo=0.01, hi=100)
+GS_TRIALS_RULE = typed.Rule(whole=True, lo=1, hi=20)
+MAX_EPSILONS = 6
+
+
 def parse_epsilons(text: str) -> tuple[float, ...]:
-    """"0.1, 0.5, 1" -> (0.1, 0.5, 1.0); ValueError in plain words (used exactly as typed)."""
-    parts = [p for p in text.replace(";", ",").replace(" ", ",").split(",") if p]
-    if not parts:
-        raise ValueError("Type one or more privacy budgets ε, separated by commas, e.g. 0.1, 0.5, 1.")
-    out = []
-    for p in parts:
-        try:
-            v = float(p)
-        except ValueError:
-            raise ValueError(f"'{p[:20]}' is not a number; type budgets like 0.1, 0.5, 1.") from None
-        if not (v > 0 and v <= 100):
-            raise ValueError(f"ε = {p[:20]} is out of range: each budget must be above 0 and at most 100.")
-        out.append(v)
-    if len(out) > 6:
-        raise ValueError(f"At most 6 budgets at once (got {len(out)}).")
-    return tuple(dict.fromkeys(out))
-
-
-def parse_whole(text: str, name: str, lo: int, hi: int) -> int:
-    """A whole number typed as text, lo..hi; ValueError in plain words otherwise."""
-    t = text.strip()
-    if not t.isdigit():
-        raise ValueError(f"{name}: '{t[:20]}' is not a whole number.")
-    v = int(t)
-    if not lo <= v <= hi:
-        raise ValueError(f"{name}: {v:,} is out of range ({lo:,} to {hi:,}).")
-    return v
+    """"0.1, 0.5, 1" -> (0.1, 0.5, 1.0), each budget read by `EPSILON_RULE` exactly as
+    typed (`ui.compare.lists.parse_list`); a budget typed twice is refused, never
+    dropped. `typed.Refused` (a ValueError) in plain words."""
+    return tuple(float(v) for v in lists.parse_list(text, EPSILON_RULE, most=MAX_EPSILONS, example="0.1, 0.5, 1",
+                                                    what="budgets"))
 
 
 def run_group_study(params_dir: Path, data_dir: Path, epsilons, trials: int, seed: int, max_size: int,

@@ -35,6 +35,8 @@ from engine.reports.accuracy import SIZE_LABELS, size_bin
 from engine.tabulation.invariants import DESCRIPTIONS, INVARIANTS, units_of
 from engine.tabulation.mechanism import TOTAL_ONLY
 from methods import invariants as inv
+from ui.compare import lists
+from ui.core import typed
 
 Z95 = budget.Z95
 #: Most noise draws one simulation makes (replications x noisy values).
@@ -71,21 +73,21 @@ PRESETS: tuple[Preset, ...] = (
 )
 
 
+#: An axis length of a custom table, and what separates the lengths ("14 x 24 x 20").
+AXIS_RULE = typed.Rule(whole=True, lo=1, hi=MAX_TABLE_CELLS)
+SHAPE_SEPARATORS = re.compile(r"[\sx×*,;]+", re.IGNORECASE)
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
-    """'14 x 24 x 20' (or '14,24,20', '14×24×20') -> (14, 24, 20); ValueError in plain words."""
-    parts = [p for p in re.split(r"[\sx×*,;]+", text.strip().lower()) if p]
-    if not parts:
-        raise ValueError("Type the table's shape as lengths separated by x, e.g. 14 x 24 x 20.")
-    out = []
-    for p in parts:
-        if not p.isdigit() or int(p) < 1:
-            raise ValueError(f"'{p[:20]}' is not a whole number of at least 1; type lengths like 14 x 24 x 20.")
-        out.append(int(p))
-    if len(out) > inv.MAX_AXES:
-        raise ValueError(f"At most {inv.MAX_AXES} axes (got {len(out)}).")
-    if math.prod(out) > MAX_TABLE_CELLS:
-        raise ValueError(f"That table has {math.prod(out):,} cells; the page takes at most {MAX_TABLE_CELLS:,}.")
-    return tuple(out)
+    """'14 x 24 x 20' (or '14,24,20', '14×24×20') -> (14, 24, 20): each length read by
+    `AXIS_RULE` exactly as typed (`ui.compare.lists.parse_list`, the shared rules of
+    `ui.core.typed`: "1e3" is 1000); `typed.Refused` (a ValueError) in plain words."""
+    out = lists.parse_list(text, AXIS_RULE, most=inv.MAX_AXES, example="14 x 24 x 20", separators=SHAPE_SEPARATORS,
+                           what="axis lengths", unique=False)
+    cells = math.prod(out)
+    if cells > MAX_TABLE_CELLS:
+        raise typed.Refused(f"That table has {cells:,} cells; the page takes at most {MAX_TABLE_CELLS:,}.")
+    return tuple(int(v) for v in out)
 
 
 def shape_text(shape: tuple[int, ...]) -> str:

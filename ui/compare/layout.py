@@ -58,7 +58,8 @@ METHODS: tuple[MethodPage, ...] = (
                 "consistent non-negative whole numbers, exactly."),
         source=("Fioretto, Van Hentenryck, Zhu, \"Differential Privacy of Hierarchical Census Data: An Optimization "
                 "Approach\" (CP 2019; Artificial Intelligence 2021); Hay, Rastogi, Miklau, Suciu (VLDB 2010)"),
-        terms=("Hierarchical consistency", "Least squares", "Tree dynamic program", "Relax-then-round", "Projection"),
+        terms=("Hierarchical consistency", "Least squares", "Tree dynamic program", "Relax-then-round", "Projection",
+               "Sensitivity", "Consistency violations and faithfulness"),
     ),
     MethodPage(
         path="app_pages/compare/invariants.py",
@@ -72,7 +73,7 @@ METHODS: tuple[MethodPage, ...] = (
                 "privacy), so the released counts add up to the true totals exactly and each keeps a smaller, "
                 "unbiased noise. The true totals themselves are published with no protection at all."),
         source="J. Gao, R. Gong, F.-Y. Yu, \"Subspace Differential Privacy\", AAAI 2022 (arXiv:2108.11527)",
-        terms=("Invariant", "Subspace differential privacy", "Projection"),
+        terms=("Invariant", "Subspace differential privacy", "Projection", "Margins (held exact)"),
     ),
     MethodPage(
         path="app_pages/compare/cell_suppression.py",
@@ -88,7 +89,7 @@ METHODS: tuple[MethodPage, ...] = (
         source=("P. B. Massell, Cell Suppression and Audit Programs used for Economic Magnitude Data, "
                 "U.S. Census Bureau SRD Research Report RR2001/01"),
         terms=("Cell suppression", "Primary suppression", "Complementary suppression", "Audit interval", "Protection",
-               "p% dominance rule", "(n, k) dominance rule"),
+               "Capacity (how far a count may move)", "Refinement run", "p% dominance rule", "(n, k) dominance rule"),
     ),
     MethodPage(
         path="app_pages/compare/spines.py",
@@ -105,7 +106,8 @@ METHODS: tuple[MethodPage, ...] = (
         source=("Abowd et al., \"Geographic Spines in the 2020 Census Disclosure Avoidance System TopDown "
                 "Algorithm\" (2021); uscensusbureau/DAS_2020_Redistricting_Production_Code, "
                 "geographic_spines/optimize_spine.py"),
-        terms=("Off-spine entity distance (OSED)", "Geographic spine", "Spine optimisation", "Bypassing"),
+        terms=("Off-spine entity distance (OSED)", "Geographic spine", "AIAN spine", "Spine optimisation", "Entity threshold",
+               "Bypassing"),
     ),
 )
 

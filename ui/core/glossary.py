@@ -155,6 +155,17 @@ TERMS: tuple[Term, ...] = (
          "\"place minus one tract\". Every unit brings its own independent noise, so the noise variance of the "
          "built area grows with its OSED (Abowd et al. 2021). The spine optimisation lowers the OSED of places "
          "and tribal areas."),
+    Term("AIAN spine", METHODS,
+         "The 2020 production spine before optimisation (Abowd et al. 2021): the state-level total of all American "
+         "Indian and Alaska Native (AIAN) tribal areas is put on the spine, and every state, county, tract and "
+         "block group is split into its part inside those areas and its part outside, so that tribal areas sit "
+         "closer to the spine. The spine optimisation starts from it."),
+    Term("Entity threshold", METHODS,
+         "A setting of the spine optimisation (production: 9): in each county, the places and AIANNH areas whose "
+         "off-spine entity distance (OSED) from the tracts is above it are \"far\", and tract groups are merged "
+         "only while those far entities' distances do not get worse. When no entity is that far, runs of "
+         "consecutive tract groups are merged as the fan-out cutoff allows (the production code's rule, "
+         "optimize_spine.py; Abowd et al. 2021, Sec. 4)."),
     Term("Spine optimisation", METHODS,
          "The Census TopDown Algorithm's regrouping of block groups and tract groups, county by county, so that "
          "places and AIANNH areas need few spine units (a small OSED); the fan-out cutoff limits how many units a "
@@ -167,6 +178,12 @@ TERMS: tuple[Term, ...] = (
          "A figure published exactly, with no noise at all, such as each state's total population in the 2020 "
          "redistricting data. The counts below it are adjusted to add up to it. An invariant has no privacy "
          "protection: it is the disclosure that differential privacy exists to prevent, accepted on purpose."),
+    Term("Margins (held exact)", METHODS,
+         "The sums of a table over some of its axes: the grand total, the row sums, the column sums, or for a "
+         "three-way table a two-way table of sums. On the Invariants page, the margins held exact are published "
+         "with no noise, as invariants, and the cells' noise is projected so that the cells add up to them "
+         "(Gao, Gong and Yu 2022: contingency table margins, e.g. their 14 × 24 × 20 table with two-way margins "
+         "held at every location)."),
     Term("Subspace differential privacy", METHODS,
          "Differential privacy for the part of the data the invariants leave free (Gao, Gong and Yu 2022): the "
          "noise is projected so that the released counts meet the invariants exactly, and the guarantee holds "
@@ -176,6 +193,13 @@ TERMS: tuple[Term, ...] = (
          "counts then add up exactly and each keeps a smaller, still unbiased noise. Invariants and least-squares "
          "consistency both work this way; the share of a count's noise variance that is left is its variance "
          "factor."),
+    Term("Sensitivity", METHODS,
+         "How much one person can change a query's answer: the largest change of the published numbers when one "
+         "person is added or removed. The noise is scaled to it, so a query of sensitivity 1 needs half the noise "
+         "of one of sensitivity 2 for the same budget. On the Consistency page's group-size study, a person joining "
+         "or leaving a household moves the counts of households of each size by 2 in all, and the cumulative counts "
+         "(households of at least 1, 2, 3, ... persons) by 1 (Fioretto, Van Hentenryck and Zhu, Lemmas 4 and 6). "
+         "SafeTab-P's counterpart is the stability S."),
     Term("Hierarchical consistency", METHODS,
          "Making a group's published counts add up across nested areas (nation = sum of states, state = sum of "
          "counties, ...), after the noise. It is post-processing: it costs no privacy budget. SafeTab-P's own "
@@ -191,6 +215,12 @@ TERMS: tuple[Term, ...] = (
     Term("Relax-then-round", METHODS,
          "A shortcut: solve the consistency problem without requiring whole numbers, then round each count on its "
          "own. Cheap, but rounding breaks the sums again, which is why the exact tree dynamic program is needed."),
+    Term("Consistency violations and faithfulness", METHODS,
+         "The two checks of the Consistency page's group-size study (Fioretto, Van Hentenryck and Zhu, Sec. 4 and "
+         "Table 7). A consistency violation is a parent area and size whose released count differs from the sum "
+         "of the counts of the areas inside it. Faithfulness: every level's group sizes add up to the public "
+         "number of households; a level that does not is counted under \"levels not adding up to n\". The exact "
+         "tree dynamic program has neither; relax-then-round usually has both."),
     Term("Cell suppression", METHODS,
          "The method used for detailed-group tables before differential privacy: publish exact counts, but "
          "withhold the cells that would disclose someone (primary suppression) and enough other cells that they "
@@ -210,6 +240,16 @@ TERMS: tuple[Term, ...] = (
          "How far above and below its true value a withheld cell's audit interval must reach (in persons here) "
          "for the cell to count as protected: an attacker who knows every published count must not be able to "
          "pin it down more closely than that."),
+    Term("Capacity (how far a count may move)", METHODS,
+         "In the linear program that picks complementary cells, how much a cell can contribute to protecting a "
+         "primary one (Cox and Jewett; Massell 2001, \"Calculating capacities\"). In the simplest case, and by "
+         "default on the Cell suppression page, it is the cell's own value: a count may move down to 0 but no "
+         "further, so a zero count protects nothing. \"Unbounded\" lets counts rise without limit, which is what "
+         "an attacker cannot rule out."),
+    Term("Refinement run", METHODS,
+         "Massell's second pass of complementary suppression (Massell 2001, \"Refinement Runs\"): the program "
+         "runs again with only the first run's complements as candidates, small cells made the dearest, and keeps "
+         "a subset of them that still protects every primary cell: never more cells, and usually fewer small ones."),
     Term("p% dominance rule", METHODS,
          "A primary-suppression rule for magnitude data (e.g. sales): a cell is sensitive if the other "
          "contributors' total would let the second-largest contributor estimate the largest one's value to within "

@@ -93,16 +93,22 @@ def test_table7_view_of_other_values(value):
     assert list(t.columns)[-2:] == ["SafeTab-P (none)", "Tree DP"]
 
 
-def test_group_size_settings_are_parsed_exactly_or_refused():
+def test_group_size_budgets_are_parsed_exactly_or_refused():
     assert cc.parse_epsilons("0.1, 0.5, 1") == (0.1, 0.5, 1.0)
-    assert cc.parse_epsilons("2;2 3") == (2.0, 3.0)
-    for bad, msg in (("", "Type one"), ("0", "out of range"), ("x", "not a number"), ("1,2,3,4,5,6,7", "At most")):
+    assert cc.parse_epsilons("2;3 0.5") == (2.0, 3.0, 0.5)  # in the order typed
+    assert cc.parse_epsilons("1e-1, 5e1") == (0.1, 50.0)  # the shared rules of ui.core.typed
+    for bad, msg in (("", "The box is empty"), ("0", "'0' is below 0.01: type a number from 0.01 to 100."),
+                     ("x", "'x' is not a number: type a number from 0.01 to 100."), ("²", "'²' is not a number"),
+                     ("1,2,3,4,5,6,7", "At most 6 budgets at once \\(got 7\\)"),
+                     ("101", "'101' is above 100"),
+                     ("0.1, 0.1, 1", "'0.1' is typed twice: type each of the budgets once."),
+                     ("2;2 3", "'2' is typed twice"), ("0.10, 0.1", "'0.1' is the same as '0.10'"),
+                     ("1" * 5000, "is not a finite number")):
         with pytest.raises(ValueError, match=msg):
             cc.parse_epsilons(bad)
-    assert cc.parse_whole(" 7 ", "Trials", 1, 20) == 7
-    for bad, msg in (("2.5", "not a whole number"), ("-1", "not a whole number"), ("21", "out of range")):
-        with pytest.raises(ValueError, match=msg):
-            cc.parse_whole(bad, "Trials", 1, 20)
+    with pytest.raises(ValueError) as err:
+        cc.parse_epsilons("9" * 5000)
+    assert len(str(err.value)) < 120  # the typed text is echoed cut short
 
 
 def test_paper_numbers_of_the_running_example():
