@@ -73,7 +73,7 @@ def test_group_sizes_study_the_papers_problem():
     # Typed wrongly: a message, the value is not changed.
     at.text_input(key="gs_eps").set_value("0, banana").run(timeout=600)
     assert not at.exception
-    assert any("'0' is below 0.01: type a number from 0.01 to 100." in shown(e.value) for e in at.error)
+    assert any("'0' is below 0.0001: type a number from 0.0001 to 100." in shown(e.value) for e in at.error)
     assert at.text_input(key="gs_eps").value == "0, banana"
     at.text_input(key="gs_eps").set_value("1").run(timeout=600)
     at.text_input(key="gs_trials").set_value("2.5").run(timeout=600)
@@ -101,8 +101,8 @@ def test_group_size_boxes_use_the_shared_rules_and_keep_the_last_valid_study():
     assert table_eps() == [0.1, 0.5, 1.0]
     for key, bad, message, in_use in (
             ("gs_eps", "0.1, 0.1, 1", "'0.1' is typed twice: type each of the budgets once.", "0.1, 0.5, 1.0"),
-            ("gs_eps", "0.1, ²", "'²' is not a number: type a number from 0.01 to 100.", "0.1, 0.5, 1.0"),
-            ("gs_eps", "1" * 5000, "is not a finite number: type a number from 0.01 to 100.", "0.1, 0.5, 1.0"),
+            ("gs_eps", "0.1, ²", "'²' is not a number: type a number from 0.0001 to 100.", "0.1, 0.5, 1.0"),
+            ("gs_eps", "1" * 5000, "is not a finite number: type a number from 0.0001 to 100.", "0.1, 0.5, 1.0"),
             ("gs_seed", "-1", "'-1' is below 0: type a whole number from 0 to 2,147,483,647.", "1"),
             ("gs_seed", "²", "'²' is not a number", "1"),
             ("gs_trials", "9" * 5000, "is not a finite number: type a whole number from 1 to 20.", "5")):

@@ -200,7 +200,7 @@ GS_LEVEL_NAMES = {"USA": "USA", "STATE": "states", "COUNTY": "counties", "TRACT"
 
 #: What the group-size study takes: budgets ε (each split over the 4 levels), releases per
 #: budget, how many budgets at once.
-EPSILON_RULE = typed.Rule(lo=0.01, hi=100)
+EPSILON_RULE = typed.Rule(lo=0.0001, hi=100)  # as small as gamma may be; 0 would be no release
 GS_TRIALS_RULE = typed.Rule(whole=True, lo=1, hi=20)
 MAX_EPSILONS = 6
 

@@ -97,8 +97,8 @@ def test_group_size_budgets_are_parsed_exactly_or_refused():
     assert cc.parse_epsilons("0.1, 0.5, 1") == (0.1, 0.5, 1.0)
     assert cc.parse_epsilons("2;3 0.5") == (2.0, 3.0, 0.5)  # in the order typed
     assert cc.parse_epsilons("1e-1, 5e1") == (0.1, 50.0)  # the shared rules of ui.core.typed
-    for bad, msg in (("", "The box is empty"), ("0", "'0' is below 0.01: type a number from 0.01 to 100."),
-                     ("x", "'x' is not a number: type a number from 0.01 to 100."), ("²", "'²' is not a number"),
+    for bad, msg in (("", "The box is empty"), ("0", "'0' is below 0.0001: type a number from 0.0001 to 100."),
+                     ("x", "'x' is not a number: type a number from 0.0001 to 100."), ("²", "'²' is not a number"),
                      ("1,2,3,4,5,6,7", "At most 6 budgets at once \\(got 7\\)"),
                      ("101", "'101' is above 100"),
                      ("0.1, 0.1, 1", "'0.1' is typed twice: type each of the budgets once."),
