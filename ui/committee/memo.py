@@ -602,8 +602,8 @@ def decision_sheet(plans: Sequence[Plan], reference: Plan, method: str, delta: f
 
 
 # ------------------------------------------------------------------ the last run
-#: Columns of the accuracy report (`analysis.accuracy_plain`) the memo's summary reads.
-_OBS, _PRED, _COUNTS = "Observed 95th percentile of |error|", "Predicted 95% MOE (exact)", "Counts compared"
+#: The column of `analysis.accuracy_view` the memo's accuracy charts pick their rows by.
+_COUNTS = "Counts compared"
 #: Most bars of an accuracy chart in the memo (one per geography level), so that the
 #: half-page chart keeps every label readable.
 ACCURACY_CHART_ROWS = 10
