@@ -69,7 +69,8 @@ with_run = False
 if out is not None:
     ss.setdefault("memo_run", True)
     with_run = st.toggle("Include the last run's accuracy (this release against the truth, and the report over "
-                         "repeated releases if computed)", key="memo_run")
+                         "repeated releases if computed), summarised per level; the full tables are in the Run "
+                         "page's downloads", key="memo_run")
 else:
     st.caption("No run in this session: run the mechanism on the Run page to add its accuracy to the memo.")
 

@@ -13,7 +13,11 @@ suppression thresholds and curves), `ui.core.charts` (the pages' figures), `ui.c
 and `ui.committee.scenario_charts` (plans side by side) and `ui.safetab.run_report` (the last run).
 Levels that share their budget and thresholds have identical curves, so the memo draws
 them once and names them all. Numbers are printed by `memo_text`: budgets and other
-measurements to 4 significant digits, counts whole.
+measurements to 4 significant digits, counts whole, and a number that is not whole never
+as one (p = 0.99995 is not printed 1); what differs from the reference plan gets the
+digits that tell its two sides apart (`differing_texts`). The last run's accuracy is
+summarised per level (the full reports, hundreds of rows, are in the run's downloads),
+so that a one-plan memo with its run keeps to 12 pages.
 
 Every memo carries its date, the project version (pyproject.toml), the privacy
 definition and delta, and the MOE method used for the "meets its target" verdicts.
@@ -33,7 +37,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from calculators import budget, presets
-from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
+from calculators.levels import GEO_LEVELS, POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.safetab import analysis
 from ui.core import charts, files, planner
 from ui.committee import comparison, scenario_charts
@@ -147,7 +151,9 @@ _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 def number_text(x: float) -> str:
     """A measured number as the memo prints it: 4 significant digits (2.134, 0.2647,
-    1e-06), whole with thousands separators from 1,000 on (12,346)."""
+    1e-06), whole with thousands separators from 1,000 on (12,346). A number between -1
+    and 1 never prints as ±1: digits are added until it does not (p = 0.99995 prints
+    0.99995, not 1, which would be another, here invalid, value)."""
     if math.isnan(x):
         return DASH
     if math.isinf(x):
@@ -156,7 +162,38 @@ def number_text(x: float) -> str:
         return f"{int(x):,}"
     if abs(x) >= 1000:
         return f"{round(x):,}"
-    return f"{x:.4g}"
+    return _significant(x, 4)
+
+
+def _significant(x: float, digits: int) -> str:
+    """`x` to `digits` significant digits; a fraction (|x| < 1: a probability, a share)
+    gets more if it would read as ±1, as far as the shortest text that reads back as `x`."""
+    text = f"{x:.{digits}g}"
+    for d in range(digits + 1, 18):
+        if abs(x) >= 1 or abs(float(text)) < 1:
+            break
+        text = f"{x:.{d}g}"
+    return text if abs(x) >= 1 or abs(float(text)) < 1 else repr(x)
+
+
+def differing_texts(a, b) -> tuple[str, str]:
+    """Two values of a setting as the memo prints them, side by side ("0.1 → 0.100001"):
+    numbers start at 4 significant digits and get more until the two texts differ, so
+    that a change never reads as no change."""
+    ta, tb = memo_text(a), memo_text(b)
+    nums = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    if ta != tb or not nums or a == b:
+        return ta, tb
+    for d in range(5, 18):
+        ta, tb = _significant(float(a), d), _significant(float(b), d)
+        if ta != tb:
+            return ta, tb
+    return repr(a), repr(b)
+
+
+def gamma_text(gamma: float) -> str:
+    """γ (the stage-1 fraction) as the memo prints it everywhere: `number_text`."""
+    return number_text(float(gamma))
 
 
 def memo_text(value) -> str:
@@ -203,8 +240,8 @@ def _facts(plan: Plan, method: str, delta: float) -> list[tuple[str, str]]:
                                                           f"(bounded: {s['eps_tight_bounded']:.4g})"))
     out += [
         ("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}"),
-        ("r, S, γ, p", f"r = {cfg.max_race_codes}, S = {s['S']}, γ = {cfg.gamma:g}, "
-                       f"p = {cfg.zero_suppression_chance:g}"),
+        ("r, S, γ, p", f"r = {cfg.max_race_codes}, S = {s['S']}, γ = {gamma_text(cfg.gamma)}, "
+                       f"p = {number_text(float(cfg.zero_suppression_chance))}"),
         ("MOE targets met with", planner.METHOD_SHORT[method]),
     ]
     return out
@@ -278,9 +315,27 @@ def _parameters(plan: Plan) -> pd.DataFrame:
                          f"{v} ": right[v].reindex(left.index).fillna("")})
 
 
+#: Font size (px) of a y-axis title of the memo's half-page charts.
+AXIS_TITLE_PX = 12
+
+
+def axis_title_room(fig: go.Figure) -> go.Figure:
+    """The figure with its y-axis title on two lines ("95% margin of error" over "(persons,
+    log scale)") at AXIS_TITLE_PX, and room above the plot. Drawn half a page wide and at
+    most 380 px high, the app's one-line title ran longer than the plot and over the
+    chart's title."""
+    title = fig.layout.yaxis.title.text or ""
+    if "<br>" not in title and " (" in title:
+        head, rest = title.split(" (", 1)
+        title = f"{head}<br>({rest}"
+    top = max(int(fig.layout.margin.t or 0), 60)
+    return fig.update_yaxes(title_text=title, title_font_size=AXIS_TITLE_PX).update_layout(margin_t=top)
+
+
 #: Level groups whose adaptive-table and suppression curves a one-plan memo draws (the
-#: groups with most levels first); the others are in the tables, and on the app's pages.
-CHART_GROUPS = 3
+#: groups with most levels first): one row of two charts, so that a one-plan memo with its
+#: run keeps to 12 pages; the others are in the tables, and on the app's pages.
+CHART_GROUPS = 2
 
 
 def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief: bool = False) -> list[Section]:
@@ -335,16 +390,17 @@ def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief
         S = planner.stability_of(cfg)
         curve = planner.moe_rho_curve(S, cfg.gamma, lo, hi, noise=planner.noise_of(cfg))
         points = planner.level_points(cfg, method)
-        blocks.append(Figure(f"MOE against {b}", charts.moe_vs_rho(curve, points, planner.label(
+        figs = [Figure(f"MOE against {b}", charts.moe_vs_rho(curve, points, planner.label(
             planner.METHOD_SHORT[method], cfg), units=u), planner.relabel(curve, cfg),
-            caption=f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels.", half=True))
+            caption=f"At S = {S} and γ = {gamma_text(cfg.gamma)}. Diamonds: this plan's levels.", half=True)]
         long = planner.race_multiplicity_long(cfg, method)
-        if not long.empty:
-            blocks.append(Figure("Race multiplicity r", charts.race_multiplicity(long, units=u),
-                                 planner.relabel(long, cfg), half=True))
+        if not long.empty:  # the table, then the charts side by side (the table fills the page a chart would not)
             blocks.append(Table("MOE by race multiplicity r", planner.race_multiplicity_table(cfg, method),
                                 caption=f"Row r = {cfg.max_race_codes} is this plan; budgets and γ as they are.",
                                 rows=[cfg.max_race_codes - 1]))
+            figs.append(Figure("Race multiplicity r", charts.race_multiplicity(long, units=u),
+                               planner.relabel(long, cfg), half=True))
+        blocks += [Figure(f.title, axis_title_room(f.fig), f.data, f.caption, f.half) for f in figs]
     secs.append(Section(f"{prefix}{PLAN_SECTIONS[2]}", blocks))
 
     # --- adaptive tables
@@ -374,7 +430,7 @@ def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief
 
     # --- suppression
     p = cfg.zero_suppression_chance
-    blocks = [Text(f"Zero-suppression chance p = {p:g}. At sub-state levels a total-only (stat level 0) group's "
+    blocks = [Text(f"Zero-suppression chance p = {number_text(float(p))}. At sub-state levels a total-only (stat level 0) group's "
                    "total is released only if its noisy value is above T, the smallest count with "
                    "P(noise ≤ T) ≥ p; released counts are biased upward. State and above are never suppressed.")]
     if levels:
@@ -419,14 +475,16 @@ def differences(reference: Plan, plan: Plan) -> list[str]:
     for name, get in scalars:
         va, vc = get(a), get(c)
         if va != vc:
-            out.append(f"{name} {memo_text(va)} → {memo_text(vc)}")
+            ta, tc = differing_texts(va, vc)
+            out.append(f"{name} {ta} → {tc}")
     for lvl in POPULATION_GROUP_LEVELS:
         parts = []
         ra = a.rho(lvl) if a.runs_geo(lvl) else 0.0
         rc = c.rho(lvl) if c.runs_geo(lvl) else 0.0
         if ra != rc:
             unit = "ρ" if a.privacy_defn == c.privacy_defn == "zcdp" else "budget"
-            parts.append(f"{unit} {memo_text(float(ra)) if ra else 'off'} → {memo_text(float(rc)) if rc else 'off'}")
+            ta, tc = differing_texts(float(ra), float(rc))
+            parts.append(f"{unit} {ta if ra else 'off'} → {tc if rc else 'off'}")
         ta, tc = reference.targets.get(lvl.key), plan.targets.get(lvl.key)
         if rc and ta != tc and ta is not None and tc is not None:
             parts.append(f"MOE target {ta} → {tc}")
@@ -545,7 +603,70 @@ def decision_sheet(plans: Sequence[Plan], reference: Plan, method: str, delta: f
 
 
 # ------------------------------------------------------------------ the last run
+#: The column of `analysis.accuracy_view` the memo's accuracy charts pick their rows by.
+_COUNTS = "Counts compared"
+#: Most bars of an accuracy chart in the memo (one per geography level), so that the
+#: half-page chart keeps every label readable.
+ACCURACY_CHART_ROWS = 10
+#: Height (pixels) of the memo's accuracy charts: room for every label of
+#: ACCURACY_CHART_ROWS bars, and the two charts fit under the accuracy table.
+ACCURACY_CHART_HEIGHT = 320
+#: Where the full accuracy tables are (the memo prints a summary of them).
+FULL_ACCURACY = ("The full accuracy tables (every kind of published count and true group size, hundreds of rows) "
+                 "are in the run's downloads on the Run page: the accuracy table's CSV and “Everything (zip)” "
+                 "(folder accuracy/). Below, their summary per level.")
+
+
+def accuracy_summary(reports: Sequence[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """The accuracy reports (`(short name, report)`: this release, the repeated
+    releases) in one row per level ("(COUNTY, 2)", as the run's manifest names it), in
+    geography order: per report, in how many of its rows (kind of count × true group
+    size) the observed 95th percentile of |error| is above the predicted 95% MOE, and the
+    largest observed ÷ predicted. The full reports have a row per kind and size
+    (hundreds): too long to print, they are in the run's downloads."""
+    order = {g: i for i, g in enumerate(GEO_LEVELS)}
+    rows: dict[tuple, dict] = {}
+    for name, rep in reports:
+        for (geo, it), g in rep.groupby(["geo_level", "iteration_level"], sort=False):
+            row = rows.setdefault((order.get(geo, len(order)), it, geo), {"Level": f"({geo}, {it})"})
+            obs, pred = g["p95_abs_error"], g["predicted_moe95_exact"]
+            ratio = obs / pred.where(pred > 0)
+            row[f"{name}: rows over the MOE"] = f"{int((obs > pred).sum())} of {len(g)}"
+            row[f"{name}: largest observed ÷ MOE"] = float(ratio.max()) if ratio.notna().any() else None
+    return pd.DataFrame([rows[k] for k in sorted(rows)])
+
+
+def levels_and_accuracy(levels: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The run's tables published per level with the accuracy summary's columns beside
+    them (one table of one row per level, half the height of two); levels without
+    accuracy rows get a dash."""
+    if not len(levels):
+        return summary
+    if not len(summary):
+        return levels
+    out = levels.merge(summary, on="Level", how="left")
+    extra = summary[~summary["Level"].isin(levels["Level"])]
+    return pd.concat([out, extra], ignore_index=True) if len(extra) else out
+
+
+def accuracy_chart_rows(rep: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The rows of one kind of published count that the memo's accuracy chart draws:
+    per geography level, the iteration level and true group size with the most counts
+    compared (the steadiest comparison), at most ACCURACY_CHART_ROWS, so that every
+    label of the chart can be read on the page."""
+    view = analysis.accuracy_view(rep, kind)
+    if not len(view):
+        return view
+    keep = view.groupby("Geography", sort=False)[_COUNTS].idxmax()
+    return view.loc[sorted(keep)].head(ACCURACY_CHART_ROWS)
+
+
 def run_section(run: RunInfo) -> Section:
+    """The last run's accuracy: what ran; per level, the tables published and a summary
+    of this release's accuracy (and of the repeated releases', if computed); a chart of
+    each report with one bar per geography level. The full reports (hundreds of rows,
+    about 20 pages each) are not printed, so that a one-plan memo with its run keeps to
+    12 pages: a line says where they are."""
     blocks: list[Table | Figure | Text] = [
         Text("The last run of this session on the Run page. Errors compare the release with the true counts of "
              "the confidential input: for checking the plan, NOT FOR RELEASE.", "note"),
@@ -554,20 +675,29 @@ def run_section(run: RunInfo) -> Section:
         blocks.append(Text("The plan has changed since this run: the run used the plan named below, not "
                            "necessarily the plan of this memo.", "warning"))
     blocks.append(Table("The run", run.summary))
-    if len(run.levels):
-        blocks.append(Table("Tables published per level", run.levels))
     n_trials = int(run.trials["trials"].max()) if run.trials is not None and len(run.trials) else 0
-    for label, rep in (("Accuracy of this release against the truth", run.release_report),
-                       (f"Accuracy over {n_trials} repeated releases", run.trials)):
-        if rep is None or not len(rep):
-            continue
-        plain = analysis.accuracy_plain(rep)
-        blocks.append(Table(label, plain, caption="Observed: 95th percentile of |released − true| (persons); "
-                                                  "predicted: the calculators' 95% MOE."))
-        kinds = list(dict.fromkeys(plain["Published count"]))
+    reports = [(short, label, rep) for short, label, rep in (
+        ("this release", "This release", run.release_report),
+        (f"{n_trials} releases", f"{n_trials} repeated releases", run.trials))
+        if rep is not None and len(rep)]
+    summary = accuracy_summary([(s, r) for s, _l, r in reports]) if reports else pd.DataFrame()
+    if reports:
+        blocks.append(Text(FULL_ACCURACY))
+    if len(run.levels) or len(summary):
+        caption = "" if not reports else (
+            f"Accuracy: rows of the full reports, {', '.join(f'{len(r):,} ({s})' for s, _l, r in reports)}, one per kind "
+            "of published count and true group size; \"rows over the MOE\": rows whose observed 95th percentile of "
+            "|released − true| (persons) is above the calculators' exact 95% MOE.")
+        title = "Tables published per level" + (" and their accuracy" if reports else "")
+        blocks.append(Table(title, levels_and_accuracy(run.levels, summary), caption=caption))
+    for _short, label, rep in reports:
+        kinds = list(dict.fromkeys(analysis.accuracy_plain(rep)["Published count"]))
         kind = "total (stat level 0)" if "total (stat level 0)" in kinds else kinds[0]
-        view = analysis.accuracy_view(rep, kind)
-        blocks.append(Figure(f"{label}: observed against predicted, {kind}", charts.accuracy(view), view))
+        view = accuracy_chart_rows(rep, kind)
+        fig = charts.accuracy(view).update_layout(height=ACCURACY_CHART_HEIGHT)
+        fig.update_yaxes(tickmode="array", tickvals=list(view["Groups"]), tickfont={"size": 11})  # every label
+        blocks.append(Figure(f"{label}: observed error and MOE, {kind}", fig, view,
+                             caption="Per geography level, the group size with most counts compared.", half=True))
     return Section(RUN_SECTION, blocks)
 
 

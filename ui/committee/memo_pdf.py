@@ -57,6 +57,9 @@ PAD = 0.6
 SLACK = 0.8
 #: Gap between two half-width charts (mm).
 GAP = 6.0
+#: A row of charts that does not fit the room left on a page is drawn this much smaller
+#: (at least) rather than start a page and leave the rest of this one blank.
+SHRINK = 0.8
 
 
 def find_font(dirs: Sequence[str] = FONT_DIRS) -> tuple[Path, Path | None] | None:
@@ -313,7 +316,11 @@ def _figures(pdf: _Doc, figs: list[Figure], pics: dict[int, bytes | None]) -> No
             caps = max(caps, 3.6 * len(pdf.multi_cell(col, 3.6, pdf.t(f.caption), dry_run=True, output="LINES")))
     need = head + max(h for _w, h in sizes) + caps + 3
     if pdf.room < need:
-        pdf.add_page()
+        scale = (pdf.room - head - caps - 3) / max(h for _w, h in sizes)
+        if scale >= SHRINK:  # a little smaller, on this page
+            sizes = [(w * scale, h * scale) for w, h in sizes]
+        else:
+            pdf.add_page()
     top = pdf.get_y()
     bottom = top
     for k, f in enumerate(figs):

@@ -743,14 +743,19 @@ def race_multiplicity_long(config: SafeTabConfig, method: str) -> pd.DataFrame:
 
 
 def race_multiplicity_table(config: SafeTabConfig, method: str) -> pd.DataFrame:
-    """Wide form: one row per r (1..8) with S and one MOE column per rho group."""
+    """Wide form: one row per r (1..8) with S and one MOE column per rho group, headed by
+    its budget to 4 significant digits (more where two budgets would read the same)."""
     long = race_multiplicity_long(config, method)
     base = pd.DataFrame({"r": range(1, 9), "S": [int(budget.stability(r)) for r in range(1, 9)]})
     if long.empty:
         return base
-    for rho, _lvls in rho_groups(config):
+    rhos = [rho for rho, _lvls in rho_groups(config)]
+    digits = 4  # 4 significant digits, more only if two budgets would read the same
+    while digits < 17 and len({f"{rho:.{digits}g}" for rho in rhos}) < len(rhos):
+        digits += 1
+    for rho in rhos:
         sub = long[long[RHO] == rho].set_index("r")["MOE"]
-        base[label(f"MOE at ρ = {rho:.6g}", config)] = base["r"].map(sub).astype("Int64")
+        base[label(f"MOE at ρ = {rho:.{digits}g}", config)] = base["r"].map(sub).astype("Int64")
     return base
 
 

@@ -351,3 +351,162 @@ def test_page_one_says_so_when_the_profile_cannot_be_read(plan, tmp_path):
     (block,) = memo.national_outcome([plan], profile=Broken())
     assert isinstance(block, memo.Text) and block.kind == "warning"
     assert "national projection could not be made" in block.text
+
+
+def _report(trials: int, seed: int):
+    """An accuracy report as the engine writes it, with every kind of published count
+    and every true group size at every level (larger than a real one: the worst case)."""
+    import numpy as np
+    import pandas as pd
+    from engine.reports.accuracy import CELL_TYPES, MARGINAL_TYPES, SIZE_LABELS, TABLE_TYPES
+
+    rng = np.random.default_rng(seed)
+    kinds = [*TABLE_TYPES.values(), *CELL_TYPES.values(), *MARGINAL_TYPES.values()]
+    rows = [{"geo_level": geo, "iteration_level": it, "table": kind, "true_size": size,
+             "counts_compared": int(rng.integers(1, 5000)), "trials": trials,
+             "p95_abs_error": int(rng.integers(5, 60)), "mean_error": float(rng.normal()),
+             "predicted_moe95_exact": 30, "predicted_moe95_design_bound": 29}
+            for geo in ("USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH", "PR-STATE", "PR-COUNTY", "PR-TRACT",
+                        "PR-PLACE") for it in (1, 2) for kind in kinds for size in SIZE_LABELS]
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def run_info():
+    """The last run as the memo gets it: a seeded run with this release's accuracy and the
+    report over 3 repeated releases (1,540 rows each, about 20 pages each if printed)."""
+    import pandas as pd
+
+    levels = pd.DataFrame([{"Level": f"({geo}, {it})", "Groups": 500, "TotalOnly": 0, "Total only (stat 0)": 300,
+                            "sex × age4": 120, "sex × age9": 60, "sex × age23": 20, "Suppressed": 250,
+                            "Suppression threshold T": 21}
+                           for geo in ("USA", "STATE", "COUNTY", "TRACT", "PLACE", "AIANNH", "PR-STATE",
+                                       "PR-COUNTY", "PR-TRACT", "PR-PLACE") for it in (1, 2)])
+    summary = pd.DataFrame({"Quantity": ["Plan that ran", "Noise", "Population groups"],
+                            "Value": ["Committee plan B", "seeded (seed 3), NOT FOR RELEASE", "24,587"]})
+    return memo.RunInfo(summary, levels, _report(1, 1), _report(3, 2), same_plan=True)
+
+
+@pytest.fixture(scope="module")
+def run_layouts(plan, run_info):
+    from pypdf import PdfReader
+
+    _need_browser()
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, run=run_info, now=NOW)
+    pics = memo_pdf.pictures(m)
+    return m, {paper: PdfReader(io.BytesIO(memo_pdf.render(m, pngs=pics, paper=paper))) for paper in memo_pdf.PAPERS}
+
+
+@pytest.mark.parametrize("paper", ["US Letter", "A4"])
+def test_a_one_plan_memo_with_its_run_keeps_to_12_pages(run_layouts, paper):
+    """The full accuracy reports (hundreds of rows) are summarised, not printed: the memo
+    of one plan with its run and its report over repeated releases has at most 12 pages."""
+    m, readers = run_layouts
+    reader = readers[paper]
+    assert len(reader.pages) <= 12, (paper, len(reader.pages))
+    text = " ".join(" ".join(p.extract_text() for p in reader.pages).split())
+    assert "The last run: accuracy" in text and "“Everything (zip)”" in text  # where the full tables are
+
+
+def test_the_runs_accuracy_is_summarised_per_level_and_charted_readably(run_layouts, run_info):
+    m, _readers = run_layouts
+    sec = m.sections[-1]
+    assert sec.title == memo.RUN_SECTION
+    tables = {b.title: b.df for b in sec.blocks if isinstance(b, memo.Table)}
+    acc = tables["Tables published per level and their accuracy"].set_index("Level")
+    assert len(acc) == 20  # one row per level, not one per kind and size
+    # the summary's numbers are those of the reports
+    for name, rep in (("this release", run_info.release_report), ("3 releases", run_info.trials)):
+        g = rep[(rep["geo_level"] == "COUNTY") & (rep["iteration_level"] == 2)]
+        over = int((g["p95_abs_error"] > g["predicted_moe95_exact"]).sum())
+        assert acc.loc["(COUNTY, 2)", f"{name}: rows over the MOE"] == f"{over} of {len(g)}"
+        assert acc.loc["(COUNTY, 2)", f"{name}: largest observed ÷ MOE"] == pytest.approx(
+            g["p95_abs_error"].max() / 30)
+    assert acc.loc["(COUNTY, 2)", "Groups"] == 500  # beside the tables published
+    # two charts (this release, repeated releases), each with one bar per geography level
+    figs = [b for b in sec.blocks if isinstance(b, memo.Figure)]
+    assert len(figs) == 2
+    for f in figs:
+        assert len(f.data) == 10 <= memo.ACCURACY_CHART_ROWS and f.data["Geography"].is_unique
+        assert list(f.fig.layout.yaxis.tickvals) == list(f.data["Groups"])  # every label drawn
+        assert f.size[1] >= memo.ACCURACY_CHART_HEIGHT
+
+
+@pytest.fixture(scope="module")
+def near_plan():
+    """The 2020 production plan with settings a hair from it: p = 0.99995, γ = 0.100001
+    and COUNTY Detailed at ρ = 0.15901."""
+    cfg = production_2020().updated(zero_suppression_chance=0.99995,
+                                    privacy_budget_p_stage_1_fraction=0.100001).with_rho(COUNTY2, 0.15901)
+    return Plan("Near plan", cfg, planner.production_targets())
+
+
+def _sheet_text(m: memo.Memo) -> str:
+    return " ".join(memo.memo_text(v) for t in m.sheet if isinstance(t, memo.Table) for v in t.df.to_numpy().ravel())
+
+
+def test_what_differs_shows_enough_digits_to_differ(near_plan):
+    """A change never reads as no change ("γ 0.1 → 0.1"): both sides get digits until they
+    differ, and p is never rounded to 1 (an invalid value)."""
+    m = memo.plan_memo(near_plan, planner.EXACT, 1e-10, now=NOW)
+    sheet = _sheet_text(m)
+    assert "γ 0.1 → 0.100001" in sheet
+    assert "p (zero-suppression chance) 0.9999 → 0.99995" in sheet
+    assert "COUNTY Detailed: ρ 0.159 → 0.15901" in sheet
+    assert "→ 1;" not in sheet and "0.9999 → 0.9999;" not in sheet
+    assert memo.differing_texts(2.134, 3.0) == ("2.134", "3")  # 4 significant digits when they already differ
+
+
+def test_p_is_never_printed_as_1_unless_it_is(near_plan):
+    m = memo.plan_memo(near_plan, planner.EXACT, 1e-10, now=NOW)
+    params = next(t.df for t in m.tables() if t.title == "config.json")
+    cells = dict(zip(params.iloc[:, 0], params.iloc[:, 1])) | dict(zip(params.iloc[:, 2], params.iloc[:, 3]))
+    assert memo.memo_text(cells["zero_suppression_chance"]) == "0.99995"
+    assert dict(m.facts)["r, S, γ, p"].endswith("p = 0.99995")
+    suppression = next(s for s in m.sections if s.title == "Suppression")
+    assert "p = 0.99995." in suppression.blocks[0].text
+    # the rule itself: 4 significant digits, more only where that would read as a whole number
+    assert memo.number_text(0.99995) == "0.99995" and memo.number_text(0.999999999) == "0.999999999"
+    assert memo.number_text(1.0) == "1" and memo.number_text(0.2646726442517879) == "0.2647"
+    assert memo.number_text(123.99) == "124" and memo.number_text(1e-6) == "1e-06"
+
+
+def test_gamma_reads_the_same_everywhere():
+    cfg = production_2020().updated(privacy_budget_p_stage_1_fraction=0.123456789)
+    m = memo.plan_memo(Plan("γ plan", cfg, planner.production_targets()), planner.EXACT, 1e-10, now=NOW)
+    texts = [v for _k, v in m.facts] + [b.caption for b in m.figures()] + [
+        b.text for s in m.sections for b in s.blocks if isinstance(b, memo.Text)] + [
+        memo.memo_text(v) for t in m.tables() for v in t.df.to_numpy().ravel()]
+    joined = " ".join(texts)
+    assert "γ = 0.1235" in dict(m.facts)["r, S, γ, p"]
+    assert "γ = 0.1235." in next(f.caption for f in m.figures() if f.title.startswith("MOE against"))
+    assert "0.1235" in [memo.memo_text(v) for v in next(t for t in m.tables() if t.title == "The release").df
+                        .to_numpy().ravel()]
+    assert "0.123457" not in joined and "0.12345" not in joined
+
+
+def test_race_multiplicity_headers_have_4_significant_digits():
+    cfg = production_2020().with_rho(COUNTY2, 0.0964198)
+    cols = [c for c in planner.race_multiplicity_table(cfg, planner.EXACT).columns if c.startswith("MOE at")]
+    assert "MOE at ρ = 0.09642" in cols and "MOE at ρ = 2.134" in cols
+    assert all(len(c.split("= ")[1].replace(".", "").lstrip("0")) <= 4 for c in cols), cols
+    # two budgets that read the same at 4 digits get the digits that tell them apart
+    close = production_2020().with_rho(COUNTY2, 0.15901)
+    cols = [c for c in planner.race_multiplicity_table(close, planner.EXACT).columns if c.startswith("MOE at")]
+    assert "MOE at ρ = 0.159" in cols and "MOE at ρ = 0.15901" in cols and len(set(cols)) == len(cols)
+
+
+def test_the_half_page_charts_y_titles_fit_beside_their_plots(plan):
+    """"MOE against ρ" and "Race multiplicity r" are drawn half a page wide and 380 px high:
+    their y-axis title must not run longer than the plot (it overlapped the chart's title)."""
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    figs = [f for f in m.figures() if f.title.startswith(("MOE against", "Race multiplicity"))]
+    assert len(figs) == 2
+    for f in figs:
+        lay = f.fig.layout
+        plot_h = f.size[1] - lay.margin.t - lay.margin.b
+        lines = lay.yaxis.title.text.split("<br>")
+        size = lay.yaxis.title.font.size
+        assert len(lines) == 2 and size == memo.AXIS_TITLE_PX
+        assert max(len(line) for line in lines) * 0.6 * size <= plot_h, (f.title, lines, plot_h)  # ~0.6 em a letter
+        assert lay.margin.t >= 60  # room between the chart's title and the plot
