@@ -682,8 +682,10 @@ def test_every_page_fits_at_common_widths(server, browser, width):
             if name == "scenarios":  # its charts are drawn when asked for
                 page.get_by_text("Charts", exact=True).first.click()  # the toggle (the hint under it names it too)
                 page.get_by_text("MOE of one stage-2 cell against the level budget").first.wait_for()
+                # every chart drawn (a chart not yet drawn has no labels to measure)
+                page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+                    .filter(c => c.querySelector('.main-svg')).length >= 4""", timeout=120_000)
                 _settle(page, 1.0)
-                assert page.locator("[data-testid='stPlotlyChart']").count() >= 3
                 _nothing_cut_off(page, f"scenarios with charts at {width} px")
                 assert page.evaluate(SUMMARIES) == 0, "scenarios: a chart without its text summary"
             _screenshot(page, f"{name or 'overview'}_{width}", width)
