@@ -230,13 +230,14 @@ def compare(plans, names: list[str]) -> None:
     measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
                        format_func=lambda m: pj.MEASURES[m][0])
     df = pj.compare_plans([(n, p.config) for n, p in zip(names, plans)], prof, measure)
+    words = [pj.MEASURES[measure][1], f"Nation: {pj.describe(prof)}. Expected over the noise; a level a plan does "
+             "not tabulate is empty."]
     bounded = [n for n, p in zip(names, plans) if not p.config.allow_negative_counts]
-    st.caption(pj.MEASURES[measure][1] + f" Nation: {pj.describe(prof)}. Expected over the noise; a level a plan "
-               "does not tabulate is empty."
-               + (" " + pj.plain(", ".join(bounded)) + (" clamps" if len(bounded) == 1 else " clamp")
-                  + " counts at 0: at a level with tables its figure is an upper bound (a table's total is the "
-                    "sum of clamped cells)." if bounded and measure == "mean_abs_error" else "")
-               + " " + " ".join(df.attrs["notes"]))
+    if bounded and measure == "mean_abs_error":
+        verb = "clamps" if len(bounded) == 1 else "clamp"
+        words.append(f"{pj.plain(', '.join(bounded))} {verb} counts at 0: at a level with tables its figure is an "
+                     "upper bound (a table's total is the sum of clamped cells).")
+    st.caption(" ".join(words + df.attrs["notes"]))
     widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
                   csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
                   styler=comparison.styled(df, names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
