@@ -23,7 +23,6 @@ st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", l
 st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kept in view, focus, contrast
 
 state.init()
-state.keep_widgets()
 
 #: Pages are filed by section (app_pages/safetab, app_pages/committee, app_pages/compare, as
 #: ui/ is), and each keeps the address it had before (url_path): share links and bookmarks

@@ -17,8 +17,8 @@ Actions (``--rounds`` rounds, 6 by default, each round going through all of them
   adaptive-tables page; the zero-suppression chance p and the true count n on the
   suppression page; "Only rows that differ" on the Scenarios page with 5 plans;
 * page switches (6 per round): sidebar links between those pages, the Scenarios page
-  comparing 5 plans (four saved scenarios in a temporary store, $SAFETAB_STUDIO_DATA,
-  and the current plan) and the overview.
+  comparing 5 plans on its "Compare plans" tab (four saved scenarios in a temporary
+  store, $SAFETAB_STUDIO_DATA, and the current plan) and the overview.
 
 Then, once (not with --small): the Run page's "Everything (zip)" on the sample, from
 the click to the finished download, clicked as soon as the results show and again a
@@ -304,9 +304,12 @@ def _cell_edit(page, right: int, down: int, value: str):
 
 
 def _pick_five(page) -> None:
-    """Compare 5 plans on the Scenarios page: the default shows the current plan and two
+    """Compare 5 plans on the Scenarios page: open its "Compare plans" tab (it stays open
+    when the user comes back to the page), which shows the current plan and two
     scenarios; add the other two."""
+    page.get_by_role("tab", name="Compare plans").click()
     box = page.get_by_role("combobox", name="Plans to compare (any number; the first is the reference)")
+    box.wait_for(timeout=120_000)
     for name in SCENARIOS:
         if name in page.locator("[data-testid='stMultiSelect']").first.inner_text():
             continue

@@ -45,14 +45,14 @@ opts = plan_controls.choices(items)
 details = {plan_controls.saved_label(s.name): (s.created, s.modified, s.note) for s in items}
 
 ss.setdefault("memo_kind", "plan")
-kind = st.radio("Memo of", ["plan", "comparison"], key="memo_kind", horizontal=True,
+kind = st.radio("Memo of", ["plan", "comparison"], key="memo_kind", persist_state="session", horizontal=True,
                 format_func=lambda k: {"plan": f"The current plan ({widgets.plain(state.source_label())})",
                                        "comparison": "A comparison of plans"}[k])
 if kind == "comparison":
     if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
         saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
         ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
-    picked = st.multiselect("Plans (the first is the reference)", list(opts), key="sc_compare",
+    picked = st.multiselect("Plans (the first is the reference)", list(opts), key="sc_compare", persist_state="session",
                             help="The same choice as on the Scenarios page.")
     if len(picked) < 2:
         st.info("Pick two or more plans.")

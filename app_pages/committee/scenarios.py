@@ -23,8 +23,6 @@ st.caption(
     "of the current plan in this session."
 )
 store = plan_controls.store()
-st.caption(f"Saved in {widgets.plain(store.path)} (an SQLite file). Set the environment variable "
-           f"`{scenarios.ENV_DATA}` to a folder to keep them elsewhere.")
 
 try:
     items = store.all()
@@ -37,188 +35,195 @@ if store.skipped:
                      "untouched:", store.skipped, kind="warning")
 by_name = {s.name: s for s in items}
 
-# ------------------------------------------------------------------ save
-st.subheader("Save the current plan")
 
+def _saved() -> None:
+    """Save the current plan, the saved scenarios (load, rename, delete), import and export."""
+    st.caption(f"Saved in {widgets.plain(store.path)} (an SQLite file). Set the environment variable "
+               f"`{scenarios.ENV_DATA}` to a folder to keep them elsewhere.")
+    # ------------------------------------------------------------------ save
+    st.subheader("Save the current plan")
 
-def _on_save():
-    if plan_controls.save_current(ss.get("sc_name", ""), ss.get("sc_note", ""),
-                                  overwrite=bool(ss.get("sc_replace"))):
-        ss["sc_replace"] = False
+    def _on_save():
+        if plan_controls.save_current(ss.get("sc_name", ""), ss.get("sc_note", ""),
+                                      overwrite=bool(ss.get("sc_replace"))):
+            ss["sc_replace"] = False
 
+    if not ss.get("sc_name"):
+        ss["sc_name"] = scenarios.suggested_name(state.source_label())
+    sv = st.columns([2.2, 3], vertical_alignment="bottom")
+    sv[0].text_input("Name", key="sc_name", max_chars=scenarios.MAX_NAME,
+                     help=f"Up to {scenarios.MAX_NAME} characters; names are unique whatever their case.")
+    sv[1].text_input("Note (optional)", key="sc_note", max_chars=scenarios.MAX_NOTE,
+                     placeholder="e.g. what the committee asked for")
+    taken = next((n for n in by_name if scenarios.name_key(n) == scenarios.name_key(ss.get("sc_name", ""))), None)
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.button("Save the current plan", key="sc_save", type="primary", icon=":material/save:", on_click=_on_save,
+                  disabled=bool(taken and not ss.get("sc_replace")) or store_problem is not None)
+        if taken:
+            st.checkbox(f"Replace the saved “{widgets.plain(taken)}”", key="sc_replace")
+        st.markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
 
-if not ss.get("sc_name"):
-    ss["sc_name"] = scenarios.suggested_name(state.source_label())
-sv = st.columns([2.2, 3], vertical_alignment="bottom")
-sv[0].text_input("Name", key="sc_name", max_chars=scenarios.MAX_NAME,
-                 help=f"Up to {scenarios.MAX_NAME} characters; names are unique whatever their case.")
-sv[1].text_input("Note (optional)", key="sc_note", max_chars=scenarios.MAX_NOTE,
-                 placeholder="e.g. what the committee asked for")
-taken = next((n for n in by_name if scenarios.name_key(n) == scenarios.name_key(ss.get("sc_name", ""))), None)
-with st.container(horizontal=True, vertical_alignment="center"):
-    st.button("Save the current plan", key="sc_save", type="primary", icon=":material/save:", on_click=_on_save,
-              disabled=bool(taken and not ss.get("sc_replace")) or store_problem is not None)
-    if taken:
-        st.checkbox(f"Replace the saved “{widgets.plain(taken)}”", key="sc_replace")
-    st.markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
+    # ------------------------------------------------------------------ list
+    st.subheader(f"Saved scenarios ({len(items)})")
+    if items:
+        rows = []
+        for s in items:
+            row = {"Name": s.name, "Created (UTC)": s.created.replace("T", " ")[:16],
+                   "Modified (UTC)": s.modified.replace("T", " ")[:16]}
+            if s.ok:
+                sm = planner.plan_summary(s.config, state.delta())
+                u = planner.units(s.config)
+                row["Plan"] = (f"{'pure DP' if u['puredp'] else 'zCDP'}, {u['budget']} = {sm['rho_release']:.4g}, "
+                               f"ε = {sm['eps_tight']:.3g}, r = {s.config.max_race_codes}, γ = {s.config.gamma:g}, "
+                               f"p = {s.config.zero_suppression_chance:g}, {sm['levels_tabulated']} levels")
+            else:
+                row["Plan"] = "INVALID: " + "; ".join(s.problems)[:200]
+            row["Note"] = s.note
+            rows.append(row)
+        listing = pd.DataFrame(rows)
+        widgets.table(listing, "scenarios.csv", key="sc_list",
+                      column_config={"Name": st.column_config.TextColumn(width=150),
+                                     "Plan": st.column_config.TextColumn(width=380),
+                                     "Created (UTC)": st.column_config.TextColumn(width=125),
+                                     "Modified (UTC)": st.column_config.TextColumn(width=125),
+                                     "Note": st.column_config.TextColumn(width=90)},
+                      caption=f"ε of the release at δ = {state.delta():g} (tight; pure DP: the ε itself).")
+        bad = [s for s in items if not s.ok]
+        if bad:
+            st.warning(widgets.plain("Some scenarios no longer pass validation (saved by another version or program?); "
+                                     "they can be renamed or deleted but not loaded: "
+                                     + ", ".join(s.name for s in bad)))
 
-# ------------------------------------------------------------------ list
-st.subheader(f"Saved scenarios ({len(items)})")
-if items:
-    rows = []
-    for s in items:
-        row = {"Name": s.name, "Created (UTC)": s.created.replace("T", " ")[:16],
-               "Modified (UTC)": s.modified.replace("T", " ")[:16]}
-        if s.ok:
-            sm = planner.plan_summary(s.config, state.delta())
-            u = planner.units(s.config)
-            row["Plan"] = (f"{'pure DP' if u['puredp'] else 'zCDP'}, {u['budget']} = {sm['rho_release']:.4g}, "
-                           f"ε = {sm['eps_tight']:.3g}, r = {s.config.max_race_codes}, γ = {s.config.gamma:g}, "
-                           f"p = {s.config.zero_suppression_chance:g}, {sm['levels_tabulated']} levels")
-        else:
-            row["Plan"] = "INVALID: " + "; ".join(s.problems)[:200]
-        row["Note"] = s.note
-        rows.append(row)
-    listing = pd.DataFrame(rows)
-    widgets.table(listing, "scenarios.csv", key="sc_list",
-                  column_config={"Name": st.column_config.TextColumn(width=150),
-                                 "Plan": st.column_config.TextColumn(width=380),
-                                 "Created (UTC)": st.column_config.TextColumn(width=125),
-                                 "Modified (UTC)": st.column_config.TextColumn(width=125),
-                                 "Note": st.column_config.TextColumn(width=90)},
-                  caption=f"ε of the release at δ = {state.delta():g} (tight; pure DP: the ε itself).")
-    bad = [s for s in items if not s.ok]
-    if bad:
-        st.warning(widgets.plain("Some scenarios no longer pass validation (saved by another version or program?); "
-                                 "they can be renamed or deleted but not loaded: " + ", ".join(s.name for s in bad)))
+        if ss.get("sc_pick") not in by_name:
+            ss["sc_pick"] = items[0].name
+        pick = st.selectbox("Scenario", list(by_name), key="sc_pick", persist_state="session", width=420)
+        chosen = by_name[pick]
+        act = st.container(horizontal=True)
 
-    if ss.get("sc_pick") not in by_name:
-        ss["sc_pick"] = items[0].name
-    pick = st.selectbox("Scenario", list(by_name), key="sc_pick", width=420)
-    chosen = by_name[pick]
-    act = st.container(horizontal=True)
+        def _on_load():
+            s = by_name.get(ss.get("sc_pick"))
+            if s is not None and s.ok:
+                state.set_config(s.config, s.name, dict(s.targets) or None)
+                state.flash("success", f"Scenario “{s.name}” is now the plan on every page (Undo in the sidebar "
+                                       "goes back).")
 
-    def _on_load():
-        s = by_name.get(ss.get("sc_pick"))
-        if s is not None and s.ok:
-            state.set_config(s.config, s.name, dict(s.targets) or None)
-            state.flash("success", f"Scenario “{s.name}” is now the plan on every page (Undo in the sidebar "
-                                   "goes back).")
-
-    act.button("Load as the current plan", key="sc_load", icon=":material/upload:", on_click=_on_load,
-                  disabled=not chosen.ok)
-    if chosen.ok:
-        act.download_button("Download its plan file", scenarios.scenario_file_text(chosen),
-                               file_name=f"{scenarios.file_stem(chosen.name)}.plan.json",
-                               mime="application/json", key="sc_dl_one", on_click="ignore",
-                               icon=":material/download:",
-                               help="Name, config.json and MOE targets in one JSON file; import it here or on the "
-                                    "Configuration page.")
-    with act.popover("Rename or delete", icon=":material/edit:"):
-        def _on_rename():
-            try:
-                new = store.rename(ss["sc_pick"], ss.get("sc_new_name", ""))
-            except scenarios.ScenarioError as exc:
-                state.flash("error", f"Not renamed: {exc}.")
-                return
-            if ss.get(state.K_SOURCE) == ss["sc_pick"]:
-                ss[state.K_SOURCE] = new.name
-            state.flash("success", f"Renamed “{ss['sc_pick']}” to “{new.name}”.")
-            ss["sc_pick"] = new.name
-
-        def _on_delete():
-            try:
-                store.delete(ss["sc_pick"])
-            except scenarios.ScenarioError as exc:
-                state.flash("error", f"Not deleted: {exc}.")
-                return
-            state.flash("success", f"Deleted scenario “{ss['sc_pick']}”.")
-            ss["sc_delete_sure"] = False
-
-        st.text_input("New name", key="sc_new_name", max_chars=scenarios.MAX_NAME, placeholder=pick)
-        st.button("Rename", key="sc_rename", on_click=_on_rename, disabled=not ss.get("sc_new_name", "").strip())
-        st.divider()
-        st.checkbox(f"Yes, delete “{widgets.plain(pick)}” for good", key="sc_delete_sure")
-        st.button("Delete", key="sc_delete", icon=":material/delete:", on_click=_on_delete,
-                  disabled=not ss.get("sc_delete_sure"))
-else:
-    st.info("No scenario is saved yet. Save the current plan above (or with Save in the sidebar), or import plan "
-            "files below.")
-
-# ------------------------------------------------------------------ import / export
-# drawn only while open (on_change="rerun"): the upload box and the zip of every scenario are
-# not made and sent again with every change of the comparison below
-_imp = st.expander("Import plan files or config.json files as scenarios; export them all", key="sc_import_open",
-                   on_change="rerun")
-if _imp.open:
-    with _imp:
-        ups = st.file_uploader("Plan files (.plan.json) or config.json files", type=["json"],
-                               accept_multiple_files=True, key="sc_upload")
-        if ups:
-            parsed, problems = [], []
-            for up in ups:
+        act.button("Load as the current plan", key="sc_load", icon=":material/upload:", on_click=_on_load,
+                      disabled=not chosen.ok)
+        if chosen.ok:
+            act.download_button("Download its plan file", scenarios.scenario_file_text(chosen),
+                                   file_name=f"{scenarios.file_stem(chosen.name)}.plan.json",
+                                   mime="application/json", key="sc_dl_one", on_click="ignore",
+                                   icon=":material/download:",
+                                   help="Name, config.json and MOE targets in one JSON file; import it here or on the "
+                                        "Configuration page.")
+        with act.popover("Rename or delete", icon=":material/edit:"):
+            def _on_rename():
                 try:
-                    parsed.append(scenarios.read_plan_file(up.getvalue(), up.name))
+                    new = store.rename(ss["sc_pick"], ss.get("sc_new_name", ""))
                 except scenarios.ScenarioError as exc:
-                    problems.append(str(exc))
-            widgets.problems("Not importable:", problems)
-            if parsed:
-                st.markdown("Ready to save: " + ", ".join(
-                    f"**{widgets.plain(p.name)}**" + ("" if p.is_plan_file else " (config.json: named after the file)")
-                    for p in parsed))
-                keys = {scenarios.name_key(n) for n in by_name}
-                clash = [p.name for p in parsed if scenarios.name_key(p.name) in keys]
-                if clash:
-                    st.checkbox("Replace the scenarios of the same name: " + widgets.plain(", ".join(clash)),
-                                key="sc_import_replace")
+                    state.flash("error", f"Not renamed: {exc}.")
+                    return
+                if ss.get(state.K_SOURCE) == ss["sc_pick"]:
+                    ss[state.K_SOURCE] = new.name
+                state.flash("success", f"Renamed “{ss['sc_pick']}” to “{new.name}”.")
+                ss["sc_pick"] = new.name
 
-                def _on_import(parsed=parsed):
-                    done, errs = [], []
-                    for p in parsed:
-                        try:
-                            store.save(p.name, p.config, p.targets if p.targets is not None
-                                       else planner.default_targets(p.config, state.method()),
-                                       note=p.note, overwrite=bool(ss.get("sc_import_replace")))
-                            done.append(p.name)
-                        except scenarios.ScenarioError as exc:
-                            errs.append(f"{p.name}: {exc}")
-                    if done:
-                        state.flash("success", "Saved as scenarios: " + ", ".join(done) + ".")
-                    if errs:
-                        state.flash("error", "Not saved:\n" + "\n".join(f"- {e}" for e in errs))
+            def _on_delete():
+                try:
+                    store.delete(ss["sc_pick"])
+                except scenarios.ScenarioError as exc:
+                    state.flash("error", f"Not deleted: {exc}.")
+                    return
+                state.flash("success", f"Deleted scenario “{ss['sc_pick']}”.")
+                ss["sc_delete_sure"] = False
 
-                st.button(f"Save {len(parsed)} as scenario{'s' * (len(parsed) != 1)}", key="sc_import",
-                          icon=":material/library_add:", on_click=_on_import)
-        if any(s.ok for s in items):
-            buf = io.BytesIO()
-            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-                stems = comparison.unique_names([scenarios.file_stem(s.name) for s in items if s.ok])
-                for stem, s in zip(stems, [s for s in items if s.ok], strict=True):
-                    zf.writestr(f"{stem}.plan.json", scenarios.scenario_file_text(s))
-            st.download_button(f"Download all {sum(s.ok for s in items)} scenarios (zip of plan files)", buf.getvalue(),
-                               file_name="scenarios.zip", mime="application/zip", key="sc_dl_all", on_click="ignore",
-                               icon=":material/download:")
+            st.text_input("New name", key="sc_new_name", max_chars=scenarios.MAX_NAME, placeholder=pick)
+            st.button("Rename", key="sc_rename", on_click=_on_rename, disabled=not ss.get("sc_new_name", "").strip())
+            st.divider()
+            st.checkbox(f"Yes, delete “{widgets.plain(pick)}” for good", key="sc_delete_sure")
+            st.button("Delete", key="sc_delete", icon=":material/delete:", on_click=_on_delete,
+                      disabled=not ss.get("sc_delete_sure"))
+    else:
+        st.info("No scenario is saved yet. Save the current plan above (or with Save in the sidebar), or import plan "
+                "files below.")
+
+    # ------------------------------------------------------------------ import / export
+    # drawn only while open (on_change="rerun"): the upload box and the zip of every scenario are
+    # not made and sent again with every change of the comparison below
+    _imp = st.expander("Import plan files or config.json files as scenarios; export them all", key="sc_import_open",
+                       on_change="rerun")
+    if _imp.open:
+        with _imp:
+            ups = st.file_uploader("Plan files (.plan.json) or config.json files", type=["json"],
+                                   accept_multiple_files=True, key="sc_upload")
+            if ups:
+                parsed, problems = [], []
+                for up in ups:
+                    try:
+                        parsed.append(scenarios.read_plan_file(up.getvalue(), up.name))
+                    except scenarios.ScenarioError as exc:
+                        problems.append(str(exc))
+                widgets.problems("Not importable:", problems)
+                if parsed:
+                    st.markdown("Ready to save: " + ", ".join(
+                        f"**{widgets.plain(p.name)}**"
+                        + ("" if p.is_plan_file else " (config.json: named after the file)")
+                        for p in parsed))
+                    keys = {scenarios.name_key(n) for n in by_name}
+                    clash = [p.name for p in parsed if scenarios.name_key(p.name) in keys]
+                    if clash:
+                        st.checkbox("Replace the scenarios of the same name: " + widgets.plain(", ".join(clash)),
+                                    key="sc_import_replace")
+
+                    def _on_import(parsed=parsed):
+                        done, errs = [], []
+                        for p in parsed:
+                            try:
+                                store.save(p.name, p.config, p.targets if p.targets is not None
+                                           else planner.default_targets(p.config, state.method()),
+                                           note=p.note, overwrite=bool(ss.get("sc_import_replace")))
+                                done.append(p.name)
+                            except scenarios.ScenarioError as exc:
+                                errs.append(f"{p.name}: {exc}")
+                        if done:
+                            state.flash("success", "Saved as scenarios: " + ", ".join(done) + ".")
+                        if errs:
+                            state.flash("error", "Not saved:\n" + "\n".join(f"- {e}" for e in errs))
+
+                    st.button(f"Save {len(parsed)} as scenario{'s' * (len(parsed) != 1)}", key="sc_import",
+                              icon=":material/library_add:", on_click=_on_import)
+            if any(s.ok for s in items):
+                buf = io.BytesIO()
+                with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+                    stems = comparison.unique_names([scenarios.file_stem(s.name) for s in items if s.ok])
+                    for stem, s in zip(stems, [s for s in items if s.ok], strict=True):
+                        zf.writestr(f"{stem}.plan.json", scenarios.scenario_file_text(s))
+                st.download_button(f"Download all {sum(s.ok for s in items)} scenarios (zip of plan files)",
+                                   buf.getvalue(), file_name="scenarios.zip", mime="application/zip", key="sc_dl_all",
+                                   on_click="ignore",
+                                   icon=":material/download:")
+
 
 # ------------------------------------------------------------------ compare
 @st.fragment
 def _compare() -> None:
     """The comparison: a change of the plans picked, "only rows that differ", a tab or the
-    level redraws only this part (the scenario list and import above stay)."""
-    st.divider()
+    level redraws only this part."""
     st.subheader("Compare plans side by side")
     opts = plan_controls.choices(items)
     if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
         saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
         ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
     picked = st.multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
+                            persist_state="session",
                             help="Cells that differ from the first plan are highlighted.")
     ss.setdefault("sc_only", False)
     ss.setdefault("sc_charts", False)
     with st.container(horizontal=True, vertical_alignment="center", gap="large"):
-        only_diff = st.toggle("Only rows that differ", key="sc_only")
+        only_diff = st.toggle("Only rows that differ", key="sc_only", persist_state="session")
         # off by default: the charts are most of what the browser draws here (with 5 plans
         # the page opens in about 0.45 s without them, 1.3 s with them; benchmarks/RESULTS.md)
-        charts = st.toggle("Charts", key="sc_charts",
+        charts = st.toggle("Charts", key="sc_charts", persist_state="session",
                            help="A bar chart under each level table, and charts that overlay the plans: MOE against "
                                 "the budget, adaptive-table thresholds and suppression by group size. The tables "
                                 "hold every figure; the charts take about a second to draw with 5 plans.")
@@ -252,7 +257,7 @@ def _compare() -> None:
 
     s_show = _shown(summ)
     widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
-                  styler=comparison.styled(s_show, names), caption="Settings and privacy accounting. Budgets are ρ "
+                  style=(comparison.styled, (names,)), caption="Settings and privacy accounting. Budgets are ρ "
                   "(zCDP) or ε (pure DP); smaller budgets and smaller ε mean more privacy and more noise.")
 
     st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
@@ -273,7 +278,7 @@ def _compare() -> None:
                 st.success("No level differs.")
                 continue
             widgets.table(df, f"compare_{m}.csv", key=f"sc_tbl_{m}", height=35 * (len(df) + 1) + 3,
-                          styler=comparison.styled(df, names, fmt_float if m in ("budget", "epsilon") else None))
+                          style=(comparison.styled, (names, fmt_float if m in ("budget", "epsilon") else None)))
             if m not in ("thresholds",) and charts:
                 full = plan_controls.cached_by_level(key, m, method, delta)
                 ylab = {"budget": "level budget (ρ or ε)", "epsilon": "ε of the level",
@@ -289,7 +294,7 @@ def _compare() -> None:
     if keys_box.open:
         with keys_box:
             k_show = _shown(keys_tbl)
-            widgets.table(k_show, "compare_keys.csv", key="sc_keys", styler=comparison.styled(k_show, names))
+            widgets.table(k_show, "compare_keys.csv", key="sc_keys", style=(comparison.styled, (names,)))
 
     st.markdown("**Charts that overlay the plans**")
     if charts:
@@ -319,7 +324,7 @@ def _overlays(plans, method, delta) -> None:
             ss["sc_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in lk else lk[0]
         lc = st.columns([1.3, 4])
         level = PopulationGroupLevel.parse(lc[0].selectbox(
-            "Level for the curves", lk, key="sc_level",
+            "Level for the curves", lk, key="sc_level", persist_state="session",
             format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k))))
         ad = scenario_charts.adaptive_data(plans, level)
         if len(ad):
@@ -335,4 +340,12 @@ def _overlays(plans, method, delta) -> None:
             st.caption("Totals at state level and above are never suppressed.")
 
 
-_compare()
+# only the open tab is drawn (on_change="rerun"): the comparison of 5 plans and the scenario
+# list each open faster alone (benchmarks/RESULTS.md); the tab is kept across pages
+saved_tab, compare_tab = widgets.kept_tabs(["Saved scenarios", "Compare plans"], key="sc_view")
+if saved_tab.open:
+    with saved_tab:
+        _saved()
+if compare_tab.open:
+    with compare_tab:
+        _compare()

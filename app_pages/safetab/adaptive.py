@@ -86,11 +86,11 @@ def _page() -> None:
         ss["ad_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in keys else keys[0]
 
     top = st.columns([1.2, 1.6, 2.2])
-    key = top[0].selectbox("Population group level", keys, key="ad_level",
+    key = top[0].selectbox("Population group level", keys, key="ad_level", persist_state="session",
                            format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
     level = PopulationGroupLevel.parse(key)
     ss.setdefault("ad_mode", "typed")
-    mode = top[1].radio("Thresholds", ["typed", "derived"], horizontal=True, key="ad_mode",
+    mode = top[1].radio("Thresholds", ["typed", "derived"], horizontal=True, key="ad_mode", persist_state="session",
                         format_func=lambda m: {"typed": "Type Θ₁, Θ₂, Θ₃",
                                                "derived": "Derive from a target relative error"}[m])
     sig = analysis.sigmas(cfg, level)
@@ -122,7 +122,7 @@ def _page() -> None:
             container=dc[0], on_change=lambda v: _on_target(level, v),
             help="Relative MOE = MOE / expected count, from 0.1 to 1000 (%), used exactly as typed. Changing it "
                  "sets this level's thresholds.")
-        dc[1].radio("Θⱼ is the smallest size at which", list(analysis.RULES), key="ad_rule",
+        dc[1].radio("Θⱼ is the smallest size at which", list(analysis.RULES), key="ad_rule", persist_state="session",
                     format_func=lambda r: analysis.RULES[r], on_change=_on_derive_inputs, args=(level,))
         derived = _derived(level)
         with dc[2]:
@@ -167,7 +167,7 @@ def _page() -> None:
                           "MOE is that of a sum of c cells.")
 
     ss.setdefault("ad_log", True)
-    log_x = st.toggle("Log scale for the group size", key="ad_log")
+    log_x = st.toggle("Log scale for the group size", key="ad_log", persist_state="session")
     probs = analysis.stat_level_curves(cfg, level)
     widgets.chart(charts.stat_level_probabilities(probs, th, log_x=log_x), probs,
                   f"table_probabilities_{level.geo}_{level.iteration_level}.csv", key="ad_prob_chart")

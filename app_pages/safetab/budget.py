@@ -151,6 +151,7 @@ def _change_panel(method: str, u: dict, delta: float) -> None:
         with b[2]:
             ss.setdefault("rederive_th", False)
             st.checkbox("Also re-derive the thresholds Θ from a target relative error", key="rederive_th",
+                        persist_state="session",
                         help="Each level's Θ₁, Θ₂, Θ₃ become the smallest group sizes whose table cells meet this "
                              "relative MOE at the new noise (the rule chosen on the Adaptive tables page).")
             if ss["rederive_th"]:
@@ -322,8 +323,7 @@ def _plan() -> None:
     projection_panel.outcome(cfg, "pl_nat", columns=projection_panel.PLANNER_COLUMNS)
 
     # ----------------------------------------------------------------- charts and comparison (only the open tab runs)
-    tabs = st.tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs",
-                   on_change="rerun")
+    tabs = widgets.kept_tabs(["MOE against the budget", "Race multiplicity r"], key="pl_tabs")
     if tabs[0].open:
         with tabs[0]:
             rhos = [r for r, _ in planner.rho_groups(cfg)]

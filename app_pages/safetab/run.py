@@ -52,7 +52,8 @@ SOURCES = {"sample": "Shipped sample data", "generated": "Generated data of a ch
            "upload": "Uploaded SafeTab-P files"}
 if "run_source" not in ss:
     ss["run_source"] = "sample"
-source = st.radio("Data", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="run_source")
+source = st.radio("Data", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="run_source",
+                  persist_state="session")
 
 params_dir = data_dir = None
 if source == "sample":
@@ -177,7 +178,7 @@ if runner.reads_as_csv(cfg):
     st.caption(f'The plan says reader "{cfg.reader}" (production\'s Census Edited File reader). This page reads the '
                'files chosen above, so the run uses reader "csv"; `python -m engine` refuses "cef" with a message.')
 n1, n2, n3 = st.columns([1.6, 1, 2.4])
-noise = n1.radio("Noise", ["secure", "seeded"], key="run_noise", horizontal=True,
+noise = n1.radio("Noise", ["secure", "seeded"], key="run_noise", persist_state="session", horizontal=True,
                  format_func=lambda k: {"secure": "Secure random (for release)",
                                         "seeded": "Seeded (reproducible, NOT FOR RELEASE)"}[k])
 seed = None
@@ -314,11 +315,12 @@ f = st.columns([2.2, 1.3, 1.6, 1.2])
 if "br_geo" not in ss or not set(ss["br_geo"]) <= set(present):
     ss["br_geo"] = present
 ss.setdefault("br_it", [1, 2])
-geos = f[0].multiselect("Geography levels", present, key="br_geo")
-its = f[1].multiselect("Iteration levels", [1, 2], key="br_it",
+geos = f[0].multiselect("Geography levels", present, key="br_geo", persist_state="session")
+its = f[1].multiselect("Iteration levels", [1, 2], key="br_it", persist_state="session",
                        format_func=lambda k: ITERATION_LEVEL_NAMES[k])
-search = f[2].text_input("Search iteration names", key="br_search", placeholder="e.g. Albanian, Asian")
-view = f[3].radio("Table", ["T1", "T2"], key="br_view", horizontal=True,
+search = f[2].text_input("Search iteration names", key="br_search", persist_state="session",
+                         placeholder="e.g. Albanian, Asian")
+view = f[3].radio("Table", ["T1", "T2"], key="br_view", persist_state="session", horizontal=True,
                   format_func=lambda v: {"T1": "T1 totals", "T2": "T2 sex × age"}[v])
 base = out.t1 if view == "T1" else out.t2
 shown = files.filter_results(base, geos, its, search)
@@ -352,7 +354,7 @@ if len(plot) > 20_000:
 if plot.empty:
     st.info("No released totals match the filters.")
 else:
-    log = st.toggle("Log scales (positive counts only)", key="tv_log")
+    log = st.toggle("Log scales (positive counts only)", key="tv_log", persist_state="session")
     p1, p2 = st.columns([1.3, 1], gap="large")
     with p1:
         data = plot[(plot["True"] > 0) & (plot["Released"] > 0)] if log else plot
@@ -406,7 +408,7 @@ if acc is not None:
         kinds = list(dict.fromkeys(plain["Published count"]))
         if ss.get("acc_kind") not in kinds:
             ss["acc_kind"] = "total (stat level 0)" if "total (stat level 0)" in kinds else kinds[0]
-        kind = st.selectbox("Chart: kind of published count", kinds, key="acc_kind")
+        kind = st.selectbox("Chart: kind of published count", kinds, key="acc_kind", persist_state="session")
         sel = analysis.accuracy_view(acc, kind)
         sel = sel[sel["Geography"].isin(geos) & sel["Iterations"].isin([ITERATION_LEVEL_NAMES[i] for i in its])]
         if len(sel):

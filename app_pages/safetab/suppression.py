@@ -94,7 +94,7 @@ def _page() -> None:
     if ss.get("sup_level") not in keys:
         ss["sup_level"] = "(COUNTY, 2)" if "(COUNTY, 2)" in keys else keys[0]
     with c[1]:
-        key = st.selectbox("Level for the curves", keys, key="sup_level",
+        key = st.selectbox("Level for the curves", keys, key="sup_level", persist_state="session",
                            format_func=lambda k: planner.level_label(PopulationGroupLevel.parse(k)))
     level = PopulationGroupLevel.parse(key)
     sig = analysis.sigmas(cfg, level)
@@ -104,7 +104,8 @@ def _page() -> None:
         st.markdown(f"**{planner.level_label(level)}**: {u['scale']} stage 2 = {s2:.4g}, threshold **T = {t}**  \n"
                     f"a count is released if its noisy value is above {t}.")
         ss.setdefault("sup_frac", False)
-        as_fraction = st.toggle("x axis as a fraction of T (n / T)", key="sup_frac", disabled=t <= 0)
+        as_fraction = st.toggle("x axis as a fraction of T (n / T)", key="sup_frac", persist_state="session",
+                                disabled=t <= 0)
 
     widgets.typed_value("sup_n", max(t, 0))  # the first n shown is T
     _curves(level, t, s2, nz, as_fraction and t > 0, p, cfg)

@@ -73,6 +73,15 @@ def open_app(page: str | None = None, query: dict | None = None, timeout: float 
     return at
 
 
+def compare_tab(at: AppTest) -> AppTest:
+    """Open the Scenarios page's "Compare plans" tab, as a user clicks it (only the open
+    tab is drawn)."""
+    at.session_state["sc_view"] = "Compare plans"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def shown(markdown: str) -> str:
     """Markdown source as a reader sees its characters: the backslash escapes that
     `ui.core.widgets.plain` puts before punctuation in user text removed."""

@@ -13,7 +13,7 @@ import zlib
 import pytest
 
 from calculators.presets import production_2020
-from tests.app.conftest import SAMPLE, config, needs_sample, open_app, page_script, shown, texts
+from tests.app.conftest import SAMPLE, compare_tab, config, needs_sample, open_app, page_script, shown, texts
 from ui.committee import scenarios
 from ui.core import urlcodec
 
@@ -244,7 +244,7 @@ def test_a_saved_scenario_never_replaces_a_built_in_plan(store):
     assert opts["2020 production plan"]().config.to_dict() == production_2020().to_dict()
     saved = opts["2020 production plan (saved scenario)"]()
     assert saved.config.max_race_codes == 3 and saved.name == "2020 production plan (saved scenario)"
-    at = open_app("scenarios")
+    at = compare_tab(open_app("scenarios"))
     options = at.multiselect(key="sc_compare").options
     assert "2020 production plan" in options and "2020 production plan (saved scenario)" in options
     at.multiselect(key="sc_compare").set_value(["2020 production plan", "2020 production plan (saved scenario)"]).run()

@@ -10,7 +10,7 @@ from calculators import projection as P
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from calculators.presets import production_2020
 from engine.reports.profile import compute_profile
-from tests.app.conftest import SAMPLE, config, frame, metric, open_app, shown, texts
+from tests.app.conftest import SAMPLE, compare_tab, config, frame, metric, open_app, shown, texts
 from ui.safetab import projection as pj
 from ui.safetab import projection_panel
 from ui.committee import scenarios
@@ -153,7 +153,7 @@ def test_scenarios_compare_plans_on_the_national_outcome(tmp_path, monkeypatch):
     store = scenarios.ScenarioStore()
     lower = production_2020().with_thresholds(COUNTY2, [100, 4971, 19971])
     store.save("Lower county threshold", lower)
-    at = open_app("scenarios")
+    at = compare_tab(open_app("scenarios"))
     at.multiselect(key="sc_compare").set_value(["2020 production plan", "Lower county threshold"]).run()
     assert not at.exception
     df = frame(at, LEVEL, "Lower county threshold")

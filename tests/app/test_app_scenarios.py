@@ -10,7 +10,7 @@ import pytest
 from calculators import budget
 from calculators.levels import PopulationGroupLevel
 from calculators.presets import production_2020
-from tests.app.conftest import config, frame, open_app, texts
+from tests.app.conftest import compare_tab, config, frame, open_app, texts
 from ui.committee import comparison, scenarios
 from ui.core import urlcodec
 
@@ -69,10 +69,25 @@ def test_load_rename_and_delete(store):
     assert store.names() == ["Low county budget"]
 
 
+def test_the_page_draws_only_its_open_tab_and_keeps_it_across_pages(store):
+    """Saved scenarios (save, list, import) and the comparison are two tabs; only the open
+    one is drawn, and the one a user opened is still open when they come back."""
+    store.save("r = 3", production_2020().updated(max_race_codes=3))
+    at = open_app("scenarios")  # a first visit: the saved scenarios
+    keys = lambda: {w.key for kind in ("selectbox", "multiselect", "button") for w in at.get(kind)}  # noqa: E731
+    assert {"sc_pick", "sc_save"} <= keys() and "sc_compare" not in keys()
+    compare_tab(at)
+    assert "sc_compare" in keys() and not {"sc_pick", "sc_save"} & keys()
+    assert "2 plans:" in texts(at)  # the current plan against the saved one
+    at.switch_page("app_pages/safetab/configuration.py").run()
+    at.switch_page("app_pages/committee/scenarios.py").run()
+    assert "sc_compare" in keys() and "sc_pick" not in keys()
+
+
 def test_compare_three_plans_with_their_numbers(store):
     store.save("r = 3", production_2020().updated(max_race_codes=3))
     store.save("County 0.3", production_2020().with_rho(COUNTY2, 0.3))
-    at = open_app("scenarios")
+    at = compare_tab(open_app("scenarios"))
     at.multiselect(key="sc_compare").set_value(["2020 production plan", "r = 3", "County 0.3"]).run()
     assert not at.exception
     at.session_state["sc_tabs"] = "MOE exact"  # only the open tab is drawn
@@ -96,7 +111,7 @@ def test_charts_and_config_keys_are_drawn_when_asked_for(store):
     overlaid) and the config.json keys are one click away, and then drawn for the plans
     picked."""
     store.save("r = 3", production_2020().updated(max_race_codes=3))
-    at = open_app("scenarios")
+    at = compare_tab(open_app("scenarios"))
     at.multiselect(key="sc_compare").set_value(["2020 production plan", "r = 3"]).run()
     assert not at.exception and not at.get("plotly_chart")
     assert "Turn on **Charts** above to overlay the plans" in texts(at)

@@ -128,6 +128,13 @@ def _open(page, url: str, text: str):
     _settle(page)
 
 
+def _compare_tab(page):
+    """Open the Scenarios page's "Compare plans" tab (the page opens on its saved scenarios)."""
+    page.get_by_role("tab", name="Compare plans").click()
+    page.get_by_text("Compare plans side by side").first.wait_for()
+    _settle(page)
+
+
 SETTLED = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
@@ -495,7 +502,8 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     page.get_by_role("button", name="Save", exact=True).click()
     page.get_by_text("Saved the current plan as scenario “r = 1 draft”").first.wait_for()
     # the comparison: current plan and the two scenarios
-    _open(page, f"{server}/scenarios", "Compare plans side by side")
+    _open(page, f"{server}/scenarios", "Save the current plan")
+    _compare_tab(page)
     page.get_by_text("3 plans:").first.wait_for()
     _settle(page, 1.0)
     body = page.inner_text("body")
@@ -543,6 +551,43 @@ def test_a_plan_file_keeps_its_name_when_imported(server, page, tmp_path):
     assert "Current plan: Committee import" in page.locator("[data-testid='stSidebar']").inner_text()
     page.get_by_role("link", name="Budget and MOE planner").click()  # the imported plan's r = 5
     page.get_by_text("Stability S = 6").wait_for()
+
+
+def test_page_controls_and_tabs_are_kept_across_pages(server, page):
+    """What a user set on a page is still set when they come back through the sidebar
+    (the browser forgets a page's widget states on a page switch; AppTest cannot see
+    that): the Scenarios page's open tab and its toggle, the planner's open tab, the
+    adaptive-tables page's level."""
+    nav = page.locator("[data-testid='stSidebarNav']")
+
+    def go(link: str, text: str) -> None:
+        nav.get_by_role("link", name=link, exact=True).click()
+        page.get_by_text(text).first.wait_for()
+        _settle(page)
+
+    _open(page, f"{server}/scenarios", "Save the current plan")
+    _compare_tab(page)
+    toggle = lambda: page.locator("label:has-text('Only rows that differ') input").first  # noqa: E731
+    page.get_by_text("Only rows that differ", exact=True).first.click()
+    _settle(page)
+    assert toggle().is_checked()
+    go("Budget and MOE planner", "Stability S = 9")
+    page.get_by_role("tab", name="Race multiplicity r").click()
+    _settle(page)
+    go("Adaptive tables", "Which table a group gets")
+    level = page.get_by_role("combobox", name="Population group level")
+    level.click()
+    page.get_by_role("option", name="TRACT Detailed").first.click()
+    _settle(page)
+    assert level.input_value() == "TRACT Detailed"
+    go("Configuration", "Shareable link")
+    go("Scenarios", "Compare plans side by side")  # back on the tab the user opened
+    assert toggle().is_checked() and page.get_by_role("tab", name="Compare plans").get_attribute(
+        "aria-selected") == "true"
+    go("Budget and MOE planner", "Stability S = 9")
+    assert page.get_by_role("tab", name="Race multiplicity r").get_attribute("aria-selected") == "true"
+    go("Adaptive tables", "Which table a group gets")
+    assert page.get_by_role("combobox", name="Population group level").input_value() == "TRACT Detailed"
 
 
 def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page, tmp_path):
@@ -679,7 +724,9 @@ def test_every_page_fits_at_common_widths(server, browser, width):
                     _nothing_cut_off(page, f"budget, tab {tab!r}, at {width} px")
                 page.get_by_role("tab", name="MOE against the budget").click()
                 _settle(page)
-            if name == "scenarios":  # its charts are drawn when asked for
+            if name == "scenarios":  # its other tab, whose charts are drawn when asked for
+                _compare_tab(page)
+                _nothing_cut_off(page, f"scenarios, Compare plans, at {width} px")
                 page.get_by_text("Charts", exact=True).first.click()  # the toggle (the hint under it names it too)
                 page.get_by_text("MOE of one stage-2 cell against the level budget").first.wait_for()
                 # every chart drawn (a chart not yet drawn has no labels to measure)
@@ -732,7 +779,9 @@ def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(se
     _open(page, f"{server}/?config={token}", "Current plan:")
     sidebar = page.locator("[data-testid='stSidebar']").inner_text().replace("\u2060", "")  # invisible joiner
     assert name in sidebar  # exactly as written
-    _open(page, f"{server}/scenarios?config={token}", "Compare plans side by side")
+    _open(page, f"{server}/scenarios?config={token}", "Save the current plan")
+    assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
+    _compare_tab(page)
     assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
     found = page.evaluate("""() => [...document.querySelectorAll('a[href*="attacker"], img[src*="attacker"], b')]
                              .filter(e => e.closest('[data-testid="stSidebar"], [data-testid="stMain"]'))

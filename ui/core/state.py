@@ -116,24 +116,6 @@ def page_setup() -> None:
     init()
 
 
-#: Page controls that keep their value while the user is on other pages (Streamlit
-#: forgets the state of widgets that are not drawn; reassigning it keeps it).
-KEPT_WIDGETS = (
-    "ad_level", "ad_mode", "ad_target", "ad_rule", "ad_log", "sup_level", "sup_frac", "sup_n",
-    "run_source", "run_noise", "run_seed", "gen_persons", "gen_seed", "br_geo", "br_it", "br_search",
-    "br_view", "tv_log", "acc_trials", "w_delta", "sc_compare", "sc_only", "sc_charts", "sc_level", "sc_pick",
-    "memo_kind", "pl_tabs", "run_plan", "acc_kind", "rederive_th", "rederive_rel",
-)
-
-
-def keep_widgets() -> None:
-    """Keep the page controls of KEPT_WIDGETS across page changes (call in app.py)."""
-    ss = st.session_state
-    for key in KEPT_WIDGETS:
-        if key in ss:
-            ss[key] = ss[key]
-
-
 def config() -> SafeTabConfig:
     return st.session_state[K_CONFIG]
 

@@ -4,7 +4,7 @@ sidebar summary, plain-words problem lists."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -39,6 +39,21 @@ input:focus-visible, textarea:focus-visible, summary:focus-visible,
 [data-testid='stSidebarNav'] a:focus, [data-testid='stSidebarNavLink']:focus {{
   outline: 3px solid {FOCUS_COLOR} !important; outline-offset: 2px;}}
 </style>"""
+
+
+def kept_tabs(labels: list[str], key: str) -> Sequence[Any]:
+    """Tabs of which only the open one is drawn (the page draws a tab's content only when
+    its `open` is true) and which open on the tab the user opened last, also after a visit
+    to another page. Page controls keep their value with ``persist_state="session"``;
+    tabs take no such option, and Streamlit forgets their state on a page switch, so the
+    open tab is kept in a plain session value (``<key>::open``)."""
+    ss = st.session_state
+    kept = f"{key}::open"
+    if key not in ss and ss.get(kept) in labels:
+        ss[key] = ss[kept]
+    tabs = st.tabs(labels, key=key, on_change="rerun")
+    ss[kept] = next((label for label, tab in zip(labels, tabs, strict=True) if tab.open), labels[0])
+    return tabs
 
 
 def fragment_start() -> None:
@@ -145,20 +160,40 @@ def download_csv(df: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, k
 
 
 def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | None = None,
-          height: int | str = "auto", caption: str | None = None, styler: Any = None,
+          height: int | str = "auto", caption: str | None = None,
+          style: tuple[Callable[..., Any], tuple] | None = None,
           data: pd.DataFrame | None = None, fit_texts: bool = True, csv_head: Iterable[str] = ()) -> None:
     """A read-only table with a CSV download of exactly its numbers (`data`, when the
     table shows them differently, e.g. with marks), after `csv_head` as '#' lines; missing
     values show as a dash.
     Columns given a width in pixels fit their header and values (`fit_columns`; texts
-    too unless `fit_texts` is False, for a table too wide for the page otherwise)."""
-    st.dataframe(styler if styler is not None else df, hide_index=True,
-                 column_config=fit_columns(df, column_config, texts=fit_texts),
-                 height=height, key=key, placeholder=MISSING)
+    too unless `fit_texts` is False, for a table too wide for the page otherwise).
+    `style`: (function, args) whose ``function(df, *args)`` is a pandas Styler of `df` to
+    show instead; the styled table is made once per content and drawn again from
+    Streamlit's cache (`_styled_grid`)."""
+    cfg = fit_columns(df, column_config, texts=fit_texts)
+    if style is not None:
+        fn, args = style
+        _styled_grid(df, fn, f"{fn.__module__}.{fn.__qualname__}", tuple(args), cfg, height, key)
+    else:
+        st.dataframe(df, hide_index=True, column_config=cfg,
+                     height=height, key=key, placeholder=MISSING)
     if caption:
         st.caption(caption)
     download_csv(df if data is None else data, filename, key=f"{key}_csv", label="Download this table (CSV)",
                  head=csv_head)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _styled_grid(df: pd.DataFrame, _fn: Callable[..., Any], fn_name: str, args: tuple, column_config: dict,
+                 height: int | str, key: str) -> None:
+    """The grid of ``_fn(df, *args)`` (a pandas Styler), named `fn_name` in the cache key.
+    Streamlit records the element this makes and sends the recording again on the next
+    call with the same arguments: turning a Styler into a grid costs pandas about 30 ms
+    a table, on every redraw of every page that shows one (benchmarks/RESULTS.md)."""
+    sty = _fn(df, *args)
+    sty.set_uuid(key)  # the grid's own style names, the same on every redraw
+    st.dataframe(sty, hide_index=True, column_config=column_config, height=height, key=key, placeholder=MISSING)
 
 
 def change_table(df: pd.DataFrame, key: str) -> None:

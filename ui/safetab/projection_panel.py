@@ -240,5 +240,5 @@ def compare(plans, names: list[str]) -> None:
     st.caption(" ".join(words + df.attrs["notes"]))
     widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
                   csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
-                  styler=comparison.styled(df, names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
-                                                      for n in names}))
+                  style=(comparison.styled, (names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
+                                                     for n in names})))

@@ -39,3 +39,46 @@ def test_a_csv_says_what_it_holds_in_comment_lines_a_reader_skips():
     assert text.startswith("# Profile: Agency data (1,000 persons).\n# CONFIDENTIAL: never publish it.\n")
     assert pd.read_csv(io.BytesIO(data), comment="#").equals(df)
     assert widgets.csv_bytes(df) == df.to_csv(index=False).encode("utf-8")  # no head: the table alone
+
+
+#: The calls of `_highlight` (a test's own Styler function; Streamlit's cache is shared by the process).
+CALLS: list[str] = []
+
+
+def _highlight(df: pd.DataFrame, column: str):
+    CALLS.append(column)
+    return df.style.apply(lambda col: ["background-color: #fde2e1" if col.name == column else "" for _ in col])
+
+
+def _styled_page():
+    import pandas as pd
+    import streamlit as st
+
+    from tests.ui.core import test_widgets as t
+    from ui.core import widgets
+
+    df = pd.DataFrame({"Quantity": ["r", "γ"], "A": [8.0, 0.1], "B": [3.0, st.session_state["tag"]]})
+    widgets.table(df, "t.csv", key="cmp", style=(t._highlight, ("B",)))
+
+
+def test_a_styled_table_is_made_once_per_content_and_drawn_again_from_the_cache():
+    """pandas turns a Styler into a grid slowly: `widgets.table(style=...)` makes it once
+    for a table's content, and every later redraw shows the same highlighted grid."""
+    import uuid
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_styled_page)
+    at.session_state["tag"] = uuid.uuid4().int % 10**6 / 10**6  # content no earlier run has cached
+    CALLS.clear()
+    for _ in range(3):
+        at.run()
+        assert not at.exception
+        grid = at.dataframe[0].proto
+        assert "background-color: #fde2e1" in grid.arrow_data.styler.styles  # the highlight, every time
+        assert grid.arrow_data.styler.uuid == "cmp"
+        assert list(at.dataframe[0].value["B"])[0] == 3.0
+    assert CALLS == ["B"]  # made once
+    at.session_state["tag"] = at.session_state["tag"] + 1  # other content: made again
+    at.run()
+    assert CALLS == ["B", "B"] and not at.exception
