@@ -631,6 +631,7 @@ def _minimise_over_t(f: Any, center: float, half_width: float) -> float:
     return float(min(vals[i], res.fun))
 
 
+@lru_cache(maxsize=4096)  # a pure function that pages ask again for the same budgets
 def _epsilon_tight_scalar(rho: float, delta: float) -> float:
     if rho == 0:
         return 0.0
