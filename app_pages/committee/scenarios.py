@@ -256,9 +256,12 @@ def _compare() -> None:
 
 
     s_show = _shown(summ)
-    widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
-                  style=(comparison.styled, (names,)), caption="Settings and privacy accounting. Budgets are ρ "
-                  "(zCDP) or ε (pure DP); smaller budgets and smaller ε mean more privacy and more noise.")
+    if s_show.empty:  # an empty grid would draw "empty" over the text under it
+        st.success("No setting differs.")
+    else:
+        widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
+                      style=(comparison.styled, (names,)), caption="Settings and privacy accounting. Budgets are ρ "
+                      "(zCDP) or ε (pure DP); smaller budgets and smaller ε mean more privacy and more noise.")
 
     st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
     projection_panel.compare(plans, names)
@@ -294,7 +297,10 @@ def _compare() -> None:
     if keys_box.open:
         with keys_box:
             k_show = _shown(keys_tbl)
-            widgets.table(k_show, "compare_keys.csv", key="sc_keys", style=(comparison.styled, (names,)))
+            if k_show.empty:
+                st.success("No config.json key differs.")
+            else:
+                widgets.table(k_show, "compare_keys.csv", key="sc_keys", style=(comparison.styled, (names,)))
 
     st.markdown("**Charts that overlay the plans**")
     if charts:

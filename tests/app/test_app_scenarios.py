@@ -84,6 +84,22 @@ def test_the_page_draws_only_its_open_tab_and_keeps_it_across_pages(store):
     assert "sc_compare" in keys() and "sc_pick" not in keys()
 
 
+def test_plans_that_agree_say_so_instead_of_empty_tables(store):
+    """"Only rows that differ" with two plans that agree everywhere: every table of the
+    comparison says in words that nothing differs (an empty grid would draw over the text
+    under it)."""
+    store.save("Same as 2020", production_2020())
+    at = compare_tab(open_app("scenarios"))
+    at.multiselect(key="sc_compare").set_value(["2020 production plan", "Same as 2020"]).run()
+    at.toggle(key="sc_only").set_value(True).run()
+    at.session_state["sc_keys_open"] = True
+    at.run()
+    assert not at.exception
+    words = texts(at)
+    assert "No setting differs." in words and "No config.json key differs." in words and "No level differs." in words
+    assert not [d for d in at.dataframe if "Quantity" in d.value.columns or "Key" in d.value.columns]
+
+
 def test_compare_three_plans_with_their_numbers(store):
     store.save("r = 3", production_2020().updated(max_race_codes=3))
     store.save("County 0.3", production_2020().with_rho(COUNTY2, 0.3))
