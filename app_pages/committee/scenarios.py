@@ -200,8 +200,7 @@ def _saved() -> None:
                         zf.writestr(f"{stem}.plan.json", scenarios.scenario_file_text(s))
                 st.download_button(f"Download all {sum(s.ok for s in items)} scenarios (zip of plan files)",
                                    buf.getvalue(), file_name="scenarios.zip", mime="application/zip", key="sc_dl_all",
-                                   on_click="ignore",
-                                   icon=":material/download:")
+                                   on_click="ignore", icon=":material/download:")
 
 
 # ------------------------------------------------------------------ compare

@@ -191,11 +191,6 @@ def differing_texts(a, b) -> tuple[str, str]:
     return repr(a), repr(b)
 
 
-def gamma_text(gamma: float) -> str:
-    """γ (the stage-1 fraction) as the memo prints it everywhere: `number_text`."""
-    return number_text(float(gamma))
-
-
 def memo_text(value) -> str:
     """How every memo renderer prints a value: whole numbers with thousands separators,
     other numbers to 4 significant digits (`number_text`, also inside text cells that
@@ -240,7 +235,7 @@ def _facts(plan: Plan, method: str, delta: float) -> list[tuple[str, str]]:
                                                           f"(bounded: {s['eps_tight_bounded']:.4g})"))
     out += [
         ("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}"),
-        ("r, S, γ, p", f"r = {cfg.max_race_codes}, S = {s['S']}, γ = {gamma_text(cfg.gamma)}, "
+        ("r, S, γ, p", f"r = {cfg.max_race_codes}, S = {s['S']}, γ = {number_text(float(cfg.gamma))}, "
                        f"p = {number_text(float(cfg.zero_suppression_chance))}"),
         ("MOE targets met with", planner.METHOD_SHORT[method]),
     ]
@@ -392,7 +387,7 @@ def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief
         points = planner.level_points(cfg, method)
         figs = [Figure(f"MOE against {b}", charts.moe_vs_rho(curve, points, planner.label(
             planner.METHOD_SHORT[method], cfg), units=u), planner.relabel(curve, cfg),
-            caption=f"At S = {S} and γ = {gamma_text(cfg.gamma)}. Diamonds: this plan's levels.", half=True)]
+            caption=f"At S = {S} and γ = {number_text(float(cfg.gamma))}. Diamonds: this plan's levels.", half=True)]
         long = planner.race_multiplicity_long(cfg, method)
         if not long.empty:  # the table, then the charts side by side (the table fills the page a chart would not)
             blocks.append(Table("MOE by race multiplicity r", planner.race_multiplicity_table(cfg, method),

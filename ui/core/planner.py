@@ -185,10 +185,7 @@ def round_sig(value: float, up: bool, digits: int = BUDGET_DIGITS) -> float:
         return float(value)
     d = Decimal(repr(float(value)))
     step = Decimal(1).scaleb(d.adjusted() - digits + 1)
-    out = float((d / step).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR) * step)
-    if up and out < value:  # cannot happen with exact decimals; kept as a guard of the direction
-        out = math.nextafter(out, math.inf)
-    return out
+    return float((d / step).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR) * step)
 
 
 def round_up(value: float) -> float:

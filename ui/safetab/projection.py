@@ -19,8 +19,8 @@ import pandas as pd
 
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
-from calculators import projection as P
 from calculators.projection import MAX_PROFILE_BYTES, Profile, ProfileError, Projection, project
+from calculators.projection import profile_lines as _profile_lines
 from ui.core.plaintext import plain  # names of profiles and files are the user's, never Markdown (issue 21 item 3)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -221,7 +221,7 @@ def profile_lines(profile: Profile, what: str) -> list[str]:
     """The lines a download of projected figures starts with: what they are, the profile
     they come from, and CONFIDENTIAL for a confidential profile (as `Projection.header_lines`)."""
     return [f"SafeTab-P Studio national projection: {what} Expected over the noise (no noise drawn).",
-            *P.profile_lines(profile)]
+            *_profile_lines(profile)]
 
 
 def _pct(x: float) -> str:
