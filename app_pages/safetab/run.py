@@ -325,15 +325,23 @@ view = f[3].radio("Table", ["T1", "T2"], key="br_view", persist_state="session",
 base = out.t1 if view == "T1" else out.t2
 shown = files.filter_results(base, geos, its, search)
 st.caption(f"{len(shown):,} of {len(base):,} rows. TRUE is the noise-free count: **confidential, for checking the "
-           "noise only, never for publication**. ERROR = RELEASED − TRUE. Suppressed totals have no released value.")
-st.dataframe(shown, hide_index=True, height=360, key="br_table", placeholder=widgets.MISSING,
-             column_config={"ITERATION_LEVEL": st.column_config.NumberColumn("LEVEL", format="%d"),
-                            "RELEASED": st.column_config.NumberColumn(format="localized"),
-                            "TRUE": st.column_config.NumberColumn(
-                                "TRUE (confidential)", format="localized",
-                                help="Noise-free count of the confidential input: never for publication."),
-                            "ERROR": st.column_config.NumberColumn(format="localized", help="RELEASED − TRUE (uses "
-                                                                   "the confidential true count).")})
+           "noise only, never for publication**. ERROR = RELEASED − TRUE. Suppressed totals have no released value. "
+           "The iteration names are whole in the last column: scroll the table sideways to read a long one.")
+# ITERATION_NAME as wide as the longest name shown (the grid cannot wrap a text), and last:
+# the codes and numbers are in view, and the table scrolls sideways rather than cut a name
+browse = st.container(key=widgets.SCROLLS_SIDEWAYS + "browse")
+browse.dataframe(
+    shown, hide_index=True, height=360, key="br_table", placeholder=widgets.MISSING,
+    column_order=[c for c in shown.columns if c != "ITERATION_NAME"] + ["ITERATION_NAME"],
+    column_config=widgets.fit_columns(shown, {
+        "ITERATION_NAME": st.column_config.TextColumn(width=160),
+        "ITERATION_LEVEL": st.column_config.NumberColumn("LEVEL", format="%d"),
+        "RELEASED": st.column_config.NumberColumn(format="localized"),
+        "TRUE": st.column_config.NumberColumn("TRUE (confidential)", format="localized",
+                                              help="Noise-free count of the confidential input: never for publication."),
+        "ERROR": st.column_config.NumberColumn(format="localized",
+                                               help="RELEASED − TRUE (uses the confidential true count)."),
+    }))
 widgets.download_csv(shown, f"{view.lower()}_with_confidential_truth-NOT-FOR-RELEASE.csv", key="br_csv",
                      label="Download these rows (CSV, with the confidential true counts)")
 

@@ -12,6 +12,7 @@ import pytest
 from calculators.config import SafeTabConfig
 from calculators.levels import GEO_LEVELS
 from tests.app.conftest import SAMPLE, config, frame, metric, needs_sample, open_app, shown, texts
+from ui.core import widgets
 
 
 @needs_sample
@@ -54,6 +55,10 @@ def test_seeded_run_on_the_sample_data_shows_results_and_downloads():
     shown = frame(at, "ITERATION_NAME", "SUPPRESSED")
     assert len(shown) > 0 and set(shown["REGION_TYPE"]) == {"USA"}
     assert shown["ITERATION_NAME"].str.contains("alone", case=False).all()
+    # no name is cut: the column is as wide as the longest name shown (the grid cannot wrap)
+    widths = [json.loads(d.proto.columns).get("ITERATION_NAME", {}).get("width") for d in at.dataframe]
+    longest = max(widgets.text_px(n) for n in shown["ITERATION_NAME"].dropna())
+    assert any(w is not None and w >= longest + widgets.CELL_PADDING_PX for w in widths)
     assert at.session_state["run"] is out
     # accuracy report beside the predicted MOE
     at.text_input(key="acc_trials").input("1").run()

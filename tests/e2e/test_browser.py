@@ -177,7 +177,8 @@ CUT_OFF = """() => {
   }
   main.querySelectorAll('[data-testid="stDataFrame"]').forEach((d, i) => {
     const sc = d.querySelector('.dvn-scroller');
-    if (sc && clipped(sc)) {
+    // a data browser with whole long names (widgets.SCROLLS_SIDEWAYS) scrolls sideways by design
+    if (sc && clipped(sc) && !d.closest('[class*="st-key-scrolls-sideways-"]')) {
       const head = [...d.querySelectorAll('[role="columnheader"]')].map(h => h.innerText).join(' | ');
       bad.push('table ' + i + ' hides columns (' + sc.scrollWidth + ' > ' + sc.clientWidth + ' px): ' + head.slice(0, 80));
     }
@@ -241,11 +242,13 @@ FITS = r"""() => {
       if (w > col.width + 0.5) bad.push(`table ${i}: header '${col.title}' needs ${Math.ceil(w)} px, has ${col.width}`);
     });
     ctx.font = theme.baseFontFull || '400 14px "Source Sans", sans-serif';
+    // a table that scrolls sideways does so to show its long texts whole: check them too
+    const texts = !!d.closest('[class*="st-key-scrolls-sideways-"]');
     for (let r = 0; r < Math.min(p.rows, 300); r++) p.columns.forEach((col, j) => {
       const cell = p.getCellContent([j, r]);
-      if (!cell || cell.kind !== 'number') return;
+      if (!cell || !(cell.kind === 'number' || (texts && cell.kind === 'text'))) return;
       const w = ctx.measureText(String(cell.displayData ?? '')).width + pad;
-      if (w > col.width + 0.5) bad.push(`table ${i}: number '${cell.displayData}' in '${col.title}' needs ${Math.ceil(w)} px, has ${col.width}`);
+      if (w > col.width + 0.5) bad.push(`table ${i}: ${cell.kind} '${cell.displayData}' in '${col.title}' needs ${Math.ceil(w)} px, has ${col.width}`);
     });
   });
   return [...new Set(bad)];

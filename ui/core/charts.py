@@ -40,6 +40,15 @@ def _a(values) -> list:
 FONT = {"family": '"Source Sans", "Source Sans Pro", sans-serif', "size": 13}
 
 
+#: Every axis of the app's charts: margins sized to the tick labels and title (plotly's
+#: automargin), ticks outside (so that the first labels of the two axes do not touch at the
+#: corner), and tick labels drawn without plotly's check that each one stays inside the
+#: chart ("hide past div", its default): automargin already makes room for them, and that
+#: check measures every label in the browser on every redraw, about a third of the time
+#: plotly spends drawing a chart (benchmarks/RESULTS.md, "Charts drawn a third faster").
+AXIS: dict[str, Any] = {"automargin": True, "ticks": "outside", "ticklen": 4, "ticklabeloverflow": "allow"}
+
+
 def _figure(title: str, x: str, y: str, height: int = 400, legend_room: int = 110, top: int = 50) -> Spec:
     """An empty figure spec with the app's layout. No plotly template, and the app
     draws charts without Streamlit's theme (`ui.core.widgets.plotly`): the layout names the
@@ -54,10 +63,8 @@ def _figure(title: str, x: str, y: str, height: int = 400, legend_room: int = 11
             "legend": {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "xanchor": "left",
                        "x": 0},
             "hovermode": "closest",
-            # ticks outside move the tick labels off the axes, so that the first labels of
-            # the two axes do not touch at the corner
-            "xaxis": {"title": {"text": x}, "automargin": True, "ticks": "outside", "ticklen": 4},
-            "yaxis": {"title": {"text": y}, "automargin": True, "ticks": "outside", "ticklen": 4},
+            "xaxis": {"title": {"text": x}, **AXIS},
+            "yaxis": {"title": {"text": y}, **AXIS},
             "shapes": [],
             "annotations": [],
         },
@@ -72,20 +79,22 @@ def style(fig: go.Figure, title: str, x: str, y: str, height: int = 400, legend_
     for k in ("shapes", "annotations", "xaxis", "yaxis"):
         lay.pop(k)
     fig.update_layout(**{**lay, **layout})  # the caller's settings (e.g. margin) win
-    fig.update_xaxes(title_text=x, automargin=True, ticks="outside", ticklen=4)
-    fig.update_yaxes(title_text=y, automargin=True, ticks="outside", ticklen=4)
+    fig.update_xaxes(title_text=x, **AXIS)
+    fig.update_yaxes(title_text=y, **AXIS)
     return fig
 
 
 def fit(fig: go.Figure) -> go.Figure:
-    """The figure with every axis's margin sized to its tick labels and title (plotly's
-    automargin), so that no label is cut off and no title overlaps its ticks, whoever
-    built it. The figures of this module already have it (no work is done then)."""
+    """The figure with every axis set as `AXIS` says: its margin sized to its tick labels
+    and title (plotly's automargin), so that no label is cut off and no title overlaps its
+    ticks, whoever built it. The figures of this module already have it (no work is done
+    then)."""
     lay = fig.layout
     axes = [k for k in lay if k.startswith(("xaxis", "yaxis"))] if hasattr(lay, "__iter__") else []
-    if any(getattr(lay, k).automargin is not True for k in axes) or not axes:
-        fig.update_xaxes(automargin=True, ticks="outside", ticklen=4)
-        fig.update_yaxes(automargin=True, ticks="outside", ticklen=4)
+    if not axes or any(getattr(lay, k).automargin is not True or getattr(lay, k).ticklabeloverflow != "allow"
+                       for k in axes):
+        fig.update_xaxes(**AXIS)
+        fig.update_yaxes(**AXIS)
     return fig
 
 
@@ -134,12 +143,10 @@ def _two_panels(spec: Spec, titles: tuple[str, str], gap: float = 0.1) -> None:
     lay = spec["layout"]
     lay["xaxis"].update(domain=[0, w], anchor="y")
     lay["yaxis"].update(anchor="x")
-    lay["xaxis2"] = {"domain": [1 - w, 1], "anchor": "y2", "title": {"text": lay["xaxis"]["title"]["text"]},
-                     "automargin": True, "ticks": "outside", "ticklen": 4}
+    lay["xaxis2"] = {"domain": [1 - w, 1], "anchor": "y2", "title": {"text": lay["xaxis"]["title"]["text"]}, **AXIS}
     # the right-hand plot's axis on the right edge, where the margin grows to fit it (in
     # the gap between the plots its title would overlap the left plot at 1280 px)
-    lay["yaxis2"] = {"anchor": "x2", "title": {"text": ""}, "side": "right", "automargin": True, "ticks": "outside",
-                     "ticklen": 4}
+    lay["yaxis2"] = {"anchor": "x2", "title": {"text": ""}, "side": "right", **AXIS}
     for i, t in enumerate(titles):
         lay["annotations"].append({"text": t, "x": w / 2 if i == 0 else 1 - w / 2, "y": 1.0, "xref": "paper",
                                    "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,

@@ -81,6 +81,13 @@ def contrast(fg: str, bg: str) -> float:
     return (hi + 0.05) / (lo + 0.05)
 
 
+#: The key prefix of a container whose table may scroll sideways: a data browser whose
+#: long texts (the Run page's iteration names) are shown whole in a column as wide as
+#: the longest one, since the grid cannot wrap a text. Every other table fits its page
+#: (the browser tests check both).
+SCROLLS_SIDEWAYS = "scrolls-sideways-"
+
+
 def sticky_key(name: str) -> str:
     """The key of a container that stays in view under the header while the page
     scrolls past the content after it (`APP_CSS`)."""
@@ -121,18 +128,29 @@ def fit_columns(df: pd.DataFrame, column_config: dict | None, texts: bool = True
             continue
         label = cfg.get("label") or str(col)
         need = text_px(label) + CELL_PADDING_PX
-        # "localized" prints thousands separators like the default: the same width
-        values = df[col].dropna().head(500)
+        # "localized" and "accounting" (`count_column`) print thousands separators: the same width
+        values = df[col].dropna()
         if pd.api.types.is_numeric_dtype(df[col]) and len(values) and cfg.get("type_config", {}).get("format") in (
-                None, "localized"):
+                None, "localized", "accounting"):
             need = max(need, max(text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}")
-                                 for v in values) + CELL_PADDING_PX)
+                                 for v in values.head(500)) + CELL_PADDING_PX)
         elif texts and not pd.api.types.is_numeric_dtype(df[col]) and len(values):
-            need = max(need, max(text_px(v) for v in values.astype(str)) + CELL_PADDING_PX)
+            # every distinct text, wherever it is in the table (a long name may be far down)
+            need = max(need, max(text_px(v) for v in values.astype(str).unique()) + CELL_PADDING_PX)
         if width < need:
             cfg["width"] = int(need + 0.999)
             out[col] = cfg
     return out
+
+
+def count_column(label: str | None = None, **kwargs: Any) -> Any:
+    """A column of whole counts of 0 or more, printed with thousands separators ("12,345").
+    Streamlit's "localized" format prints the same, but makes a new `Intl.NumberFormat`
+    in the browser for every cell drawn (about 40 ms a page of national outcomes,
+    benchmarks/RESULTS.md); its "accounting" format with a step of 1 uses the grid's own
+    number formatter. (Accounting would print a negative count in brackets: counts here
+    are never negative.)"""
+    return st.column_config.NumberColumn(label, format="accounting", step=1, **kwargs)
 
 
 def csv_bytes(df: pd.DataFrame, head: Iterable[str] = ()) -> bytes:

@@ -206,8 +206,8 @@ def _columns(table, bound: bool = False) -> dict:
             head, helptext = "Mean |err| ≤", BOUND_HELP
         label = pj.LABELS[key]
         if label in table.columns:
-            cfg[label] = st.column_config.NumberColumn(
-                head, help=helptext, width=74, format="%.1f" if key == "mean_abs_error" else "localized")
+            cfg[label] = (st.column_config.NumberColumn(head, help=helptext, width=74, format="%.1f")
+                          if key == "mean_abs_error" else widgets.count_column(head, help=helptext, width=74))
     return cfg
 
 

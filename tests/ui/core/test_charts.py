@@ -46,6 +46,32 @@ def test_charts_validate_as_plotly_figures():
     go.Figure(fig.to_dict())  # raises if anything is not valid plotly
 
 
+def _axes(fig: go.Figure) -> dict:
+    return {k: fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))}
+
+
+def test_every_axis_fits_its_labels_and_skips_the_overflow_check():
+    cfg = production_2020()
+    lvl = planner.POPULATION_GROUP_LEVELS[5]
+    t, s2 = 21, 31.45
+    curves = analysis.suppression_curves(t, s2)
+    ours = [charts.moe_vs_rho(planner.moe_rho_curve(9, 0.1), planner.level_points(cfg, planner.EXACT), "x"),
+            charts.expected_moe(analysis.moe_curves(cfg, lvl), cfg.thresholds(lvl)),  # two panels: x2, y2
+            charts.release_bias(curves, t, n=10, at_n=analysis.value_at(10, t, s2)),
+            charts.style(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), "t", "x", "y")]
+    foreign = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout={"xaxis2": {"anchor": "y"}})
+    assert _axes(foreign)["xaxis2"].ticklabeloverflow is None
+    for fig in ours + [charts.fit(foreign)]:
+        axes = _axes(fig)
+        assert {"xaxis", "yaxis"} <= set(axes)
+        for name, axis in axes.items():
+            assert axis.automargin is True and axis.ticks == "outside", name
+            # automargin makes room for every tick label: plotly's per-label check of
+            # "hide past div" would only cost the browser time (benchmarks/RESULTS.md)
+            assert axis.ticklabeloverflow == "allow", name
+    assert len(_axes(ours[1])) == 4
+
+
 def test_the_chosen_n_is_marked_on_the_suppression_curves():
     t, s2 = 21, 31.45
     curves = analysis.suppression_curves(t, s2)

@@ -32,6 +32,21 @@ def test_a_fixed_width_is_widened_to_the_widest_text():
     assert widgets.fit_columns(df, {"Level": {"width": 400}})["Level"]["width"] == 400  # wide enough: kept
 
 
+def test_the_widest_text_counts_wherever_it_is_in_the_table():
+    long = "Native Hawaiian and Other Pacific Islander alone or in any combination"
+    df = pd.DataFrame({"ITERATION_NAME": ["Asian"] * 2_000 + [long]})
+    cfg = widgets.fit_columns(df, {"ITERATION_NAME": st.column_config.TextColumn(width=160)})
+    assert cfg["ITERATION_NAME"]["width"] == int(widgets.text_px(long) + widgets.CELL_PADDING_PX + 0.999) > 160
+
+
+def test_a_count_column_prints_thousands_separators_with_the_grids_own_formatter():
+    cfg = widgets.count_column("Groups", width=74)
+    assert cfg["type_config"]["format"] == "accounting" and cfg["type_config"]["step"] == 1  # whole: no decimals
+    df = pd.DataFrame({"Groups": [262_667_218, 12]})
+    assert widgets.fit_columns(df, {"Groups": cfg})["Groups"]["width"] == int(
+        widgets.text_px("262,667,218") + widgets.CELL_PADDING_PX + 0.999)
+
+
 def test_a_csv_says_what_it_holds_in_comment_lines_a_reader_skips():
     df = pd.DataFrame({"level": ["COUNTY Detailed"], "groups": [3]})
     data = widgets.csv_bytes(df, ["Profile: Agency data (1,000 persons).", "CONFIDENTIAL: never publish it."])
