@@ -110,7 +110,10 @@ def sigma2(rho: Any, S: Any, share: Any = 1.0) -> Any:
     sh = np.asarray(share, dtype=float)
     if sh.size and not np.all((sh > 0) & (sh <= 1)):
         raise ValueError(f"share must be in (0, 1] (got {share!r})")
-    return _ret(np.asarray(s / (2 * sh * r)))
+    # a stage budget share * rho below the smallest float (e.g. 1e-300 * 1e-300) gives an
+    # infinite sigma2, which the callers refuse with a message ("not finite"); no warning
+    with np.errstate(divide="ignore"):
+        return _ret(np.asarray(s / (2 * sh * r)))
 
 
 def sigma2_stage1(rho: Any, gamma: Any, S: Any) -> Any:
