@@ -44,8 +44,8 @@ FONT = {"family": '"Source Sans", "Source Sans Pro", sans-serif', "size": 13}
 #: automargin), ticks outside (so that the first labels of the two axes do not touch at the
 #: corner), and tick labels drawn without plotly's check that each one stays inside the
 #: chart ("hide past div", its default): automargin already makes room for them, and that
-#: check measures every label in the browser on every redraw, about a third of the time
-#: plotly spends drawing a chart (benchmarks/RESULTS.md, "Charts drawn a third faster").
+#: check measures every label in the browser on every redraw, a tenth to a third of the
+#: time plotly spends drawing a chart (benchmarks/RESULTS.md, "Charts drawn faster").
 AXIS: dict[str, Any] = {"automargin": True, "ticks": "outside", "ticklen": 4, "ticklabeloverflow": "allow"}
 
 
