@@ -255,12 +255,10 @@ def _compare() -> None:
 
 
     s_show = _shown(summ)
-    if s_show.empty:  # an empty grid would draw "empty" over the text under it
-        st.success("No setting differs.")
-    else:
-        widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
-                      style=(comparison.styled, (names,)), caption="Settings and privacy accounting. Budgets are ρ "
-                      "(zCDP) or ε (pure DP); smaller budgets and smaller ε mean more privacy and more noise.")
+    widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
+                  style=(comparison.styled, (names,)), empty="No setting differs.",
+                  caption="Settings and privacy accounting. Budgets are ρ (zCDP) or ε (pure DP); smaller budgets "
+                          "and smaller ε mean more privacy and more noise.")
 
     st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
     projection_panel.compare(plans, names)
@@ -276,11 +274,10 @@ def _compare() -> None:
             title, helptext = comparison.MEASURES[m]
             df = _shown(plan_controls.cached_by_level(key, m, method, delta))
             st.caption(helptext)
-            if df.empty:
-                st.success("No level differs.")
+            if not widgets.table(df, f"compare_{m}.csv", key=f"sc_tbl_{m}", height=35 * (len(df) + 1) + 3,
+                                 style=(comparison.styled, (names, fmt_float if m in ("budget", "epsilon") else None)),
+                                 empty="No level differs."):
                 continue
-            widgets.table(df, f"compare_{m}.csv", key=f"sc_tbl_{m}", height=35 * (len(df) + 1) + 3,
-                          style=(comparison.styled, (names, fmt_float if m in ("budget", "epsilon") else None)))
             if m not in ("thresholds",) and charts:
                 full = plan_controls.cached_by_level(key, m, method, delta)
                 ylab = {"budget": "level budget (ρ or ε)", "epsilon": "ε of the level",
@@ -295,11 +292,8 @@ def _compare() -> None:
                            key="sc_keys_open", on_change="rerun")
     if keys_box.open:
         with keys_box:
-            k_show = _shown(keys_tbl)
-            if k_show.empty:
-                st.success("No config.json key differs.")
-            else:
-                widgets.table(k_show, "compare_keys.csv", key="sc_keys", style=(comparison.styled, (names,)))
+            widgets.table(_shown(keys_tbl), "compare_keys.csv", key="sc_keys", style=(comparison.styled, (names,)),
+                          empty="No config.json key differs.")
 
     st.markdown("**Charts that overlay the plans**")
     if charts:

@@ -180,7 +180,8 @@ def download_csv(df: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, k
 def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | None = None,
           height: int | str = "auto", caption: str | None = None,
           style: tuple[Callable[..., Any], tuple] | None = None,
-          data: pd.DataFrame | None = None, fit_texts: bool = True, csv_head: Iterable[str] = ()) -> None:
+          data: pd.DataFrame | None = None, fit_texts: bool = True, csv_head: Iterable[str] = (),
+          empty: str | None = None) -> bool:
     """A read-only table with a CSV download of exactly its numbers (`data`, when the
     table shows them differently, e.g. with marks), after `csv_head` as '#' lines; missing
     values show as a dash.
@@ -188,7 +189,12 @@ def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | No
     too unless `fit_texts` is False, for a table too wide for the page otherwise).
     `style`: (function, args) whose ``function(df, *args)`` is a pandas Styler of `df` to
     show instead; the styled table is made once per content and drawn again from
-    Streamlit's cache (`_styled_grid`)."""
+    Streamlit's cache (`_styled_grid`).
+    `empty`: what to say instead of the table when `df` has no rows (an empty grid would
+    draw "empty" over the text under it). Returns whether the table was drawn."""
+    if empty is not None and df.empty:
+        st.success(empty)
+        return False
     cfg = fit_columns(df, column_config, texts=fit_texts)
     if style is not None:
         fn, args = style
@@ -200,6 +206,7 @@ def table(df: pd.DataFrame, filename: str, key: str, *, column_config: dict | No
         st.caption(caption)
     download_csv(df if data is None else data, filename, key=f"{key}_csv", label="Download this table (CSV)",
                  head=csv_head)
+    return True
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
