@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -113,6 +114,38 @@ def text_px(text: str) -> float:
     return sum(_CHAR_PX.get(c, 11.0) for c in str(text))
 
 
+#: Up to this many distinct fractional numbers in a column, `_number_px` prints each one;
+#: beyond, it bounds them (a data browser's column may hold a hundred thousand).
+_EXACT_FRACTIONS = 1_000
+
+
+def _number_px(values: pd.Series) -> float:
+    """How wide the widest of `values` (numbers, none missing) is printed in a table: a
+    whole number with thousands separators ("262,667,218"), any other with 4 significant
+    digits ("0.0123", "1.5e+05"), as Streamlit's grid does by default.
+
+    Every value counts, wherever it is in the table, at a cost that does not grow with
+    the table: all digits are drawn equally wide (`_CHAR_PX`; a test checks it), so the
+    widest whole number is the largest or the smallest. Fractional numbers are printed
+    one by one up to `_EXACT_FRACTIONS` distinct values; beyond that, each sign and
+    decimal exponent present is printed once with four significant digits (and the next
+    exponent, which rounding can reach): a bound, never narrower than a value."""
+    v = values.to_numpy(dtype=float)
+    whole = np.isfinite(v) & (v == np.floor(v))
+    texts = [f"{x:,.0f}" for x in (v[whole].max(), v[whole].min())] if whole.any() else []
+    fractions = np.unique(v[~whole])
+    finite = fractions[np.isfinite(fractions)]
+    texts += [f"{x:.4g}" for x in fractions[~np.isfinite(fractions)]]  # inf, -inf
+    if len(finite) <= _EXACT_FRACTIONS:
+        texts += [f"{x:.4g}" for x in finite]
+    else:
+        # each (sign, decimal exponent) once, as one number: sign * (exponent + 1000)
+        for key in np.unique(np.sign(finite) * (np.floor(np.log10(np.abs(finite))) + 1000)).tolist():
+            sign, e = np.sign(key), abs(key) - 1000
+            texts += [f"{sign * 1.111 * 10.0 ** (e + k):.4g}" for k in (0, 1)]
+    return max(text_px(t) for t in texts)
+
+
 def fit_columns(df: pd.DataFrame, column_config: dict | None, texts: bool = True) -> dict:
     """The column configuration with every column at least as wide as its header and
     its widest value (a number as displayed, or a text unless `texts` is False): a width
@@ -132,8 +165,7 @@ def fit_columns(df: pd.DataFrame, column_config: dict | None, texts: bool = True
         values = df[col].dropna()
         if pd.api.types.is_numeric_dtype(df[col]) and len(values) and cfg.get("type_config", {}).get("format") in (
                 None, "localized", "accounting"):
-            need = max(need, max(text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}")
-                                 for v in values.head(500)) + CELL_PADDING_PX)
+            need = max(need, _number_px(values) + CELL_PADDING_PX)  # every value, wherever it is in the table
         elif texts and not pd.api.types.is_numeric_dtype(df[col]) and len(values):
             # every distinct text, wherever it is in the table (a long name may be far down)
             need = max(need, max(text_px(v) for v in values.astype(str).unique()) + CELL_PADDING_PX)

@@ -2,6 +2,7 @@
 
 import io
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -37,6 +38,35 @@ def test_the_widest_text_counts_wherever_it_is_in_the_table():
     df = pd.DataFrame({"ITERATION_NAME": ["Asian"] * 2_000 + [long]})
     cfg = widgets.fit_columns(df, {"ITERATION_NAME": st.column_config.TextColumn(width=160)})
     assert cfg["ITERATION_NAME"]["width"] == int(widgets.text_px(long) + widgets.CELL_PADDING_PX + 0.999) > 160
+
+
+def test_the_widest_number_counts_wherever_it_is_in_the_table():
+    df = pd.DataFrame({"Count": [12.0] * 2_000 + [1_234_567.0] + [3.0] * 10})
+    cfg = widgets.fit_columns(df, {"Count": st.column_config.NumberColumn(width=40)})
+    assert cfg["Count"]["width"] == int(widgets.text_px("1,234,567") + widgets.CELL_PADDING_PX + 0.999)
+    # a negative number is wider by its sign; fractions print with 4 significant digits
+    df = pd.DataFrame({"Bias": [0.5] * 900 + [-12_345.0, 0.000123456, 7.25]})
+    cfg = widgets.fit_columns(df, {"Bias": st.column_config.NumberColumn(width=20)})
+    assert cfg["Bias"]["width"] == int(max(widgets.text_px(t) for t in ("-12,345", "0.0001235", "7.25", "0.5"))
+                                       + widgets.CELL_PADDING_PX + 0.999)
+
+
+def test_every_digit_is_as_wide_as_the_others():
+    # `_number_px` measures only the largest and smallest whole numbers: exact only if so
+    assert len({widgets.text_px(d) for d in "0123456789"}) == 1
+
+
+def test_a_column_of_very_many_fractions_is_never_narrower_than_one_of_them():
+    rng = np.random.default_rng(7)
+    values = pd.Series(np.concatenate([rng.normal(size=3_000) * 10.0 ** rng.integers(-7, 7, size=3_000),
+                                       [9_999.7, -0.00099996, np.inf, 42.0, -3.0]]))
+    assert values.nunique() > widgets._EXACT_FRACTIONS  # the bound, not the value-by-value path
+    exact = max(widgets.text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}") for v in values)
+    bound = widgets._number_px(values)
+    assert exact <= bound <= exact + 2 * widgets.text_px("0")  # never cuts a value, and not much wider
+    small = values.iloc[:widgets._EXACT_FRACTIONS]  # few enough to print one by one: exact
+    assert widgets._number_px(small) == max(
+        widgets.text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}") for v in small)
 
 
 def test_a_count_column_prints_thousands_separators_with_the_grids_own_formatter():
