@@ -236,9 +236,9 @@ def _compare() -> None:
     key = plan_controls.plans_key(plans)
     names = comparison.unique_names([p.name for p in plans])
     method, delta = state.method(), state.delta()
+    by_level = plan_controls.cached_by_level(key, method, delta)
     levels_differ = set()
-    for m in comparison.MEASURES:
-        df = plan_controls.cached_by_level(key, m, method, delta)
+    for df in by_level.values():
         levels_differ |= set(df.index[df[comparison.DIFFERS]])
     summ = plan_controls.cached_summary(key, delta)
     keys_tbl = comparison.config_keys(plans)
@@ -272,14 +272,14 @@ def _compare() -> None:
             continue
         with tab:
             title, helptext = comparison.MEASURES[m]
-            df = _shown(plan_controls.cached_by_level(key, m, method, delta))
+            df = _shown(by_level[m])
             st.caption(helptext)
             if not widgets.table(df, f"compare_{m}.csv", key=f"sc_tbl_{m}", height=35 * (len(df) + 1) + 3,
                                  style=(comparison.styled, (names, fmt_float if m in ("budget", "epsilon") else None)),
                                  empty="No level differs."):
                 continue
             if m not in ("thresholds",) and charts:
-                full = plan_controls.cached_by_level(key, m, method, delta)
+                full = by_level[m]
                 ylab = {"budget": "level budget (ρ or ε)", "epsilon": "ε of the level",
                         "moe_exact": "exact 95% MOE (persons)", "moe_bound": "⌊1.96σ⌋ (persons)",
                         "target": "MOE target (persons)", "suppression": "threshold T (persons)"}[m]

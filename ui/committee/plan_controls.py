@@ -3,8 +3,10 @@ the current plan as a named scenario (`ui.committee.scenarios`), in the sidebar.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
+import pandas as pd
 import streamlit as st
 
 from calculators import presets
@@ -134,11 +136,30 @@ def plans_of(key: tuple) -> list[comparison.Plan]:
     return [comparison.Plan(n, SafeTabConfig.from_json(c, n), dict(t)) for n, c, t in key]
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def cached_by_level(key: tuple, measure: str, method: str, delta: float):
-    return comparison.by_level(plans_of(key), measure, method, delta)
+def digest(key: tuple) -> str:
+    """A short name of the plans `key` (`plans_key`) for Streamlit's cache: hashing the
+    key itself hashes every plan's config.json text on every call (about 3 ms a call with
+    5 plans; benchmarks/RESULTS.md)."""
+    return hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
+
+
+def cached_by_level(key: tuple, method: str, delta: float) -> dict[str, pd.DataFrame]:
+    """`comparison.by_level` of the plans `key` for every measure (`comparison.MEASURES`),
+    computed once per plans, target rule and delta."""
+    return _by_level(digest(key), key, method, delta)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_summary(key: tuple, delta: float):
-    return comparison.summary(plans_of(key), delta)
+def _by_level(digest: str, _key: tuple, method: str, delta: float) -> dict[str, pd.DataFrame]:
+    plans = plans_of(_key)  # parsed once for every measure
+    return {m: comparison.by_level(plans, m, method, delta) for m in comparison.MEASURES}
+
+
+def cached_summary(key: tuple, delta: float) -> pd.DataFrame:
+    """`comparison.summary` of the plans `key`, computed once per plans and delta."""
+    return _summary(digest(key), key, delta)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _summary(digest: str, _key: tuple, delta: float) -> pd.DataFrame:
+    return comparison.summary(plans_of(_key), delta)

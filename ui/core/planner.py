@@ -101,7 +101,13 @@ def stability_of(config: SafeTabConfig) -> int:
     iteration per code and slice, counted per tabulation class) in which each class has
     race and ethnicity iterations, as the 2020 files do. A run reports the engine's own
     S per level in its manifest (`ui.core.files.stability_differences`)."""
-    return int(budget.stability(config.max_race_codes))
+    return _stability(config.max_race_codes)
+
+
+@lru_cache(maxsize=16)
+def _stability(max_race_codes: int) -> int:
+    # a pure function of r, asked for every level of every plan a page compares
+    return int(budget.stability(max_race_codes))
 
 
 def noise_of(config: SafeTabConfig) -> str:
