@@ -150,7 +150,7 @@ def cached_by_level(key: tuple, method: str, delta: float) -> dict[str, pd.DataF
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _by_level(digest: str, _key: tuple, method: str, delta: float) -> dict[str, pd.DataFrame]:
+def _by_level(plans_digest: str, _key: tuple, method: str, delta: float) -> dict[str, pd.DataFrame]:
     plans = plans_of(_key)  # parsed once for every measure
     return {m: comparison.by_level(plans, m, method, delta) for m in comparison.MEASURES}
 
@@ -161,5 +161,5 @@ def cached_summary(key: tuple, delta: float) -> pd.DataFrame:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _summary(digest: str, _key: tuple, delta: float) -> pd.DataFrame:
+def _summary(plans_digest: str, _key: tuple, delta: float) -> pd.DataFrame:
     return comparison.summary(plans_of(_key), delta)
