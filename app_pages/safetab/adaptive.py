@@ -33,6 +33,8 @@ def _set_thresholds(lvl: PopulationGroupLevel, th) -> bool:
 #: within ±THRESHOLD_LIMIT), a target relative error from 0.1 to 1000 %.
 THETA_RULE = typed.Rule(whole=True, lo=-THRESHOLD_LIMIT, hi=THRESHOLD_LIMIT, unit="persons")
 TARGET_RULE = typed.Rule(lo=0.1, hi=1000.0, unit="%")
+#: The two charts of a level, one per tab.
+CHART_TABS = ["Which table a group gets", "Expected accuracy"]
 
 
 def _derived(lvl: PopulationGroupLevel) -> tuple[int, int, int]:
@@ -168,14 +170,22 @@ def _page() -> None:
 
     ss.setdefault("ad_log", True)
     log_x = st.toggle("Log scale for the group size", key="ad_log", persist_state="session")
-    probs = analysis.stat_level_curves(cfg, level)
-    widgets.chart(charts.stat_level_probabilities(probs, th, log_x=log_x), probs,
-                  f"table_probabilities_{level.geo}_{level.iteration_level}.csv", key="ad_prob_chart")
-    moes = analysis.moe_curves(cfg, level)
-    widgets.chart(charts.expected_moe(moes, th, log_x=log_x), moes,
-                  f"expected_moe_{level.geo}_{level.iteration_level}.csv", key="ad_moe_chart")
-    st.caption("Each published cell has the same MOE whatever the group's size; what changes with size is how many "
-               "cells the group is split into, hence the relative MOE of a cell and the MOE of the group total.")
+    # One chart per tab, only the open one drawn: each plotly chart that follows Θ costs the
+    # browser 0.1 to 0.15 s per change and per page opening (benchmarks/RESULTS.md)
+    which, accuracy = widgets.kept_tabs(CHART_TABS, key="ad_chart_tabs")
+    if which.open:
+        with which:
+            probs = analysis.stat_level_curves(cfg, level)
+            widgets.chart(charts.stat_level_probabilities(probs, th, log_x=log_x), probs,
+                          f"table_probabilities_{level.geo}_{level.iteration_level}.csv", key="ad_prob_chart")
+    if accuracy.open:
+        with accuracy:
+            moes = analysis.moe_curves(cfg, level)
+            widgets.chart(charts.expected_moe(moes, th, log_x=log_x), moes,
+                          f"expected_moe_{level.geo}_{level.iteration_level}.csv", key="ad_moe_chart")
+            st.caption("Each published cell has the same MOE whatever the group's size; what changes with size is "
+                       "how many cells the group is split into, hence the relative MOE of a cell and the MOE of the "
+                       "group total.")
 
     st.subheader(f"National outcome: {planner.level_label(level)} and every level")
     projection_panel.outcome(cfg, "ad_nat", level=level, columns=(

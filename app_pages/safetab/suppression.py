@@ -24,6 +24,8 @@ st.caption(
 #: number of persons.
 P_RULE = typed.Rule(lo=0.0, hi=1.0, hi_open=True)
 N_RULE = typed.Rule(whole=True, lo=0, hi=10**9, unit="persons")
+#: The two charts of a level, one per tab.
+CHART_TABS = ["Chance of suppression", "Bias of what is released"]
 
 
 @st.fragment
@@ -118,13 +120,17 @@ def _curves(level: PopulationGroupLevel, t: int, s2: float, nz: str, frac: bool,
     n = int(widgets.typed_value("sup_n", max(t, 0)))
     v = analysis.value_at(n, t, s2, nz)
     curves = analysis.suppression_curves(t, s2, noise=nz)
-    left, right = st.columns([1, 1.6], gap="large")
-    with left:
-        widgets.chart(charts.suppression_probability(curves, t, frac, n=n, at_n=v), curves,
-                      f"suppression_{level.geo}_{level.iteration_level}.csv", key="sup_prob_chart")
-    with right:
-        widgets.chart(charts.release_bias(curves, t, frac, n=n, at_n=v), curves,
-                      f"suppression_bias_{level.geo}_{level.iteration_level}.csv", key="sup_bias_chart")
+    # One chart per tab, only the open one drawn: each plotly chart that follows p or n costs
+    # the browser 0.1 to 0.15 s per change and per page opening (benchmarks/RESULTS.md)
+    chance, bias = widgets.kept_tabs(CHART_TABS, key="sup_chart_tabs")
+    if chance.open:
+        with chance:
+            widgets.chart(charts.suppression_probability(curves, t, frac, n=n, at_n=v), curves,
+                          f"suppression_{level.geo}_{level.iteration_level}.csv", key="sup_prob_chart")
+    if bias.open:
+        with bias:
+            widgets.chart(charts.release_bias(curves, t, frac, n=n, at_n=v), curves,
+                          f"suppression_bias_{level.geo}_{level.iteration_level}.csv", key="sup_bias_chart")
     st.caption(f"The ring and the dotted line mark the true count n = {n} chosen below.")
 
     st.subheader("One true count")

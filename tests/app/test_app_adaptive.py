@@ -59,10 +59,28 @@ def test_level_tables_and_curves_follow_the_level():
     assert list(t["Cell MOE (exact)"]) == [3] * 4
     assert list(t["Total T1 MOE (exact)"]) == list(adaptive.t1_moe_by_level(float(budget.sigma2_stage2(2.134, 0.1, 9))))
     charts = at.get("plotly_chart")
-    assert len(charts) == 2
+    assert len(charts) == 1  # one chart per tab, only the open tab drawn
     fig = json.loads(charts[0].proto.spec)
     assert fig["layout"]["xaxis"]["title"]["text"].startswith("true population group size")
     assert {tr["name"] for tr in fig["data"]} >= {"total only", "sex × age23 (46 cells)"}
+    at.session_state["ad_chart_tabs"] = "Expected accuracy"
+    at.run()
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1
+    fig = json.loads(charts[0].proto.spec)
+    assert fig["layout"]["title"]["text"].startswith("Expected accuracy")
+    t1 = next(tr for tr in fig["data"] if tr["name"] == "total T1 (expected)")
+    assert max(t1["y"]) == max(adaptive.t1_moe_by_level(float(budget.sigma2_stage2(2.134, 0.1, 9))))
+
+
+def test_the_open_chart_tab_is_kept_after_a_visit_to_another_page():
+    at = open_app("adaptive")
+    at.session_state["ad_chart_tabs"] = "Expected accuracy"
+    at.run()
+    at.switch_page("app_pages/safetab/budget.py").run()
+    at.switch_page("app_pages/safetab/adaptive.py").run()
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert len(titles) == 1 and titles[0].startswith("Expected accuracy")
 
 
 def test_thresholds_beyond_any_population_do_not_break_the_page():
@@ -88,7 +106,7 @@ def test_thresholds_beyond_any_population_do_not_break_the_page():
     cfg = production_2020().with_thresholds(COUNTY2, [THRESHOLD_LIMIT] * 3)
     at = open_app("adaptive", query={"config": urlcodec.encode(cfg)})
     assert config(at).thresholds(COUNTY2) == (THRESHOLD_LIMIT,) * 3  # the value is kept, not changed
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 1
     probs = analysis.stat_level_curves(config(at), COUNTY2)
     assert probs["True group size"].max() == analysis.MAX_GROUP_SIZE
     below = probs["True group size"] < THRESHOLD_LIMIT * 0.999

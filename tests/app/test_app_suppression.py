@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from calculators import budget, suppression
@@ -39,6 +41,33 @@ def test_changing_p_changes_t_and_the_plan():
     assert metric(at, "P(suppressed)") == f"{float(suppression.suppression_probability(0, want, s2)):.4f}"
     assert float(metric(at, "Bias when released")) == pytest.approx(float(suppression.release_bias(0, want, s2)),
                                                                       abs=0.005)
+
+
+def test_each_chart_tab_draws_its_chart_and_marks_the_chosen_count():
+    at = open_app("suppression")
+    at.text_input(key="sup_n").input("15").run()
+    s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
+    t = suppression.threshold(s2, 0.9999)
+
+    def only_chart() -> dict:
+        charts = at.get("plotly_chart")
+        assert len(charts) == 1  # one chart per tab, only the open tab drawn
+        return json.loads(charts[0].proto.spec)
+
+    fig = only_chart()
+    assert fig["layout"]["title"]["text"].startswith("Chance that a total is suppressed")
+    ring = [tr for tr in fig["data"] if tr.get("mode") == "markers"]
+    assert [(tr["x"], round(tr["y"][0], 4)) for tr in ring] == [
+        ([15], round(float(suppression.suppression_probability(15, t, s2)), 4))]
+    at.session_state["sup_chart_tabs"] = "Bias of what is released"
+    at.run()
+    fig = only_chart()
+    assert fig["layout"]["title"]["text"].startswith("Bias that suppression puts on what is released")
+    ring = [tr for tr in fig["data"] if tr.get("mode") == "markers" and tr.get("yaxis", "y") == "y"]
+    assert ring[0]["x"] == [15]
+    assert ring[0]["y"][0] == pytest.approx(float(suppression.release_bias(15, t, s2)), abs=1e-6)
+    at.text_input(key="sup_n").input("30").run()  # a new n moves the ring on the open tab
+    assert [tr["x"] for tr in only_chart()["data"] if tr.get("mode") == "markers"][0] == [30]
 
 
 def test_p_zero_turns_suppression_off():

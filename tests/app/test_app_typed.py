@@ -96,9 +96,15 @@ def test_zcdp_to_pure_dp_and_back_restores_the_plan_exactly():
     assert "Every level's budget was converted" in texts(at)
 
 
-@pytest.mark.parametrize("page", ["adaptive", "suppression", "budget"])
-def test_every_chart_comes_with_its_text_summary(page):
+@pytest.mark.parametrize("page, tabs, tab", [
+    ("adaptive", None, None), ("adaptive", "ad_chart_tabs", "Expected accuracy"),
+    ("suppression", None, None), ("suppression", "sup_chart_tabs", "Bias of what is released"),
+    ("budget", None, None), ("budget", "pl_tabs", "Race multiplicity r")])
+def test_every_chart_comes_with_its_text_summary(page, tabs, tab):
     at = open_app(page)
+    if tabs:  # a page's other chart tab
+        at.session_state[tabs] = tab
+        at.run()
     charts = at.get("plotly_chart")
     summaries = [c.value for c in at.caption if shown(c.value).startswith("Chart summary: ")]  # escaped as plain text
     assert charts and len(summaries) == len(charts)

@@ -560,7 +560,7 @@ def test_page_controls_and_tabs_are_kept_across_pages(server, page):
     """What a user set on a page is still set when they come back through the sidebar
     (the browser forgets a page's widget states on a page switch; AppTest cannot see
     that): the Scenarios page's open tab and its toggle, the planner's open tab, the
-    adaptive-tables page's level."""
+    adaptive-tables page's level and open chart tab."""
     nav = page.locator("[data-testid='stSidebarNav']")
 
     def go(link: str, text: str) -> None:
@@ -583,6 +583,8 @@ def test_page_controls_and_tabs_are_kept_across_pages(server, page):
     page.get_by_role("option", name="TRACT Detailed").first.click()
     _settle(page)
     assert level.input_value() == "TRACT Detailed"
+    page.get_by_role("tab", name="Expected accuracy").click()
+    _settle(page)
     go("Configuration", "Shareable link")
     go("Scenarios", "Compare plans side by side")  # back on the tab the user opened
     assert toggle().is_checked() and page.get_by_role("tab", name="Compare plans").get_attribute(
@@ -591,6 +593,8 @@ def test_page_controls_and_tabs_are_kept_across_pages(server, page):
     assert page.get_by_role("tab", name="Race multiplicity r").get_attribute("aria-selected") == "true"
     go("Adaptive tables", "Which table a group gets")
     assert page.get_by_role("combobox", name="Population group level").input_value() == "TRACT Detailed"
+    assert page.get_by_role("tab", name="Expected accuracy").get_attribute("aria-selected") == "true"
+    page.get_by_text("Expected accuracy of what is published").first.wait_for()  # its chart drawn
 
 
 def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page, tmp_path):
@@ -708,6 +712,12 @@ SUMMARIES = """() => [...document.querySelectorAll('[data-testid="stMain"] [data
 }).length"""
 
 
+#: Pages whose charts are in tabs: the tab that opens first, then the others.
+CHART_TABS = {"budget": ("MOE against the budget", "Race multiplicity r"),
+              "adaptive": ("Which table a group gets", "Expected accuracy"),
+              "suppression": ("Chance of suppression", "Bias of what is released")}
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_page_fits_at_common_widths(server, browser, width):
     """Nothing is cut off on any page, at a laptop's and a desk screen's width: key
@@ -720,12 +730,14 @@ def test_every_page_fits_at_common_widths(server, browser, width):
             _open(page, f"{server}/{name}", "SafeTab-P")
             _nothing_cut_off(page, f"{name or 'overview'} at {width} px")
             assert page.evaluate(SUMMARIES) == 0, f"{name}: a chart without its text summary"
-            if name == "budget":  # the planner's other tabs
-                for tab in ("Race multiplicity r",):
+            if name in CHART_TABS:  # the page's other chart tabs (only the open tab is drawn)
+                first, *others = CHART_TABS[name]
+                for tab in others:
                     page.get_by_role("tab", name=tab).click()
                     _settle(page)
-                    _nothing_cut_off(page, f"budget, tab {tab!r}, at {width} px")
-                page.get_by_role("tab", name="MOE against the budget").click()
+                    _nothing_cut_off(page, f"{name}, tab {tab!r}, at {width} px")
+                    assert page.evaluate(SUMMARIES) == 0, f"{name}, tab {tab!r}: a chart without its text summary"
+                page.get_by_role("tab", name=first).click()
                 _settle(page)
             if name == "scenarios":  # its other tab, whose charts are drawn when asked for
                 _compare_tab(page)
