@@ -21,7 +21,7 @@ def test_missing_values_show_as_a_dash(page):
     at = open_app(page)
     assert all(p == widgets.MISSING for p in _placeholders(at)), _placeholders(at)
     if page == "budget":
-        for tab in ("Race multiplicity r", "Two plans side by side"):
+        for tab in ("MOE against the budget", "Race multiplicity r"):
             at.session_state["pl_tabs"] = tab
             at.run()
             assert at.dataframe and all(p == widgets.MISSING for p in _placeholders(at))

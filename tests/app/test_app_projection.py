@@ -44,6 +44,22 @@ def test_the_planner_shows_the_national_outcome_of_the_plan():
     assert "Coterminous copying is ignored" in t
     assert "python -m engine profile" in t and "confidential" in t  # how an agency makes its own
     assert "(scale)" in t  # why the nation differs from the 50,000-person sample
+    assert not at.get("plotly_chart")  # the tab that opens first; the charts wait in theirs
+
+
+def test_the_planner_draws_only_its_open_tab():
+    import json
+
+    at = open_app("budget")
+    at.session_state["pl_tabs"] = "MOE against the budget"
+    at.run()
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1 and json.loads(charts[0].proto.spec)["layout"]["title"]["text"].startswith("MOE")
+    assert not any(len(df.value.columns) and LEVEL in df.value.columns and WITH_TABLE in df.value.columns
+                   for df in at.dataframe)  # the national outcome is not drawn meanwhile
+    at.switch_page("app_pages/safetab/adaptive.py").run()
+    at.switch_page("app_pages/safetab/budget.py").run()
+    assert len(at.get("plotly_chart")) == 1  # the tab the user opened is kept
 
 
 def test_the_outcome_follows_a_new_budget():

@@ -99,7 +99,7 @@ def test_zcdp_to_pure_dp_and_back_restores_the_plan_exactly():
 @pytest.mark.parametrize("page, tabs, tab", [
     ("adaptive", None, None), ("adaptive", "ad_chart_tabs", "Expected accuracy"),
     ("suppression", None, None), ("suppression", "sup_chart_tabs", "Bias of what is released"),
-    ("budget", None, None), ("budget", "pl_tabs", "Race multiplicity r")])
+    ("budget", "pl_tabs", "MOE against the budget"), ("budget", "pl_tabs", "Race multiplicity r")])
 def test_every_chart_comes_with_its_text_summary(page, tabs, tab):
     at = open_app(page)
     if tabs:  # a page's other chart tab

@@ -346,7 +346,7 @@ def test_budget_planner_r_changes_s_and_the_url(server, page):
     from calculators import budget
 
     _open(page, f"{server}/budget", "Stability S = 9")
-    page.get_by_text("MOE against the budget").first.wait_for()
+    page.get_by_text("Group-size profile").first.wait_for()  # the national outcome, the tab that opens first
     _screenshot(page, "budget")
     # type a MOE target of 8 for COUNTY Detailed (row 6, column "MOE target"): rho follows
     time.sleep(1.5)  # the page re-lays out after the screenshot's resize
@@ -712,8 +712,8 @@ SUMMARIES = """() => [...document.querySelectorAll('[data-testid="stMain"] [data
 }).length"""
 
 
-#: Pages whose charts are in tabs: the tab that opens first, then the others.
-CHART_TABS = {"budget": ("MOE against the budget", "Race multiplicity r"),
+#: Pages whose charts (and the planner's national outcome) are in tabs: the tab that opens first, then the others.
+CHART_TABS = {"budget": ("National outcome", "MOE against the budget", "Race multiplicity r"),
               "adaptive": ("Which table a group gets", "Expected accuracy"),
               "suppression": ("Chance of suppression", "Bias of what is released")}
 
