@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from tests.app.conftest import frame, open_app
 from tests.app.paper_tables import static_table
+from ui.safetab import paper_statements
 
 
 def test_budget_page_shows_the_two_statements_and_the_plans_levels():
     at = open_app("budget")
+    assert not at.table  # the expander is closed: its content is neither computed nor drawn
+    at.session_state[paper_statements.OPEN_KEY] = True  # the user opens it
+    at.run()
     t = static_table(at, "Exact figure")
     assert t.loc["§6.1, Corollary 2", "Exact figure"] == "holds up to MOE 2,632; at 2,633 the exact MOE is 2,634"
     assert t.loc["§6.1", "Holds"] == "no"

@@ -85,6 +85,10 @@ def plan_coverage(config) -> pd.DataFrame:
     return pd.DataFrame([_coverage_row(label, s2) for label, s2 in levels])
 
 
+#: Session key of the expander's open state.
+OPEN_KEY = "paper_statements_open"
+
+
 @functools.lru_cache(maxsize=512)
 def _coverage_row(label: str, s2: float) -> dict:
     """One level's row of `plan_coverage` (cached: the exact MOE is a search, and a
@@ -97,12 +101,18 @@ def _coverage_row(label: str, s2: float) -> dict:
 
 
 def panel(config) -> None:
-    """The two statements and the plan's levels, in an expander (Streamlit)."""
+    """The two statements and the plan's levels, in an expander (Streamlit) whose content
+    is computed and drawn only while it is open: a closed expander's content still costs
+    the browser its drawing (its static table most) on every redraw of the whole app."""
     import streamlit as st
 
     from ui.core import widgets
 
-    with st.expander("Two statements of the SafeTab-P paper that the discrete Gaussian does not meet exactly"):
+    box = st.expander("Two statements of the SafeTab-P paper that the discrete Gaussian does not meet exactly",
+                      key=OPEN_KEY, on_change="rerun")
+    if not box.open:
+        return
+    with box:
         st.markdown("The design paper's Section 6.1 states two error bounds with continuous-Gaussian reasoning. For "
                     "the discrete Gaussian SafeTab-P draws, the exact figures differ; the planner's exact MOE is "
                     "the smallest m with P(|X| ≤ m) ≥ 95%.")
