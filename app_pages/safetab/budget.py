@@ -324,7 +324,7 @@ def _plan() -> None:
     # ------------------------------------------- national outcome and charts (only the open tab runs)
     # The national outcome opens first: it is the committee's first question (issue 23), and a
     # chart that follows the controls would cost the browser 0.1 to 0.15 s per change and per
-    # page opening (benchmarks/RESULTS.md, "The planner opens on its national outcome").
+    # page opening (benchmarks/RESULTS.md, "Only the open tab is drawn").
     nat, *tabs = widgets.kept_tabs(PLAN_TABS, key="pl_tabs")
     if nat.open:
         with nat:
