@@ -170,8 +170,7 @@ def _page() -> None:
 
     ss.setdefault("ad_log", True)
     log_x = st.toggle("Log scale for the group size", key="ad_log", persist_state="session")
-    # One chart per tab, only the open one drawn: each plotly chart that follows Θ costs the
-    # browser 0.1 to 0.15 s per change and per page opening (benchmarks/RESULTS.md)
+    # one chart per tab, only the open one drawn (`widgets.kept_tabs` says why)
     which, accuracy = widgets.kept_tabs(CHART_TABS, key="ad_chart_tabs")
     if which.open:
         with which:

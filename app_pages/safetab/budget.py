@@ -322,15 +322,14 @@ def _plan() -> None:
                + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
 
     # ------------------------------------------- national outcome and charts (only the open tab runs)
-    # The national outcome opens first: it is the committee's first question (issue 23), and a
-    # chart that follows the controls would cost the browser 0.1 to 0.15 s per change and per
-    # page opening (benchmarks/RESULTS.md, "Only the open tab is drawn").
-    nat, *tabs = widgets.kept_tabs(PLAN_TABS, key="pl_tabs")
+    # The national outcome opens first: it is the committee's first question (issue 23), and
+    # the charts wait in their tabs (`widgets.kept_tabs` says why).
+    nat, moe_tab, r_tab = widgets.kept_tabs(PLAN_TABS, key="pl_tabs")
     if nat.open:
         with nat:
             projection_panel.outcome(cfg, "pl_nat", columns=projection_panel.PLANNER_COLUMNS)
-    if tabs[0].open:
-        with tabs[0]:
+    if moe_tab.open:
+        with moe_tab:
             rhos = [r for r, _ in planner.rho_groups(cfg)]
             lo = min([1e-3] + [r / 2 for r in rhos])
             hi = max([10.0] + [r * 2 for r in rhos])
@@ -340,8 +339,8 @@ def _plan() -> None:
                           planner.relabel(curve, cfg), "moe_vs_rho.csv", key="moe_rho_chart")
             st.caption(f"At S = {S} and γ = {cfg.gamma:g}. Diamonds: this plan's levels. Further right = more budget = "
                        "less privacy and less noise.")
-    if tabs[1].open:
-        with tabs[1]:
+    if r_tab.open:
+        with r_tab:
             long = planner.race_multiplicity_long(cfg, method)
             wide = planner.race_multiplicity_table(cfg, method)
             if long.empty:

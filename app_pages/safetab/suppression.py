@@ -120,8 +120,7 @@ def _curves(level: PopulationGroupLevel, t: int, s2: float, nz: str, frac: bool,
     n = int(widgets.typed_value("sup_n", max(t, 0)))
     v = analysis.value_at(n, t, s2, nz)
     curves = analysis.suppression_curves(t, s2, noise=nz)
-    # One chart per tab, only the open one drawn: each plotly chart that follows p or n costs
-    # the browser 0.1 to 0.15 s per change and per page opening (benchmarks/RESULTS.md)
+    # one chart per tab, only the open one drawn (`widgets.kept_tabs` says why)
     chance, bias = widgets.kept_tabs(CHART_TABS, key="sup_chart_tabs")
     if chance.open:
         with chance:

@@ -45,7 +45,9 @@ input:focus-visible, textarea:focus-visible, summary:focus-visible,
 def kept_tabs(labels: list[str], key: str) -> Sequence[Any]:
     """Tabs of which only the open one is drawn (the page draws a tab's content only when
     its `open` is true) and which open on the tab the user opened last, also after a visit
-    to another page. Page controls keep their value with ``persist_state="session"``;
+    to another page. Pages put their charts in them because a plotly chart whose data follow
+    a control costs the browser 0.1 to 0.15 s per change and per page opening on a
+    two-core machine (benchmarks/RESULTS.md, "Only the open tab is drawn"). Page controls keep their value with ``persist_state="session"``;
     tabs take no such option, and Streamlit forgets their state on a page switch, so the
     open tab is kept in a plain session value (``<key>::open``)."""
     ss = st.session_state
