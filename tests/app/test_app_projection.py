@@ -4,6 +4,8 @@ they follow every control, the profile is named and its nature said."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from calculators import projection as P
@@ -48,8 +50,6 @@ def test_the_planner_shows_the_national_outcome_of_the_plan():
 
 
 def test_the_planner_draws_only_its_open_tab():
-    import json
-
     at = open_app("budget")
     at.session_state["pl_tabs"] = "MOE against the budget"
     at.run()

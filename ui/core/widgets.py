@@ -47,9 +47,10 @@ def kept_tabs(labels: list[str], key: str) -> Sequence[Any]:
     its `open` is true) and which open on the tab the user opened last, also after a visit
     to another page. Pages put their charts in them because a plotly chart whose data follow
     a control costs the browser 0.1 to 0.15 s per change and per page opening on a
-    two-core machine (benchmarks/RESULTS.md, "Only the open tab is drawn"). Page controls keep their value with ``persist_state="session"``;
-    tabs take no such option, and Streamlit forgets their state on a page switch, so the
-    open tab is kept in a plain session value (``<key>::open``)."""
+    two-core machine (benchmarks/RESULTS.md, "Only the open tab is drawn"). Page controls
+    keep their value with ``persist_state="session"``; tabs take no such option, and
+    Streamlit forgets their state on a page switch, so the open tab is kept in a plain
+    session value (``<key>::open``)."""
     ss = st.session_state
     kept = f"{key}::open"
     if key not in ss and ss.get(kept) in labels:

@@ -25,6 +25,8 @@ from calculators import noise_family
 
 #: The range of MOE searched for the last one Corollary 2 holds for.
 COROLLARY_SEARCH = 20_000
+#: Session key of the panel's expander (open or closed).
+OPEN_KEY = "paper_statements_open"
 
 
 def coverage(sigma2) -> np.ndarray:
@@ -83,10 +85,6 @@ def plan_coverage(config) -> pd.DataFrame:
         if sig["noise"] == noise_family.GAUSSIAN:
             levels.append((planner.level_label(lvl), float(sig["stage2"])))
     return pd.DataFrame([_coverage_row(label, s2) for label, s2 in levels])
-
-
-#: Session key of the expander's open state.
-OPEN_KEY = "paper_statements_open"
 
 
 @functools.lru_cache(maxsize=512)
