@@ -205,9 +205,14 @@ class SafeTabConfig(BaseModel):
                              f"(at most {MAX_KEYS} keys are read)")
         for key, values in v.items():
             try:
-                PopulationGroupLevel.parse(key)
+                level = PopulationGroupLevel.parse(key)
             except ValueError:
                 problems.append(f"{echo(key)} is not a population group level{_did_you_mean(key, known)}")
+                continue
+            if key != level.key:
+                # SafeTab-P looks a level's thresholds up by this exact text: another spelling
+                # would be ignored there, and beside the exact one it would be a second value
+                problems.append(f"{echo(key)} must be written exactly {echo(level.key)}")
                 continue
             if len(values) != 3:
                 problems.append(f"{key} must list exactly 3 thresholds (got {len(values)})")

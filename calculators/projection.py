@@ -76,6 +76,7 @@ law's characteristic function phi (`_mean_abs_sum`). No size is merged with anot
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -301,7 +302,9 @@ class Profile:
         except json.JSONDecodeError as exc:
             raise ProfileError([f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"],
                                source) from None
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:
+            raise ProfileError(["the JSON is nested too deeply (a profile is a few levels deep)"], source) from None
+        except ValueError as exc:
             raise ProfileError([str(exc)[:200]], source) from None
         return cls.from_dict(data, source)
 
@@ -433,13 +436,20 @@ class _ProfileReader:
         levels: dict[PopulationGroupLevel, LevelProfile] = {}
         raw_levels = self._obj(d.get("levels"), "levels")
         if len(raw_levels) > len(POPULATION_GROUP_LEVELS):
-            self.fail(f"levels lists {len(raw_levels)} entries; there are {len(POPULATION_GROUP_LEVELS)} levels")
+            # name the first keys that are not levels, so that the user can find them
+            odd = [_echo(k) for k in itertools.islice(raw_levels, 1000) if not _is_level(k)][:5]
+            self.fail(f"levels lists {len(raw_levels):,} entries; there are {len(POPULATION_GROUP_LEVELS)} levels"
+                      + (f"; not a population group level: {', '.join(odd)}" if odd
+                         else " (a level is listed twice, spelt differently)"))
             raw_levels = {}
         for key, value in raw_levels.items():
             try:
                 lvl = PopulationGroupLevel.parse(key)
             except ValueError as exc:
                 self.fail(f"levels: {exc}")
+                continue
+            if lvl in levels:
+                self.fail(f"levels: {_echo(key)} is {lvl.key} again (each level is listed once)")
                 continue
             lp = self._level(lvl, value, f"levels.{key}")
             if lp is not None:
@@ -491,6 +501,14 @@ class _ProfileReader:
         if len(self.problems) > before:
             return None
         return LevelProfile(lvl, regions, iterations, to_it, tuple(stab), adaptive, total_only)
+
+
+def _is_level(key: str) -> bool:
+    try:
+        PopulationGroupLevel.parse(key)
+    except ValueError:
+        return False
+    return True
 
 
 def _echo(value: Any) -> str:

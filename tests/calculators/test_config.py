@@ -103,6 +103,12 @@ BAD = {
         _with(thresholds_p={**_base()["thresholds_p"], "(CONTY, 2)": [1, 2, 3]}),
         ['"(CONTY, 2)" is not a population group level', 'did you mean "(COUNTY, 2)"'],
     ),
+    # SafeTab-P looks thresholds up by the exact text; beside "(TRACT, 2)" another spelling
+    # would be a second value of which one is silently ignored
+    "threshold level spelt otherwise": (
+        _with(thresholds_p={**_base()["thresholds_p"], "(TRACT,2)": [1, 2, 3]}),
+        ['"(TRACT,2)" must be written exactly "(TRACT, 2)"'],
+    ),
     "no threshold for a budget-0 level": (
         _with(thresholds_p={k: v for k, v in _base()["thresholds_p"].items() if k != "(AIANNH, 1)"}),
         ["thresholds_p has no thresholds for (AIANNH, 1)"],

@@ -290,6 +290,12 @@ def _bad(mutate) -> str:
     (lambda d: d.update(confidential=True), "opposite of synthetic"),
     (lambda d: d["levels"]["(COUNTY, 2)"].update(stability_by_r=[9] * 7), "stability_by_r"),
     (lambda d: d.update(levels={}), "levels is empty"),
+    # one level twice, spelt two ways: refused, not one of them silently kept
+    (lambda d: d["levels"].update({"(COUNTY,2)": d["levels"]["(COUNTY, 2)"]}),
+     'levels: "(COUNTY,2)" is (COUNTY, 2) again'),
+    # more entries than levels: the ones that are not levels are named
+    (lambda d: d.update(levels={**{lvl.key: {} for lvl in POPULATION_GROUP_LEVELS}, "(MARS, 1)": {}}),
+     'levels lists 21 entries; there are 20 levels; not a population group level: "(MARS, 1)"'),
     # a group larger than the data (a group holds each person once)
     (lambda d: d["levels"]["(COUNTY, 2)"]["adaptive"].update(size_steps=[0, 4, 10**12]),
      "levels.(COUNTY, 2): a group of 1,000,000,000,004 persons is larger than the data (data.persons_us = "),
@@ -310,6 +316,8 @@ def test_not_json_not_finite_and_too_large_are_refused():
     bomb = gzip.compress(b" " * (P.MAX_PROFILE_BYTES + 10))
     with pytest.raises(P.ProfileError, match="decompresses to more than"):
         P.Profile.parse(bomb, "x")
+    with pytest.raises(P.ProfileError, match="nested too deeply"):
+        P.Profile.parse("[" * 100_000 + "]" * 100_000, "x")
     with pytest.raises(P.ProfileError, match="damaged|cut short"):
         P.Profile.parse(gzip.compress(b"{}")[:-6], "x")
 
