@@ -53,6 +53,36 @@ def _block_size(path: Path) -> int:
     return int(min(_MAX_BLOCK, max(_MIN_BLOCK, size // _MIN_BLOCKS)))
 
 
+#: The first bytes of a line echoed in a message about it.
+ECHO_BYTES = 60
+
+
+def _long_line(path: Path, limit: int) -> tuple[int, str, int] | None:
+    """The first line of the file at `path` longer than `limit` bytes: its number (1-based),
+    its first characters and its length in bytes; None if every line is shorter. Reads
+    the file once, 1 MiB at a time (only after pyarrow stopped on such a line)."""
+    number, length, head = 1, 0, b""
+    try:
+        with open(path, "rb") as fh:
+            while piece := fh.read(1 << 20):
+                start = 0
+                while True:
+                    end = piece.find(b"\n", start)
+                    part = piece[start:] if end < 0 else piece[start:end]
+                    if length < ECHO_BYTES:
+                        head += part[:ECHO_BYTES - length]
+                    length += len(part)
+                    if end < 0:
+                        break
+                    if length > limit:
+                        return number, head.decode("utf-8", "replace"), length
+                    number, length, head, start = number + 1, 0, b"", end + 1
+    except OSError:
+        return None
+    return (number, head.decode("utf-8", "replace"), length) if length > limit else None
+
+
+
 @dataclass(frozen=True)
 class DataFile:
     path: Path
@@ -170,6 +200,12 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
             rows += table.num_rows
             yield batch
     except (OSError, pa.ArrowException) as exc:
+        long = _long_line(df.path, _block_size(df.path)) if df.kind == "txt" and "straddl" in str(exc) else None
+        if long is not None:  # pyarrow's words for a row longer than its block
+            number, head, length = long
+            log.add(df.name, number, None, head, f"one record per line, at most {_block_size(df.path):,} bytes "
+                                                 f"long (this line has {length:,} bytes; a line break missing?)")
+            return
         where = f" (after {rows:,} rows)" if rows else ""
         log.add(df.name, None, None, None, f"a readable {'Parquet ' if df.kind == 'parquet' else ''}file; "
                                            f"reading stopped{where}: {exc}")

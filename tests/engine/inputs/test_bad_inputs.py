@@ -216,6 +216,11 @@ CASES = {
     "persons unreadable": (unreadable("data", PERSONS), [PERSONS, "cannot read it", "Permission denied"]),
     "persons huge field": (replace("data", PERSONS, b"|2000\n", b"|" + b"7" * HUGE + b"\n"),
                            [PERSONS, "line 2", "QSPAN", "1,000,000 characters"]),
+    # a line longer than the reader's block (at least 1 MiB; e.g. line breaks lost): its
+    # number and length, not the parser's own words
+    "persons line longer than a block": (replace("data", PERSONS, b"|2000\n", b"|" + b"7" * (3 * HUGE) + b"\n"),
+                                         [PERSONS, "line 2", "one record per line, at most 1,048,576 bytes long",
+                                          "this line has 3,000,0", "found '030|1|"]),
     # ------------------------------------------------------------ GRF-C
     "GRF-C header only": (header_only("data", GRF), [GRF, "only its header"]),
     "GRF-C not UTF-8": (replace("data", GRF, b"|20000|", b"|2\xe9000|"), [GRF, "line 6", "PLACEFP", "found '2\ufffd000'", "0xe9", "UTF-8"]),

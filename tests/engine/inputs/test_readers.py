@@ -128,3 +128,15 @@ def test_a_malformed_row_is_reported_on_its_line_through_the_read_ahead(dataset,
     assert "line 1501" in text and "found 18" in text
     assert not (tmp_path / "out").exists()
     assert not _threads("safetab-read-ahead")
+
+
+@pytest.mark.parametrize("text,limit,want", [
+    (b"ab\ncdef\ngh\n", 3, (2, "cdef", 4)),          # the first line over the limit
+    (b"ab\ncde\nfghij", 4, (3, "fghij", 5)),         # the last line, with no line break after it
+    (b"abc\ndef\n", 3, None),                        # at the limit is not over it
+    (b"x" * 100 + b"\n" + b"y" * (3 << 20), 2 << 20, (2, "y" * readers.ECHO_BYTES, 3 << 20)),  # across 1 MiB pieces
+])
+def test_the_first_line_longer_than_the_limit_is_found_with_its_number_and_length(tmp_path, text, limit, want):
+    path = tmp_path / "f.txt"
+    path.write_bytes(text)
+    assert readers._long_line(path, limit) == want
