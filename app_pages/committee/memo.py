@@ -53,6 +53,7 @@ if kind == "comparison":
         saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
         ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
     picked = st.multiselect("Plans (the first is the reference)", list(opts), key="sc_compare", persist_state="session",
+                            wrap=True,
                             help="The same choice as on the Scenarios page.")
     if len(picked) < 2:
         st.info("Pick two or more plans.")

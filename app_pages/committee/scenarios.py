@@ -214,7 +214,7 @@ def _compare() -> None:
         saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
         ss["sc_compare"] = [plan_controls.CURRENT] + (saved or [plan_controls.PRODUCTION])
     picked = st.multiselect("Plans to compare (any number; the first is the reference)", list(opts), key="sc_compare",
-                            persist_state="session",
+                            persist_state="session", wrap=True,
                             help="Cells that differ from the first plan are highlighted.")
     ss.setdefault("sc_only", False)
     ss.setdefault("sc_charts", False)

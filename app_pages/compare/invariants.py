@@ -265,7 +265,7 @@ else:
                                 f"{ci.MAX_TABLE_CELLS:,} cells in all.")
     opts = ci.margin_options(shape)
     st.session_state["inv_margins"] = [m for m in st.session_state.get("inv_margins", []) if tuple(m) in opts]
-    margins = c[2].multiselect("Margins held exact", opts, key="inv_margins",
+    margins = c[2].multiselect("Margins held exact", opts, key="inv_margins", wrap=True,
                                format_func=lambda m: ci.margin_label(tuple(m), shape),
                                help="Each margin keeps some axes and sums over the others; its sums are published "
                                     "exactly.")

@@ -110,7 +110,7 @@ if view == VIEWS[0]:
         area, problems, n_problems = None, [], 0
         if how == cs.BUILDERS[0]:
             tracts = cs.tract_options(geo)
-            chosen = st.multiselect("Tracts", tracts, default=tracts[:2], key="sp_tracts")
+            chosen = st.multiselect("Tracts", tracts, default=tracts[:2], key="sp_tracts", wrap=True)
             area = cs.area_from_tracts(geo, chosen)
         elif how == cs.BUILDERS[1]:
             ents = cs.entity_options(geo)
@@ -118,12 +118,12 @@ if view == VIEWS[0]:
             level, region = ents[label]
             touched = cs.entity_tracts(geo, level, region)
             minus = st.multiselect("Minus these tracts", touched, default=touched[:1] if len(touched) > 1 else [],
-                                   key="sp_minus")
+                                   key="sp_minus", wrap=True)
             area = cs.area_from_entity(geo, level, region, minus)
         elif how == cs.BUILDERS[2]:
             blocks = cs.block_options(geo)
             chosen = st.multiselect("Blocks (state, county, tract, block)", blocks, default=blocks[:2],
-                                    key="sp_blocks")
+                                    key="sp_blocks", wrap=True)
             area = cs.area_from_blocks(geo, chosen)
         else:
             text = st.text_area("One entry a line: [+|-] [level] id (levels: state, county, tract, place, aiannh, "

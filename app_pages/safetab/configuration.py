@@ -122,7 +122,7 @@ with o[2]:
                        help="At least 0 and below 1, used exactly as typed; 0 turns suppression off.")
 with o[3]:
     state.bind("w_state_filter_us", list(cfg.state_filter_us))
-    st.multiselect("state_filter_us", list(US_STATE_CODES), key="w_state_filter_us",
+    st.multiselect("state_filter_us", list(US_STATE_CODES), key="w_state_filter_us", wrap=True,
                    on_change=_on("state_filter_us", list),
                    help="The US states (FIPS codes) the US run covers.")
     if st.button("All states", key="all_states"):

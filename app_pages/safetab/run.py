@@ -315,8 +315,8 @@ f = st.columns([2.2, 1.3, 1.6, 1.2])
 if "br_geo" not in ss or not set(ss["br_geo"]) <= set(present):
     ss["br_geo"] = present
 ss.setdefault("br_it", [1, 2])
-geos = f[0].multiselect("Geography levels", present, key="br_geo", persist_state="session")
-its = f[1].multiselect("Iteration levels", [1, 2], key="br_it", persist_state="session",
+geos = f[0].multiselect("Geography levels", present, key="br_geo", persist_state="session", wrap=True)
+its = f[1].multiselect("Iteration levels", [1, 2], key="br_it", persist_state="session", wrap=True,
                        format_func=lambda k: ITERATION_LEVEL_NAMES[k])
 search = f[2].text_input("Search iteration names", key="br_search", persist_state="session",
                          placeholder="e.g. Albanian, Asian")

@@ -161,8 +161,9 @@ def _screenshot(page, name: str, width: int = WIDTH):
 
 
 #: What is cut off on the page: metric values and labels wider than their box, text
-#: shown with an ellipsis, tables whose right-hand columns are hidden behind a
-#: horizontal scroll, a page that scrolls sideways. Returns plain descriptions.
+#: shown with an ellipsis, tables whose right-hand columns and multiselects whose chosen
+#: items are hidden behind a horizontal scroll, a page that scrolls sideways. Returns
+#: plain descriptions.
 CUT_OFF = """() => {
   const bad = [];
   const main = document.querySelector('[data-testid="stMain"]');
@@ -175,6 +176,11 @@ CUT_OFF = """() => {
         && !e.closest('[data-baseweb="tag"], [data-baseweb="select"], [data-testid="stMultiSelect"]'))
       bad.push('text cut: ' + name(e));
   }
+  // a multiselect whose chosen items scroll sideways shows only the first few of them
+  for (const m of main.querySelectorAll('[data-testid="stMultiSelect"]'))
+    if ([...m.querySelectorAll('*')].some(e => clipped(e) && !e.closest('[data-baseweb="tag"]')
+                                          && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)))
+      bad.push('chosen items hidden sideways: ' + name(m.querySelector('label') || m));
   main.querySelectorAll('[data-testid="stDataFrame"]').forEach((d, i) => {
     const sc = d.querySelector('.dvn-scroller');
     // a data browser with whole long names (widgets.SCROLLS_SIDEWAYS) scrolls sideways by design
