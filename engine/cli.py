@@ -533,8 +533,9 @@ def _dispatch(args, progress: _Progress) -> int:
 
     if args.command == "sample":
         from engine.release.publish import StagedOutput
-        from engine.synthetic.nation import generate
+        from engine.synthetic.nation import check_persons, generate
 
+        check_persons(args.persons)  # a size out of range is said as such, not as missing disk space
         with StagedOutput(args.out_dir, overwrite=args.overwrite, inputs=[("--spec", args.spec)],
                           description="synthetic sample (invented persons)") as folder:
             folder.ensure_space(args.persons * (_TXT_BYTES_PER_PERSON if args.format == "txt"

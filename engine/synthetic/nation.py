@@ -206,15 +206,20 @@ class SampleSummary:
         return self.persons / self.seconds if self.seconds > 0 else float("inf")
 
 
-def _check_args(out_dir, persons, seed, spec_dir, fmt, chunk_persons) -> None:
-    if out_dir is None or str(out_dir) == "":
-        raise ValueError("out_dir must be a folder path")
+def check_persons(persons) -> None:
+    """ValueError unless `persons` is a whole number from MIN_PERSONS to MAX_PERSONS."""
     if isinstance(persons, bool) or not isinstance(persons, numbers.Integral):
         raise ValueError(f"persons must be a whole number (got {persons!r})")  # noqa: TRY004
     if not MIN_PERSONS <= persons <= MAX_PERSONS:
         raise ValueError(
             f"persons must be from {MIN_PERSONS:,} to {MAX_PERSONS:,} (got {persons:,})"
         )
+
+
+def _check_args(out_dir, persons, seed, spec_dir, fmt, chunk_persons) -> None:
+    if out_dir is None or str(out_dir) == "":
+        raise ValueError("out_dir must be a folder path")
+    check_persons(persons)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a whole number >= 0 (got {seed!r})")
     if fmt not in FORMATS:

@@ -353,6 +353,15 @@ def test_sample_disk_full_leaves_no_folder(tmp_path, capsys, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("persons", [0, 999, 340_000_001, 99_999_999_999_999])
+def test_sample_of_a_size_out_of_range_is_a_usage_error_naming_the_range(tmp_path, capsys, persons):
+    """Said as a size out of range, before the free-space check (which would otherwise ask
+    for thousands of terabytes)."""
+    code, text = _cli(["sample", "--persons", persons, tmp_path / "nation", "--quiet"], capsys)
+    assert code == 2 and f"persons must be from 1,000 to 340,000,000 (got {persons:,})" in text
+    assert "disk space" not in text and list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------ errors and interruptions
 ERRORS = {
     "unreadable input": (PermissionError(errno.EACCES, "Permission denied", "/in/person-records.txt"), 1,
