@@ -114,6 +114,8 @@ PROFILE_KIND = "SafeTab-P Studio group-size profile"
 PROFILE_FORMAT = 1
 #: The largest profile accepted (bytes of JSON text, after decompression).
 MAX_PROFILE_BYTES = 64 * 1024 * 1024
+#: The longest name and description a profile keeps (`engine profile --name` refuses longer ones).
+NAME_LIMIT, DESCRIPTION_LIMIT = 200, 1000
 #: The most distinct sizes a profile may list over all its levels.
 MAX_PROFILE_SIZES = 4_000_000
 #: The largest group size, number of groups or persons a profile may state (the
@@ -469,11 +471,11 @@ class _ProfileReader:
                  "data", "params", "binning", "levels"}
         extra = {k: v for k, v in d.items() if k not in known and isinstance(v, (str, int, float, bool))}
         return Profile(
-            name=self._str(d.get("name", ""), "name", 200) or "unnamed profile",
+            name=self._str(d.get("name", ""), "name", NAME_LIMIT) or "unnamed profile",
             persons=persons, persons_us=persons_us, persons_pr=persons_pr, synthetic=synthetic,
             max_race_codes=r, run_us=run_us, run_pr=run_pr, state_filter_us=tuple(states), levels=levels,
             created=self._str(d.get("created", ""), "created", 40),
-            description=self._str(d.get("description", ""), "description", 1000), extra=extra)
+            description=self._str(d.get("description", ""), "description", DESCRIPTION_LIMIT), extra=extra)
 
     def _level(self, lvl: PopulationGroupLevel, value: Any, where: str) -> LevelProfile | None:
         v = self._obj(value, where)

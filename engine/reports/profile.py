@@ -20,15 +20,20 @@ from pathlib import Path
 from typing import Callable
 
 from calculators.levels import POPULATION_GROUP_LEVELS
-from calculators.projection import LevelProfile, Profile, SizeHistogram
+from calculators.projection import DESCRIPTION_LIMIT, NAME_LIMIT, LevelProfile, Profile, SizeHistogram
 
 Progress = Callable[[str, float, float], None]
 
 
 def compute_profile(params_dir: str | Path, data_dir: str | Path, *, name: str | None = None,
                     synthetic: bool = False, description: str = "", progress: Progress | None = None) -> Profile:
-    """The profile of DATA_DIR counted with PARAMS_DIR (raises InputError like `run`)."""
+    """The profile of DATA_DIR counted with PARAMS_DIR (raises InputError like `run`; a
+    `name` or `description` longer than a profile keeps: ValueError, before any work)."""
     from engine.run import prepare
+
+    for what, text, limit in (("--name", name or "", NAME_LIMIT), ("--description", description, DESCRIPTION_LIMIT)):
+        if len(text) > limit:  # a profile keeps this many characters: refused, never cut
+            raise ValueError(f"{what} has {len(text):,} characters; a profile keeps at most {limit:,}")
 
     prepared = prepare(params_dir, data_dir, progress)
     inputs = prepared.inputs
@@ -57,7 +62,7 @@ def compute_profile(params_dir: str | Path, data_dir: str | Path, *, name: str |
         progress("profiling levels, done", len(todo), len(todo))
     table = prepared.table
     return Profile(
-        name=name or Path(data_dir).resolve().parent.name + "/" + Path(data_dir).name,
+        name=name or (Path(data_dir).resolve().parent.name + "/" + Path(data_dir).name)[:NAME_LIMIT],
         persons=table.persons, persons_us=table.persons_us, persons_pr=table.persons_pr, synthetic=synthetic,
         max_race_codes=config.max_race_codes, run_us=config.run_us, run_pr=config.run_pr,
         state_filter_us=tuple(config.state_filter_us) if config.run_us else (), levels=levels,

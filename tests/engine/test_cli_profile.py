@@ -48,6 +48,25 @@ def test_profile_writes_a_confidential_profile_and_never_replaces_a_file(tmp_pat
     assert not [p for p in tmp_path.iterdir() if p.name != "p.json.gz"]  # no partial file left
 
 
+@pytest.mark.parametrize("option,limit", [("--name", 200), ("--description", 1000)])
+def test_a_name_or_description_longer_than_a_profile_keeps_is_refused_not_cut(tmp_path, capsys, monkeypatch,
+                                                                               option, limit):
+    import engine.run as er
+
+    def never(*a, **k):
+        raise AssertionError("counted before the options were checked")
+
+    monkeypatch.setattr(er, "prepare", never)
+    out = tmp_path / "p.json"
+    assert main(["profile", PARAMS, DATA, str(out), "--quiet", option, "x" * (limit + 1)]) == 2
+    assert f"{option} has {limit + 1:,} characters; a profile keeps at most {limit:,}" in capsys.readouterr().err
+    assert not out.exists()
+    monkeypatch.undo()
+    assert main(["profile", PARAMS, DATA, str(out), "--quiet", option, "é" * limit]) == 0  # at the limit: kept whole
+    prof = Profile.parse(out.read_bytes())
+    assert (prof.name if option == "--name" else prof.description) == "é" * limit
+
+
 def test_profile_refuses_a_file_inside_an_input_folder(tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
