@@ -132,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("accuracy", help="compare releases with the truth: 95th percentile of |error| vs predicted MOE")
     common(sp)
-    sp.add_argument("--trials", type=int, default=1, help="number of independent releases to draw (default 1)")
+    sp.add_argument("--trials", type=int, default=1,
+                    help="number of independent releases to draw, 1 to 10,000 (default 1)")
     sp.add_argument("--seed", type=int, default=None,
                     help="seed the trials (reproducible; default: secure random source)")
     sp.add_argument("--release", type=Path, default=None, metavar="RELEASE_DIR",
@@ -454,10 +455,10 @@ def _dispatch(args, progress: _Progress) -> int:
         return EXIT_OK
 
     if args.command == "accuracy":
-        from engine.reports.accuracy import accuracy_report, format_report
+        from engine.reports.accuracy import MAX_TRIALS, accuracy_report, format_report
 
-        if args.trials < 1:
-            raise ValueError("--trials must be at least 1")
+        if not 1 <= args.trials <= MAX_TRIALS:
+            raise ValueError(f"--trials must be from 1 to {MAX_TRIALS:,} (got {args.trials:,})")
         if getattr(args, "invariant", None) and args.consistency is not None:
             raise ValueError("--invariant and --consistency cannot be combined: each compares its own "
                              "post-processing of the nested levels with the plain release (docs/invariants.md, "

@@ -264,6 +264,30 @@ def test_jobs_must_be_at_least_one(tmp_path, capsys, jobs):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("trials", [0, 10_001, 100_000_000])
+def test_trials_are_bounded_and_refused_before_any_work(tmp_path, capsys, monkeypatch, trials):
+    """A study of 10^8 trials would run for years: refused at once, naming the range
+    (which --help states too), for every kind of study."""
+    import subprocess
+    import sys
+
+    import engine.run as er
+    from engine.reports.accuracy import MAX_TRIALS
+
+    def never(*a, **k):
+        raise AssertionError("prepared before --trials was checked")
+
+    monkeypatch.setattr(er, "prepare", never)
+    for extra in ([], ["--consistency", "all"], ["--invariant", "STATE"]):
+        assert main(["accuracy", str(SAMPLE / "params"), str(SAMPLE / "data"), str(tmp_path / "o"),
+                     "--trials", str(trials), *extra]) == 2
+        assert f"--trials must be from 1 to {MAX_TRIALS:,} (got {trials:,})" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    helptext = subprocess.run([sys.executable, "-m", "engine", "accuracy", "--help"], capture_output=True, text=True,
+                              cwd=SAMPLE.parent).stdout
+    assert f"1 to {MAX_TRIALS:,}" in " ".join(helptext.split())
+
+
 def test_jobs_with_a_release_or_a_comparison_is_refused(tmp_path, capsys):
     for extra in (["--release", str(tmp_path)], ["--consistency", "all"], ["--invariant", "STATE"]):
         assert main(["accuracy", str(SAMPLE / "params"), str(SAMPLE / "data"), str(tmp_path / "o"), "--jobs", "2",
