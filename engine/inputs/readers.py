@@ -82,7 +82,6 @@ def _long_line(path: Path, limit: int) -> tuple[int, str, int] | None:
     return (number, head.decode("utf-8", "replace"), length) if length > limit else None
 
 
-
 @dataclass(frozen=True)
 class DataFile:
     path: Path
@@ -200,11 +199,12 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
             rows += table.num_rows
             yield batch
     except (OSError, pa.ArrowException) as exc:
-        long = _long_line(df.path, _block_size(df.path)) if df.kind == "txt" and "straddl" in str(exc) else None
+        block = _block_size(df.path)
+        long = _long_line(df.path, block) if df.kind == "txt" and "straddl" in str(exc) else None
         if long is not None:  # pyarrow's words for a row longer than its block
             number, head, length = long
-            log.add(df.name, number, None, head, f"one record per line, at most {_block_size(df.path):,} bytes "
-                                                 f"long (this line has {length:,} bytes; a line break missing?)")
+            log.add(df.name, number, None, head, f"one record per line, at most {block:,} bytes long "
+                                                 f"(this line has {length:,} bytes; a line break missing?)")
             return
         where = f" (after {rows:,} rows)" if rows else ""
         log.add(df.name, None, None, None, f"a readable {'Parquet ' if df.kind == 'parquet' else ''}file; "
