@@ -97,6 +97,23 @@ def echo(value: Any, limit: int = ECHO_LIMIT) -> str:
     return shorten(text, limit)
 
 
+def loads_unique(text: str | bytes, **kwargs: Any) -> tuple[Any, list[str]]:
+    """`json.loads(text, **kwargs)` and the keys that appear more than once in one of its
+    objects (each once, in order), which json.loads alone would drop silently but for the
+    last value. Raises what json.loads raises."""
+    dups: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for k, v in items:
+            if k in seen:
+                dups.append(k)
+            seen[k] = v
+        return seen
+
+    return json.loads(text, object_pairs_hook=pairs, **kwargs), list(dict.fromkeys(dups))
+
+
 class ConfigError(ValueError):
     """Invalid configuration; `problems` holds one plain-words message per problem."""
 
@@ -349,18 +366,8 @@ class SafeTabConfig(BaseModel):
 
     @classmethod
     def from_json(cls, text: str, source: str | None = None) -> "SafeTabConfig":
-        dups: list[str] = []
-
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            seen: dict[str, Any] = {}
-            for k, v in items:
-                if k in seen:
-                    dups.append(k)
-                seen[k] = v
-            return seen
-
         try:
-            data = json.loads(text, object_pairs_hook=pairs)
+            data, dups = loads_unique(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 [f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"], source
@@ -370,7 +377,7 @@ class SafeTabConfig(BaseModel):
         except ValueError as exc:  # e.g. a number of more than 4,300 digits (Python's limit)
             raise ConfigError([f"not a SafeTab-P config.json: {shorten(str(exc), 120)}"], source) from None
         if dups:
-            raise ConfigError([f"the key {echo(k)} appears more than once" for k in dict.fromkeys(dups)], source)
+            raise ConfigError([f"the key {echo(k)} appears more than once" for k in dups], source)
         return cls.from_dict(data, source)
 
     @classmethod

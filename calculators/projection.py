@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from calculators import budget, discrete_gaussian, geometric, noise_family, suppression
-from calculators.config import ConfigError, SafeTabConfig, to_fraction
+from calculators.config import ConfigError, SafeTabConfig, loads_unique, to_fraction
 from calculators.levels import (
     POPULATION_GROUP_LEVELS,
     STAT_LEVEL_CELLS,
@@ -298,7 +298,7 @@ class Profile:
             raise ProfileError([f"the profile is {len(raw):,} bytes, more than the {MAX_PROFILE_BYTES:,} accepted"],
                                source)
         try:
-            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+            data, dups = loads_unique(raw.decode("utf-8"), parse_constant=_no_constant)
         except UnicodeDecodeError:
             raise ProfileError(["the file is not UTF-8 JSON text (nor gzip-compressed JSON)"], source) from None
         except json.JSONDecodeError as exc:
@@ -308,6 +308,8 @@ class Profile:
             raise ProfileError(["the JSON is nested too deeply (a profile is a few levels deep)"], source) from None
         except ValueError as exc:
             raise ProfileError([str(exc)[:200]], source) from None
+        if dups:  # json.loads would keep the last value of each silently
+            raise ProfileError([f"the key {_echo(k)} appears more than once" for k in dups[:20]], source)
         return cls.from_dict(data, source)
 
     @classmethod

@@ -316,6 +316,10 @@ def test_not_json_not_finite_and_too_large_are_refused():
     bomb = gzip.compress(b" " * (P.MAX_PROFILE_BYTES + 10))
     with pytest.raises(P.ProfileError, match="decompresses to more than"):
         P.Profile.parse(bomb, "x")
+    twice = _profile({COUNTY2: [0, 4]}).to_json().replace('"persons": 1000000,', '"persons": 1000000, "persons": 7,', 1)
+    assert '"persons": 7' in twice
+    with pytest.raises(P.ProfileError, match='the key "persons" appears more than once'):  # not the last one kept
+        P.Profile.parse(twice, "x")
     with pytest.raises(P.ProfileError, match="nested too deeply"):
         P.Profile.parse("[" * 100_000 + "]" * 100_000, "x")
     with pytest.raises(P.ProfileError, match="damaged|cut short"):

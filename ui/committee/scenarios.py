@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from calculators.config import ConfigError, SafeTabConfig, decode_utf8
+from calculators.config import ConfigError, SafeTabConfig, decode_utf8, echo, loads_unique
 from ui.core import urlcodec
 
 #: Environment variable that moves the data folder (tests point it at tmp_path).
@@ -526,7 +526,7 @@ def read_plan_file(data: bytes | str, filename: str) -> PlanFile:
         raise ScenarioError(f"{filename} is too large to be a plan (at most {MAX_FILE:,} characters)")
     try:
         urlcodec.check_json_text(text, filename)  # size and nesting bounded before parsing
-        doc = json.loads(text)
+        doc, dups = loads_unique(text)
     except ConfigError as exc:
         raise ScenarioError(f"{filename}: " + "; ".join(exc.problems)) from None
     except (ValueError, RecursionError) as exc:
@@ -535,6 +535,9 @@ def read_plan_file(data: bytes | str, filename: str) -> PlanFile:
         if doc.get("version") != PLAN_VERSION:
             raise ScenarioError(f"{filename} is a plan file of another version ({doc.get('version')!r}, "
                                 f"expected {PLAN_VERSION})")
+        if dups:  # json.loads keeps the last value of each silently (a config.json says so in from_json)
+            raise ScenarioError(f"{filename}: " + "; ".join(f"the key {echo(k)} appears more than once"
+                                                           for k in dups[:20]))
         if not isinstance(doc.get("config"), dict):
             raise ScenarioError(f"{filename}: the plan file has no \"config\" object")
         try:

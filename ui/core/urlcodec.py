@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from calculators.config import ConfigError, SafeTabConfig, echo
+from calculators.config import ConfigError, SafeTabConfig, echo, loads_unique
 from calculators.levels import POPULATION_GROUP_LEVELS
 
 #: The query parameter that carries the configuration.
@@ -191,13 +191,15 @@ def decode(token: str) -> Decoded:
             raise ValueError("truncated")
         text = raw.decode("utf-8")
         check_json_text(text, source)
-        payload = json.loads(text)
+        payload, dups = loads_unique(text)
     except ConfigError:
         raise
     except (binascii.Error, zlib.error, ValueError, UnicodeDecodeError, RecursionError):
         raise ConfigError([damaged], source) from None
     if not isinstance(payload, dict) or "c" not in payload:
         raise ConfigError([damaged], source)
+    if dups:  # json.loads would keep the last value of each silently; the app never writes one twice
+        raise ConfigError([f"the key {echo(k)} appears more than once" for k in dups[:20]], source)
     if payload.get("v") != VERSION:
         raise ConfigError(
             [(f"the link was made by another version of this app (format {payload.get('v')!r}, "

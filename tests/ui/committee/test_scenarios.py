@@ -191,6 +191,17 @@ def test_an_invalid_plan_in_a_plan_file_lists_its_problems(prod):
         scenarios.read_plan_file(json.dumps(doc), "x.plan.json")
 
 
+def test_a_key_given_twice_in_a_plan_file_is_refused_not_resolved_silently(prod):
+    text = scenarios.plan_file_text("x", prod, {"(COUNTY, 2)": 9})
+    twice = text.replace('"max_race_codes": 8,', '"max_race_codes": 8, "max_race_codes": 3,', 1)
+    assert twice != text
+    with pytest.raises(ScenarioError, match='x.plan.json: the key "max_race_codes" appears more than once'):
+        scenarios.read_plan_file(twice, "x.plan.json")
+    twice = text.replace('"(COUNTY, 2)": 9', '"(COUNTY, 2)": 9, "(COUNTY, 2)": 12', 1)
+    with pytest.raises(ScenarioError, match='the key "\\(COUNTY, 2\\)" appears more than once'):
+        scenarios.read_plan_file(twice, "x.plan.json")
+
+
 def test_file_stem():
     assert scenarios.file_stem("r = 3 / γ 0.2: draft") == "r _ 3 _ γ 0.2_ draft"
     assert scenarios.file_stem("../..") == "_"  # no path can be formed

@@ -74,6 +74,16 @@ def test_other_version_and_bad_targets():
         "MOE target of (USA, 2) must be from 1 to 1,000,000,000,000 persons (got 0)"]
 
 
+def test_a_key_given_twice_in_a_link_is_refused_not_resolved_silently():
+    text = json.dumps({"v": 1, "c": production_2020().to_dict(), "t": {"(COUNTY, 2)": 9}})
+    twice = text.replace('"max_race_codes": 8', '"max_race_codes": 8, "max_race_codes": 3', 1)
+    assert twice != text
+    token = base64.urlsafe_b64encode(zlib.compress(twice.encode(), 9)).decode().rstrip("=")
+    with pytest.raises(ConfigError) as err:
+        urlcodec.decode(token)
+    assert err.value.problems == ['the key "max_race_codes" appears more than once']
+
+
 def test_share_url():
     assert urlcodec.share_url("http://h:1/configuration", "T", page="configuration") == "http://h:1/?config=T"
     assert urlcodec.share_url("http://h:1/", "T") == "http://h:1/?config=T"
