@@ -172,6 +172,14 @@ def achieved_moe(config: SafeTabConfig, level: PopulationGroupLevel, method: str
     return level_moe(config.rho(level), stability_of(config), config.gamma, method, noise=noise_of(config))
 
 
+def achieved_target(config: SafeTabConfig, level: PopulationGroupLevel, method: str) -> int | None:
+    """The MOE target a level gets from its budget: the MOE it achieves, but at least 1
+    person (a target is a whole number of persons from 1, `urlcodec.target_problem`; a
+    budget so large that its MOE is 0 meets a target of 1)."""
+    m = achieved_moe(config, level, method)
+    return None if m is None else max(m, 1)
+
+
 #: Significant digits of a budget derived from a MOE target (`rho_for_target`).
 BUDGET_DIGITS = 4
 
@@ -238,7 +246,7 @@ def default_targets(config: SafeTabConfig, method: str) -> dict[str, int]:
     """Targets equal to what each level's rho achieves (for configs loaded from files)."""
     out = {}
     for lvl in POPULATION_GROUP_LEVELS:
-        m = achieved_moe(config, lvl, method)
+        m = achieved_target(config, lvl, method)
         if m is not None:
             out[lvl.key] = m
     return out
@@ -262,7 +270,7 @@ def reconcile_targets(
         if kept is not None and old is not None and old.rho(lvl) == rho:
             out[lvl.key] = int(kept)
         else:
-            m = achieved_moe(new, lvl, method)
+            m = achieved_target(new, lvl, method)
             if m is not None:
                 out[lvl.key] = m
     return out
@@ -519,8 +527,8 @@ def apply_edits(
     """Apply planner-table edits ({row position: {column: new value}}); the MOE target
     and budget cells are text, parsed by `parse_target` / `parse_budget`.
 
-    * rho edited: the level gets that rho; its target becomes the MOE the rho achieves
-      (0 switches the level off).
+    * rho edited: the level gets that rho; its target becomes the MOE the rho achieves,
+      at least 1 (`achieved_target`; 0 switches the level off).
     * MOE target edited: rho = the inversion of the chosen method; the target is kept.
     * On ticked: rho from the remembered target (else the 2020 one: 3 / 11 / 50);
       unticked: rho = 0 (the target is remembered).
@@ -547,7 +555,7 @@ def apply_edits(
                                     f"{unit} stays {budget_text(config.rho(lvl))}.")
                     continue
                 config = _with_level(config, lvl, rho)
-                m = achieved_moe(config, lvl, method)
+                m = achieved_target(config, lvl, method)
                 if m is not None:
                     new_targets[lvl.key] = m
             elif TARGET in changes:
@@ -658,8 +666,8 @@ def convert_privacy(config: SafeTabConfig, targets: Mapping[str, int], method: s
             continue
         m = targets.get(lvl.key)
         if m is None:
-            m = achieved_moe(config, lvl, method)
-        m = max(int(m), 1)
+            m = achieved_target(config, lvl, method)
+        m = int(m)
         new_targets[lvl.key] = m
         changes[lvl.budget_key] = rho_for_target(m, S, g, method, noise)
     return config.updated(**changes), new_targets

@@ -76,6 +76,26 @@ def test_editing_rho_sets_the_target(prod):
     assert targets[USA1.key] == int(budget.moe_for_rho(0.5, 9, 0.1, exact=True))
 
 
+@pytest.mark.parametrize("method", [planner.EXACT, planner.BOUND])
+def test_a_budget_whose_moe_is_0_gets_a_target_of_1_and_its_link_opens_again(prod, method):
+    """rho = 100 gives MOE 0; a target is a whole number of persons from 1, so the level's
+    target is 1 (met by 0), and the plan's link reads back (a target of 0 made the app
+    refuse its own link and load the 2020 plan instead)."""
+    from ui.core import urlcodec
+
+    state2 = PopulationGroupLevel("STATE", 2)
+    cfg, targets, problems = planner.apply_edits(prod, planner.production_targets(),
+                                                 {ROW[state2]: {planner.RHO: "100"}}, method)
+    assert not problems and cfg.rho(state2) == 100
+    assert planner.achieved_moe(cfg, state2, method) == 0 and targets[state2.key] == 1
+    back = urlcodec.decode(urlcodec.encode(cfg, targets, "big", edited=True))
+    assert back[0] == cfg and back[1] == targets
+    assert planner.default_targets(cfg, method)[state2.key] == 1
+    assert planner.reconcile_targets({}, None, cfg, method)[state2.key] == 1
+    row = planner.plan_table(cfg, targets, method).iloc[ROW[state2]]
+    assert row[planner.STATUS].startswith("✓")
+
+
 def test_switching_levels_on_and_off(prod):
     cfg, targets, _ = planner.apply_edits(prod, planner.production_targets(), {ROW[COUNTY2]: {planner.ON: False}},
                                           planner.BOUND)
