@@ -39,7 +39,7 @@ with left:
                 ss["cfg_upload_problems"] = (up.name, [str(exc)])
             else:
                 ss.pop("cfg_upload_problems", None)
-                state.set_config(plan.config, plan.name if plan.is_plan_file else f"imported {up.name}", plan.targets)
+                state.load_named(plan.config, plan.name if plan.is_plan_file else f"imported {up.name}", plan.targets)
                 state.flash("success", f"Loaded {up.name}: it is now the plan on every page.")
                 st.rerun()
         bad = ss.get("cfg_upload_problems")

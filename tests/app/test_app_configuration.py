@@ -131,3 +131,18 @@ def test_uncaught_errors_never_show_a_traceback():
     cfg = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     value = cfg["client"]["showErrorDetails"]
     assert value == ShowErrorDetailsConfigOptions.NONE.value  # generic message only; details in the server log
+
+
+def test_a_plan_file_under_the_2020_plans_name_with_another_budget_is_shown_edited():
+    """A plan file is text anyone can edit: named "2020 production plan" but with the US
+    detailed budget 20, it is loaded as the 2020 plan, edited (it was shown as the 2020
+    plan itself, with the sidebar's ρ 22.81 beside that name)."""
+    from ui.committee import scenarios
+
+    cfg = production_2020().updated(privacy_budget_p_level_2_usa=20.0)
+    at = open_app("configuration")
+    _upload(at, "prod.plan.json", scenarios.plan_file_text("2020 production plan", cfg))
+    assert config(at) == cfg
+    assert "Current plan: **2020 production plan, edited**" in texts(at)
+    _upload(at, "prod2.plan.json", scenarios.plan_file_text("2020 production plan", production_2020()))
+    assert "Current plan: **2020 production plan**" in texts(at)

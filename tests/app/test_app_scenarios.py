@@ -185,6 +185,32 @@ def test_a_share_link_keeps_the_plans_name():
     assert urlcodec.decode(tok).name == "Committee plan B"
 
 
+@pytest.mark.parametrize("name", ["2020 production plan", "2020 PRODUCTION  plan"])
+def test_a_link_that_calls_a_changed_plan_the_2020_plan_shows_it_edited_and_keeps_its_link(name):
+    """A link may carry any name: under the 2020 plan's name, a plan with another budget
+    is shown as that plan, edited, and its link stays in the address bar (it was shown as
+    the untouched 2020 plan, and its link was removed, so a reload lost the plan)."""
+    cfg = production_2020().updated(privacy_budget_p_level_2_usa=20.0)
+    at = open_app("overview", query={"config": urlcodec.encode(cfg, name=name)})
+    assert config(at) == cfg
+    assert "**Current plan:** 2020 production plan, edited" in texts(at)
+    tok = at.query_params["config"]
+    tok = tok[0] if isinstance(tok, list) else tok
+    back = urlcodec.decode(tok)
+    assert back[0] == cfg and back.name == "2020 production plan" and back.edited
+
+
+def test_a_link_of_the_untouched_2020_plan_is_the_2020_plan():
+    at = open_app("overview", query={"config": urlcodec.encode(production_2020(), name="2020 production plan")})
+    assert "**Current plan:** 2020 production plan" in texts(at) and "plan, edited" not in texts(at)
+
+
+def test_a_link_named_current_plan_is_a_copy():
+    cfg = production_2020().updated(max_race_codes=4)
+    at = open_app("overview", query={"config": urlcodec.encode(cfg, name="Current plan")})
+    assert "**Current plan:** Current plan (copy)" in texts(at)
+
+
 def test_memo_page_offers_the_pdf_and_html_of_the_plan_or_a_comparison(store):
     store.save("r = 3", production_2020().updated(max_race_codes=3))
     at = open_app("memo")

@@ -89,8 +89,7 @@ def init() -> None:
         base = planner.default_targets(cfg, planner.DEFAULT_METHOD)
         base.update(targets)
         name = getattr(decoded, "name", None)
-        set_config(cfg, name or "shared link", base)
-        ss[K_EDITED] = bool(getattr(decoded, "edited", False))
+        load_named(cfg, name or "shared link", base, bool(getattr(decoded, "edited", False)))
         flash("success", f"Configuration restored from the link{f': {name}' if name else ''}.")
     else:
         load_production()
@@ -201,6 +200,33 @@ def load_sample() -> bool:
     set_config(cfg, SAMPLE, planner.reconcile_targets(planner.production_targets(), presets.production_2020(),
                                                       cfg, method()))
     return True
+
+
+def load_named(cfg: SafeTabConfig, name: str, targets: dict[str, int], edited: bool = False) -> None:
+    """Make `cfg` the plan under the name a link or a plan file gives it. A file or link
+    may carry any name: one that is a built-in plan's ("2020 production plan", up to case
+    and spelling) keeps it only with that plan's configuration, else the plan is shown as
+    that plan, edited (so the sidebar, the memo and the address bar never call a changed
+    plan the 2020 one); a built-in name without a configuration to compare with ("Current
+    plan", or the sample's when its config.json cannot be read) gets " (copy)"."""
+    from ui.committee import scenarios  # ui.committee builds on ui.core
+
+    if scenarios.is_built_in(name):
+        key = scenarios.name_key(name)
+        built_in = None
+        if key == scenarios.name_key(PRODUCTION):
+            name, built_in = PRODUCTION, presets.production_2020()
+        elif key == scenarios.name_key(SAMPLE):
+            try:
+                name, built_in = SAMPLE, SafeTabConfig.read(sample_config_path())
+            except (ConfigError, OSError):
+                pass
+        if built_in is None:
+            name = scenarios.suggested_name(name)
+        else:
+            edited = edited or built_in.to_dict() != cfg.to_dict()
+    set_config(cfg, name, targets)
+    st.session_state[K_EDITED] = bool(edited)
 
 
 def bind(key: str, value: Any) -> None:
