@@ -36,6 +36,7 @@ import math
 import os
 import stat
 from collections import Counter
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable, Literal, Union
@@ -97,21 +98,59 @@ def echo(value: Any, limit: int = ECHO_LIMIT) -> str:
     return shorten(text, limit)
 
 
+def reads_exactly(text: str, x: float) -> bool:
+    """Whether the decimal `text` is the number `x` it reads as (its shortest text names
+    the same number: "0.10" is 0.1), not a rounding of it ("8.0000000000000001" reads
+    as 8.0, "1e-400" as 0.0)."""
+    try:
+        return Decimal(text) == Decimal(repr(x))
+    except InvalidOperation:  # float() read it, so Decimal can; kept safe all the same
+        return False
+
+
+class _Literal(float):
+    """A JSON number with a point or exponent, with the text it was written as (only
+    while `loads_unique` reads it)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> "_Literal":
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
+
+
 def loads_unique(text: str | bytes, **kwargs: Any) -> tuple[Any, list[str]]:
-    """`json.loads(text, **kwargs)` and the keys that appear more than once in one of its
-    objects (each once, in order), which json.loads alone would drop silently but for the
-    last value. Raises what json.loads raises."""
+    """`json.loads(text, **kwargs)` and what it would change silently, in plain words:
+    a key that appears more than once in one object (json.loads keeps its last value),
+    and a number a float cannot hold as written ("1e-400" would be 0.0, a budget
+    switched off; "2.1340000000000000001" would be 2.134), named by its key. Raises what
+    json.loads raises."""
+    problems: list[str] = []
     dups: list[str] = []
+
+    def plain(key: str, v: Any) -> Any:
+        if isinstance(v, _Literal):
+            x = float(v)
+            if math.isfinite(x) and not reads_exactly(v.text, x):  # Infinity is the checks' to name
+                problems.append(f"{echo(key)}: {shorten(v.text)} cannot be used exactly (a number here holds "
+                                f"about 17 significant digits) and would be read as {x!r}")
+            return x
+        if isinstance(v, list):
+            return [plain(key, item) for item in v]
+        return v
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for k, v in items:
             if k in seen:
                 dups.append(k)
-            seen[k] = v
+            seen[k] = plain(k, v)
         return seen
 
-    return json.loads(text, object_pairs_hook=pairs, **kwargs), list(dict.fromkeys(dups))
+    obj = json.loads(text, object_pairs_hook=pairs, parse_float=_Literal, **kwargs)
+    obj = plain("", obj)
+    return obj, [f"the key {echo(k)} appears more than once" for k in dict.fromkeys(dups)] + problems
 
 
 class ConfigError(ValueError):
@@ -367,7 +406,7 @@ class SafeTabConfig(BaseModel):
     @classmethod
     def from_json(cls, text: str, source: str | None = None) -> "SafeTabConfig":
         try:
-            data, dups = loads_unique(text)
+            data, changed = loads_unique(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 [f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"], source
@@ -376,8 +415,8 @@ class SafeTabConfig(BaseModel):
             raise ConfigError(["the JSON is nested too deeply to be a SafeTab-P config.json"], source) from None
         except ValueError as exc:  # e.g. a number of more than 4,300 digits (Python's limit)
             raise ConfigError([f"not a SafeTab-P config.json: {shorten(str(exc), 120)}"], source) from None
-        if dups:
-            raise ConfigError([f"the key {echo(k)} appears more than once" for k in dups], source)
+        if changed:
+            raise ConfigError(changed, source)
         return cls.from_dict(data, source)
 
     @classmethod

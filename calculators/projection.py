@@ -298,7 +298,7 @@ class Profile:
             raise ProfileError([f"the profile is {len(raw):,} bytes, more than the {MAX_PROFILE_BYTES:,} accepted"],
                                source)
         try:
-            data, dups = loads_unique(raw.decode("utf-8"), parse_constant=_no_constant)
+            data, changed = loads_unique(raw.decode("utf-8"), parse_constant=_no_constant)
         except UnicodeDecodeError:
             raise ProfileError(["the file is not UTF-8 JSON text (nor gzip-compressed JSON)"], source) from None
         except json.JSONDecodeError as exc:
@@ -308,8 +308,8 @@ class Profile:
             raise ProfileError(["the JSON is nested too deeply (a profile is a few levels deep)"], source) from None
         except ValueError as exc:
             raise ProfileError([str(exc)[:200]], source) from None
-        if dups:  # json.loads would keep the last value of each silently
-            raise ProfileError([f"the key {_echo(k)} appears more than once" for k in dups[:20]], source)
+        if changed:  # what json.loads would change silently
+            raise ProfileError(changed[:20], source)
         return cls.from_dict(data, source)
 
     @classmethod

@@ -18,6 +18,7 @@ from calculators.config import (
     MAX_STABILITY,
     ConfigError,
     SafeTabConfig,
+    loads_unique,
 )
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from calculators.presets import production_2020
@@ -178,6 +179,34 @@ def test_duplicate_json_key_is_an_error():
     with pytest.raises(ConfigError) as err:
         SafeTabConfig.from_json(text)
     assert err.value.problems == ['the key "run_us" appears more than once']
+
+
+@pytest.mark.parametrize("literal, read_as", [("1e-400", "0.0"), ("2.1340000000000000001", "2.134")])
+def test_a_number_a_float_cannot_hold_is_refused_not_read_as_another(literal, read_as):
+    """1e-400 would be read as 0.0 (the level switched off) and 2.1340000000000000001 as
+    2.134, silently: refused by key, as the planner's boxes refuse them."""
+    text = json.dumps(_base()).replace('"privacy_budget_p_level_2_usa": 2.134',
+                                       f'"privacy_budget_p_level_2_usa": {literal}', 1)
+    assert literal in text
+    with pytest.raises(ConfigError) as err:
+        SafeTabConfig.from_json(text)
+    assert err.value.problems == [f'"privacy_budget_p_level_2_usa": {literal} cannot be used exactly (a number here '
+                                  f'holds about 17 significant digits) and would be read as {read_as}']
+
+
+def test_numbers_as_written_in_a_config_json_are_read_unchanged():
+    text = json.dumps(_base()).replace('"privacy_budget_p_level_2_usa": 2.134',
+                                       '"privacy_budget_p_level_2_usa": 2.1340', 1)
+    text = text.replace('"privacy_budget_p_level_1_aiannh": 0.0', '"privacy_budget_p_level_1_aiannh": 0.0e5', 1)
+    assert "2.1340," in text and "0.0e5" in text
+    cfg = SafeTabConfig.from_json(text)
+    assert cfg.privacy_budget_p_level_2_usa == 2.134 and cfg.privacy_budget_p_level_1_aiannh == 0
+
+
+def test_a_number_cut_short_is_named_inside_a_list():
+    data, problems = loads_unique('{"a": [1.5, 1e-999], "b": {"c": 0.30000000000000000001}}')
+    assert data == {"a": [1.5, 0.0], "b": {"c": 0.3}} and type(data["a"][0]) is float
+    assert sorted(p.split(":")[0] for p in problems) == ['"a"', '"c"']
 
 
 def test_deeply_nested_json_is_a_config_error():

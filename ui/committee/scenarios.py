@@ -526,7 +526,7 @@ def read_plan_file(data: bytes | str, filename: str) -> PlanFile:
         raise ScenarioError(f"{filename} is too large to be a plan (at most {MAX_FILE:,} characters)")
     try:
         urlcodec.check_json_text(text, filename)  # size and nesting bounded before parsing
-        doc, dups = loads_unique(text)
+        doc, changed = loads_unique(text)
     except ConfigError as exc:
         raise ScenarioError(f"{filename}: " + "; ".join(exc.problems)) from None
     except (ValueError, RecursionError) as exc:
@@ -535,9 +535,8 @@ def read_plan_file(data: bytes | str, filename: str) -> PlanFile:
         if doc.get("version") != PLAN_VERSION:
             raise ScenarioError(f"{filename} is a plan file of another version ({doc.get('version')!r}, "
                                 f"expected {PLAN_VERSION})")
-        if dups:  # json.loads keeps the last value of each silently (a config.json says so in from_json)
-            raise ScenarioError(f"{filename}: " + "; ".join(f"the key {echo(k)} appears more than once"
-                                                           for k in dups[:20]))
+        if changed:  # what json.loads would change silently (a config.json says so in from_json)
+            raise ScenarioError(f"{filename}: " + "; ".join(changed[:20]))
         if not isinstance(doc.get("config"), dict):
             raise ScenarioError(f"{filename}: the plan file has no \"config\" object")
         try:

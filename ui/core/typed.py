@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from calculators.config import reads_exactly
 
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+$")
 #: Typed texts are echoed in messages cut to this many characters.
@@ -61,20 +62,11 @@ def to_number(value: Any) -> float:
             raise ValueError("is not a number") from None
     if not math.isfinite(x):
         raise ValueError("is not a finite number")
-    if not isinstance(value, (int, float)) and not _reads_as(text, x):
+    if not isinstance(value, (int, float)) and not reads_exactly(text, x):
         raise ValueError(f"cannot be used exactly: it has more digits than a number here holds, and would be "
                          f"used as {show(x)}")
     return x
 
-
-def _reads_as(text: str, x: float) -> bool:
-    """Whether the typed decimal `text` is the number whose shortest text is `show(x)`:
-    the float that `text` reads as is the number typed ("0.10" is 0.1), not a rounding
-    of it ("8.0000000000000001" reads as 8.0, "1e-400" as 0.0)."""
-    try:
-        return Decimal(text) == Decimal(repr(x))
-    except InvalidOperation:  # float() read it, so Decimal can; kept safe all the same
-        return False
 
 
 def show(value: float | int) -> str:

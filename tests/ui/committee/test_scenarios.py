@@ -202,6 +202,17 @@ def test_a_key_given_twice_in_a_plan_file_is_refused_not_resolved_silently(prod)
         scenarios.read_plan_file(twice, "x.plan.json")
 
 
+def test_a_budget_a_float_cannot_hold_in_a_plan_file_is_refused(prod):
+    text = scenarios.plan_file_text("x", prod)
+    tiny = text.replace('"privacy_budget_p_level_2_usa": 2.134', '"privacy_budget_p_level_2_usa": 1e-400', 1)
+    assert tiny != text
+    with pytest.raises(ScenarioError, match='x.plan.json: "privacy_budget_p_level_2_usa": 1e-400 cannot be used '
+                                            'exactly .* would be read as 0.0'):
+        scenarios.read_plan_file(tiny, "x.plan.json")
+    with pytest.raises(ScenarioError, match="cannot be used exactly"):  # a config.json goes the same way
+        scenarios.read_plan_file(json.dumps(prod.to_dict()).replace("2.134", "1e-400", 1), "config.json")
+
+
 def test_file_stem():
     assert scenarios.file_stem("r = 3 / γ 0.2: draft") == "r _ 3 _ γ 0.2_ draft"
     assert scenarios.file_stem("../..") == "_"  # no path can be formed

@@ -115,3 +115,13 @@ def test_oversized_text_is_refused_with_its_size():
     with pytest.raises(ConfigError) as err:
         urlcodec.config_from_text(" " * (urlcodec.MAX_PAYLOAD + 1), "config.json")
     assert "1,000,001 characters" in err.value.problems[0]
+
+
+def test_a_budget_a_float_cannot_hold_in_a_link_is_refused():
+    text = json.dumps({"v": 1, "c": production_2020().to_dict()})
+    tiny = text.replace('"privacy_budget_p_level_2_usa": 2.134', '"privacy_budget_p_level_2_usa": 1e-400', 1)
+    assert tiny != text
+    token = base64.urlsafe_b64encode(zlib.compress(tiny.encode(), 9)).decode().rstrip("=")
+    with pytest.raises(ConfigError) as err:
+        urlcodec.decode(token)
+    assert err.value.problems[0].startswith('"privacy_budget_p_level_2_usa": 1e-400 cannot be used exactly')
