@@ -108,6 +108,10 @@ def _page() -> None:
     )
 
     th = cfg.thresholds(level)
+    if ss.get("ad_t_level") != key:  # a refused Θ was typed for the level it names: not kept for another
+        for j in (1, 2, 3):
+            ss.pop(f"ad_t{j}::refused", None)
+        ss["ad_t_level"] = key
     if mode == "typed":
         tc = st.columns(3)
         for j in (1, 2, 3):

@@ -36,6 +36,19 @@ def test_decreasing_thresholds_are_refused_in_plain_words():
     assert config(at).thresholds(COUNTY2) == (971, 4971, 19971)
 
 
+def test_a_refused_threshold_stays_with_its_level():
+    """Θ₁ = 999999 refused for COUNTY Detailed; on TRACT Detailed the box shows TRACT's
+    own Θ₁ and no message about COUNTY (it kept the refused text and COUNTY's message)."""
+    at = open_app("adaptive")
+    at.text_input(key="ad_t1").input("999999").run()
+    assert any("(COUNTY, 2)" in shown(e.value) for e in at.error)
+    at.selectbox(key="ad_level").set_value("(TRACT, 2)").run()
+    tract = config(at).thresholds(PopulationGroupLevel("TRACT", 2))
+    assert at.text_input(key="ad_t1").value == str(tract[0])
+    assert not any("non-decreasing" in shown(e.value) for e in at.error)
+    assert config(at).thresholds(COUNTY2) == (971, 4971, 19971)
+
+
 def test_derived_thresholds_follow_the_target():
     at = open_app("adaptive")
     at.radio(key="ad_mode").set_value("derived").run()
