@@ -9,7 +9,7 @@ import streamlit as st
 
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.committee import comparison, plan_controls, scenario_charts, scenarios
-from ui.core import planner, state, widgets
+from ui.core import planner, state, typed, widgets
 from ui.safetab import projection_panel
 
 state.page_setup()
@@ -73,7 +73,7 @@ def _saved() -> None:
             if s.ok:
                 sm = planner.plan_summary(s.config, state.delta())
                 u = planner.units(s.config)
-                row["Plan"] = (f"{'pure DP' if u['puredp'] else 'zCDP'}, {u['budget']} = {sm['rho_release']:.4g}, "
+                row["Plan"] = (f"{'pure DP' if u['puredp'] else 'zCDP'}, {u['budget']} = {typed.significant(sm['rho_release'])}, "
                                f"ε = {sm['eps_tight']:.3g}, r = {s.config.max_race_codes}, γ = {s.config.gamma:g}, "
                                f"p = {s.config.zero_suppression_chance:g}, {sm['levels_tabulated']} levels")
             else:

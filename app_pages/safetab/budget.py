@@ -307,9 +307,9 @@ def _plan() -> None:
 
     s = planner.plan_summary(cfg, delta)
     m = st.columns(4)
-    m[0].metric(f"{u['budget']} of the release", f"{s['rho_release']:.4g}",
+    m[0].metric(f"{u['budget']} of the release", f"{typed.significant(s['rho_release'])}",
                 help="max(US run, Puerto Rico run): US and Puerto Rico persons are disjoint. Smaller is more private.")
-    m[1].metric(f"{u['budget']}, bounded neighbours", f"{s['rho_release_bounded']:.4g}",
+    m[1].metric(f"{u['budget']}, bounded neighbours", f"{typed.significant(s['rho_release_bounded'])}",
                 help="If a neighbouring data set changes one person instead of adding or removing one, the cost doubles.")
     if u["puredp"]:
         m[2].metric("ε of the release (δ = 0)", f"{s['eps_tight']:.3g}", help="Pure DP: the budget is ε itself.")
@@ -318,7 +318,7 @@ def _plan() -> None:
                     help=f"Tight conversion of ρ to (ε, δ)-DP (Canonne, Kamath, Steinke 2020); the classic bound "
                          f"ρ + 2√(ρ ln 1/δ) gives {s['eps_classic']:.2f}. Smaller is more private.")
     m[3].metric("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}")
-    st.caption(f"US run {u['budget']} = {s['rho_us']:.4g} (sum of its levels), Puerto Rico run {s['rho_pr']:.4g}."
+    st.caption(f"US run {u['budget']} = {typed.significant(s['rho_us'])} (sum of its levels), Puerto Rico run {typed.significant(s['rho_pr'])}."
                + ("" if u["puredp"] else f" ε classic {s['eps_classic']:.2f}; bounded: ε {s['eps_tight_bounded']:.2f}."))
 
     # ------------------------------------------- national outcome and charts (only the open tab runs)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui.core import charts, planner, state, widgets
+from ui.core import charts, planner, state, typed, widgets
 
 state.page_setup()
 cfg = state.config()
@@ -76,14 +76,14 @@ with right:
     s = planner.plan_summary(cfg, state.delta())
     b = u["budget"]
     c = st.columns(2)
-    c[0].metric(f"{b}, US run", f"{s['rho_us']:.4g}", help="Sequential composition: the US run spends the sum "
+    c[0].metric(f"{b}, US run", f"{typed.significant(s['rho_us'])}", help="Sequential composition: the US run spends the sum "
                 f"of the {b} of its population group levels. Smaller is more private.")
-    c[1].metric(f"{b}, Puerto Rico run", f"{s['rho_pr']:.4g}")
+    c[1].metric(f"{b}, Puerto Rico run", f"{typed.significant(s['rho_pr'])}")
     c = st.columns(2)
-    c[0].metric(f"{b}, whole release", f"{s['rho_release']:.4g}",
+    c[0].metric(f"{b}, whole release", f"{typed.significant(s['rho_release'])}",
                 help="max(US, PR): US and Puerto Rico persons are disjoint, so the release costs the larger of "
                      "the two.")
-    c[1].metric(f"{b}, bounded neighbours", f"{s['rho_release_bounded']:.4g}",
+    c[1].metric(f"{b}, bounded neighbours", f"{typed.significant(s['rho_release_bounded'])}",
                 help="If a neighbouring data set changes one person instead of adding or removing one, "
                      "the cost doubles (×2).")
     c = st.columns(2)

@@ -230,7 +230,7 @@ st.markdown(f"Plan run: **{widgets.plain(out.plan or meta.get('plan', ''))}**"
             + (f" on {widgets.plain(meta['data'])}" if meta.get("data") else "") +
             f" (r = {out.config.max_race_codes}, γ = {out.config.gamma:g}, p = {out.config.zero_suppression_chance:g}, "
             f"{planner.units(out.config)['budget']} of the release "
-            f"{planner.plan_summary(out.config, state.delta())['rho_release']:.4g}).")
+            f"{typed.significant(planner.plan_summary(out.config, state.delta())['rho_release'])}).")
 if out.config.to_dict() != cfg.to_dict():
     st.info("The plan chosen above differs from the plan of this run. Press Run again to see the effect of the "
             "change.", icon=":material/update:")

@@ -20,7 +20,10 @@ def _pure(page: str):
 
 def test_overview_reports_pure_epsilon():
     at = _pure("overview")
-    assert metric(at, "ε, whole release") == f"{budget.plan_totals(config(at)).release:.4g}"
+    release = budget.plan_totals(config(at)).release
+    assert 29.99 < release < 30  # 29.996: four significant digits that do not make it look whole
+    assert metric(at, "ε, whole release") == "30.00"
+    assert "ε release **30.00** (US 30.00, PR 18.49; bounded 59.99)" in texts(at)  # the sidebar
     assert "δ = 0" in texts(at) and not any(m.label.startswith("ρ") for m in at.metric)
     t = frame(at, "ε", "b stage 2")
     county = t[(t["Geography"] == "COUNTY") & (t["Iterations"] == "Detailed")].iloc[0]

@@ -39,7 +39,7 @@ import plotly.graph_objects as go
 from calculators import budget, presets
 from calculators.levels import GEO_LEVELS, POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.safetab import analysis
-from ui.core import charts, files, planner
+from ui.core import charts, files, planner, typed
 from ui.committee import comparison, scenario_charts
 from ui.committee.comparison import DIFFERS, Plan, unique_names
 
@@ -168,7 +168,7 @@ def number_text(x: float) -> str:
 def _significant(x: float, digits: int) -> str:
     """`x` to `digits` significant digits; a fraction (|x| < 1: a probability, a share)
     gets more if it would read as ±1, as far as the shortest text that reads back as `x`."""
-    text = f"{x:.{digits}g}"
+    text = typed.significant(x, digits)
     for d in range(digits + 1, 18):
         if abs(x) >= 1 or abs(float(text)) < 1:
             break
@@ -231,8 +231,9 @@ def _facts(plan: Plan, method: str, delta: float) -> list[tuple[str, str]]:
                                              f"{cell_text(s['rho_release_bounded'])})"),
     ]
     if not pure:
-        out.append(("ε of the release (tight / classic)", f"{s['eps_tight']:.4g} / {s['eps_classic']:.4g} "
-                                                          f"(bounded: {s['eps_tight_bounded']:.4g})"))
+        out.append(("ε of the release (tight / classic)", f"{number_text(s['eps_tight'])} / "
+                                                          f"{number_text(s['eps_classic'])} "
+                                                          f"(bounded: {number_text(s['eps_tight_bounded'])})"))
     out += [
         ("Levels tabulated", f"{s['levels_tabulated']} of {s['levels_total']}"),
         ("r, S, γ, p", f"r = {cfg.max_race_codes}, S = {s['S']}, γ = {number_text(float(cfg.gamma))}, "

@@ -80,6 +80,18 @@ def show(value: float | int) -> str:
     return repr(v)
 
 
+def significant(value: float, digits: int = 4) -> str:
+    """A measured number to `digits` significant digits (2.134, 0.2647, 1e-06), as the
+    app prints budgets and totals. One that is not whole never reads as whole: rounding
+    that would make it look so keeps its zeros (29.996 is "30.00", not "30", which is
+    another number a plan may have)."""
+    x = float(value)
+    text = f"{x:.{digits}g}"
+    if math.isfinite(x) and not x.is_integer() and float(text).is_integer():
+        text = f"{x:#.{digits}g}"
+    return text
+
+
 @dataclass(frozen=True)
 class Rule:
     """What a number box accepts: whole numbers or any number, from `lo` to `hi`

@@ -421,12 +421,12 @@ def sidebar_summary() -> None:
     with st.sidebar:
         if cfg.privacy_defn == "puredp":
             st.markdown(
-                f"{head}**Pure DP** (geometric noise): ε release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, "
-                f"PR {s['rho_pr']:.4g}; bounded {s['rho_release_bounded']:.4g}), δ = 0  \n{levels}"
+                f"{head}**Pure DP** (geometric noise): ε release **{typed.significant(s['rho_release'])}** (US {typed.significant(s['rho_us'])}, "
+                f"PR {typed.significant(s['rho_pr'])}; bounded {typed.significant(s['rho_release_bounded'])}), δ = 0  \n{levels}"
             )
             return
         st.markdown(
-            f"{head}ρ release **{s['rho_release']:.4g}** (US {s['rho_us']:.4g}, PR {s['rho_pr']:.4g}; "
-            f"bounded {s['rho_release_bounded']:.4g})  \n"
+            f"{head}ρ release **{typed.significant(s['rho_release'])}** (US {typed.significant(s['rho_us'])}, PR {typed.significant(s['rho_pr'])}; "
+            f"bounded {typed.significant(s['rho_release_bounded'])})  \n"
             f"ε at δ = {s['delta']:g}: **{s['eps_tight']:.2f}** tight, {s['eps_classic']:.2f} classic  \n{levels}"
         )

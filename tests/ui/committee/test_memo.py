@@ -468,7 +468,8 @@ def test_p_is_never_printed_as_1_unless_it_is(near_plan):
     # the rule itself: 4 significant digits, more only where that would read as a whole number
     assert memo.number_text(0.99995) == "0.99995" and memo.number_text(0.999999999) == "0.999999999"
     assert memo.number_text(1.0) == "1" and memo.number_text(0.2646726442517879) == "0.2647"
-    assert memo.number_text(123.99) == "124" and memo.number_text(1e-6) == "1e-06"
+    assert memo.number_text(123.99) == "124.0" and memo.number_text(1e-6) == "1e-06"
+    assert memo.number_text(29.996) == "30.00"  # not whole, so never printed as 30
 
 
 def test_gamma_reads_the_same_everywhere():

@@ -74,3 +74,10 @@ def test_same_keeps_the_users_spelling_of_the_value_in_use():
     assert typed.same("0.10", 0.1, GAMMA) and typed.same("25,000", 25000, THETA)
     assert not typed.same("0.1234", 0.123, GAMMA) and not typed.same("abc", 0.1, GAMMA)
     assert typed.show(0.1234) == "0.1234" and typed.show(1e-5) == "1e-05"
+
+
+def test_a_number_that_is_not_whole_never_reads_as_whole():
+    assert typed.significant(2.134) == "2.134" and typed.significant(0.2646726442517879) == "0.2647"
+    assert typed.significant(29.996) == "30.00" and typed.significant(59.992) == "59.99"
+    assert typed.significant(30.0) == "30" and typed.significant(4.944) == "4.944"
+    assert typed.significant(1e-6) == "1e-06" and typed.significant(1_000_000.5) == "1.000e+06"
