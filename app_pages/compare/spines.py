@@ -175,9 +175,12 @@ if view == VIEWS[0]:
                         f"(error {res.estimate - res.truth:+,}).")
         elif res.split_pieces:
             st.error(f"Not composable: {res.reason}.", icon=":material/block:")
+        elif res.count_if_all_published is None:  # the group is published for none of the units the area needs
+            st.warning(f"Not composable: {res.reason}. This group is not published for the units this area needs.",
+                       icon=":material/visibility_off:")
         else:
             st.warning(f"Not composable: {res.reason}. With every unit published it would take "
-                       f"{res.count_if_all_published} unit(s); suppressed or missing for this group: "
+                       f"{res.count_if_all_published:,} unit(s); suppressed or missing for this group: "
                        f"{', '.join(cs.unit_label(x) for x in res.needed_but_suppressed) or '—'}.",
                        icon=":material/visibility_off:")
         if not dec.empty:
@@ -192,7 +195,7 @@ if view == VIEWS[0]:
             st.caption("MOE: the convolution would be too wide, so this is the discrete-Gaussian MOE of the same "
                        "variance (an approximation).")
         st.markdown(f"**If block groups and blocks were published** (a TopDown-style release), the area would "
-                    f"take **{res.census_osed}** unit(s) of the Census spine (block > block group > tract > "
+                    f"take **{res.census_osed:,}** unit(s) of the Census spine (block > block group > tract > "
                     "county > state):")
         census = cs.census_table(res)
         if not census.empty:

@@ -134,3 +134,19 @@ def test_a_suppressed_unit_makes_the_area_not_composable():
     summary = frame(at, "Measure", "Custom area (composed)").set_index("Measure")
     assert summary.loc["Published units added or subtracted", "Custom area (composed)"] == "not composable"
     assert summary.loc["95% MOE, exact law of the noise", "Published unit of the same size"] != "—"
+
+
+def test_a_group_published_for_none_of_the_units_says_so_in_words():
+    """The current plan without US tracts: the default area (a place minus a tract) needs a
+    tract, which this plan never publishes; the page says so (it printed "it would take
+    None unit(s)")."""
+    from calculators.presets import production_2020
+
+    at = open_app("compare_spines", timeout=120)
+    at.session_state["config"] = production_2020().updated(privacy_budget_p_level_1_tract=0.0,
+                                                           privacy_budget_p_level_2_tract=0.0)
+    at.radio(key="sp_plan").set_value("current").run(timeout=120)
+    assert not at.exception
+    warning = "\n".join(w.value for w in at.warning)
+    assert "Not composable" in warning and "not published for the units this area needs" in warning
+    assert "None" not in warning and "None" not in texts(at)

@@ -316,12 +316,12 @@ def area_verdict(res: rs.AreaResult, direct: dict | None) -> str:
     if not res.composable:
         if res.split_pieces:
             return (f"This area cannot be built from SafeTab-P's published numbers at all: it cuts through "
-                    f"{res.split_pieces} group(s) of blocks that SafeTab-P only publishes together. A TopDown-style "
-                    f"release with block groups and blocks could make it from {res.census_osed} unit(s).")
+                    f"{res.split_pieces:,} group(s) of blocks that SafeTab-P only publishes together. A TopDown-style "
+                    f"release with block groups and blocks could make it from {res.census_osed:,} unit(s).")
         if res.count_if_all_published is None:
             return (f"This group is not published for the units this area needs ({res.reason}): a data user gets "
                     "no estimate here.")
-        text = (f"With every unit published this area would take {res.count_if_all_published} unit(s), but "
+        text = (f"With every unit published this area would take {res.count_if_all_published:,} unit(s), but "
                 f"{', '.join(unit_label(x) for x in res.needed_but_suppressed) or 'a unit it needs'} is suppressed "
                 "for this group and nothing else published makes it: a data user gets no estimate here.")
         if direct:
@@ -329,8 +329,8 @@ def area_verdict(res: rs.AreaResult, direct: dict | None) -> str:
                      f"persons) has ±{direct['moe_exact']:,}.")
         return text
     if res.variance is None:
-        return f"The area is {res.count} published unit(s) away."
-    text = (f"The area takes {res.count} published unit(s); their noise adds up to a variance of "
+        return f"The area is {res.count:,} published unit(s) away."
+    text = (f"The area takes {res.count:,} published unit(s); their noise adds up to a variance of "
             f"{res.variance:,.0f} and a 95% MOE of ±{res.moe_exact:,} persons.")
     if direct:
         ratio = res.moe_exact / direct["moe_exact"] if direct["moe_exact"] else float("inf")
@@ -345,14 +345,14 @@ def spine_verdict(study: rs.SpineStudy) -> str:
     b, m, a = e["osed_census"], e["osed_aian"], e["osed_optimised"]
     t = e["osed_safetab_tree"]
     ai = e["level"] == "AIANNH"
-    aian_part = (f" Production's AIAN spine alone takes the {int(ai.sum())} AIANNH areas from {b[ai].mean():.1f} to "
+    aian_part = (f" Production's AIAN spine alone takes the {int(ai.sum()):,} AIANNH areas from {b[ai].mean():.1f} to "
                  f"{m[ai].mean():.1f} units on average; the" if ai.any() else " The")
-    return (f"On the Census spine the {len(e)} places and AIANNH areas are on average {b.mean():.1f} units away "
-            f"(at most {b.max()}).{aian_part} seed's optimisation of the AIAN spine, as production runs it, brings "
-            f"all of them to {a.mean():.1f} (at most {a.max()}) in "
-            f"{study.seconds:.2f} s, with {int((a == 1).sum())} of them exactly on the spine. SafeTab-P needs no "
+    return (f"On the Census spine the {len(e):,} places and AIANNH areas are on average {b.mean():.1f} units away "
+            f"(at most {int(b.max()):,}).{aian_part} seed's optimisation of the AIAN spine, as production runs it, brings "
+            f"all of them to {a.mean():.1f} (at most {int(a.max()):,}) in "
+            f"{study.seconds:.2f} s, with {int((a == 1).sum()):,} of them exactly on the spine. SafeTab-P needs no "
             f"spine for them: it publishes every place and AIANNH area directly, at the price of a budget per "
-            f"geography level; from its tracts alone {int((t == spines.NOT_COMPOSABLE).sum())} of them could not "
+            f"geography level; from its tracts alone {int((t == spines.NOT_COMPOSABLE).sum()):,} of them could not "
             "be made at all.")
 
 

@@ -149,3 +149,17 @@ def test_paper_numbers_match_the_papers_printed_values():
             .tolist() == ["10", "11", "3", "1"])
     assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Paper's value"] == "lost in the text"
     assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Computed here"].startswith("23 ")
+
+
+def test_the_spine_verdict_writes_counts_with_thousands_separators():
+    """At national scale there are thousands of places (it printed "the 5185 places")."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    n = 5185
+    ent = pd.DataFrame({"level": ["PLACE"] * (n - 1200) + ["AIANNH"] * 1200, "osed_census": [3] * n,
+                        "osed_aian": [2] * n, "osed_optimised": [1] * n, "osed_safetab_tree": [1] * n})
+    v = cs.spine_verdict(SimpleNamespace(entities=ent, seconds=1.5))
+    assert "the 5,185 places and AIANNH areas" in v and "the 1,200 AIANNH areas" in v
+    assert "with 5,185 of them exactly on the spine" in v
