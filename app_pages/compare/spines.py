@@ -281,7 +281,6 @@ else:
     with left:
         fig, hist = cs.osed_histogram(ent)
         widgets.chart(fig, hist, "osed_distribution.csv", key="sp_hist")
-        widgets.table(cs.osed_summary(ent), "osed_summary.csv", key="sp_osed_sum")
         st.markdown("**Units of the spine** (the AIAN spine splits units by the AIAN areas; the optimisation then "
                     "redefines block groups and adds tract groups):")
         widgets.table(cs.units_table(study), "spine_units.csv", key="sp_units")
@@ -293,12 +292,19 @@ else:
         st.markdown("SafeTab-P tabulates every place and AIANNH area **directly**, with a budget of its own per "
                     "geography level: each is one published unit, whatever the spine. Its states, counties and "
                     "tracts alone could make only the entities that are unions of whole tracts.")
-        widgets.table(cs.safetab_summary(ent), "safetab_published.csv", key="sp_safetab",
+        widgets.table(cs.safetab_summary_view(ent), "safetab_published.csv", key="sp_safetab",
+                      data=cs.safetab_summary(ent),
                       caption="From tracts alone: composable from SafeTab-P's states, counties and tracts without "
                               "the place and AIANNH levels; the others split a tract.")
+    st.markdown("**Off-spine entity distance by spine** (OSED: published units added or subtracted to make an "
+                "entity; 1 = on the spine):")
+    widgets.table(cs.osed_summary(ent), "osed_summary.csv", key="sp_osed_sum")
     st.markdown("**Every place and AIANNH area** (farthest first):")
     table = cs.entities_table(ent)
-    widgets.table(table, "osed_by_entity.csv", key="sp_entities", height=380)
+    widgets.table(table, "osed_by_entity.csv", key="sp_entities", height=380, column_config={
+        "SafeTab-P from tracts (— = not composable)": st.column_config.TextColumn(
+            "SafeTab-P from tracts", help="OSED from SafeTab-P's states, counties and tracts; — = not composable "
+                                          "from them (the entity splits a tract)")})
     paper = cs.paper_numbers()
     compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_spine")
     compare.verdict(cs.spine_verdict(study), compare.Basis(

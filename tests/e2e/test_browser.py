@@ -761,6 +761,14 @@ def test_every_page_fits_at_common_widths(server, browser, width):
                     assert page.evaluate(SUMMARIES) == 0, f"{name}, tab {tab!r}: a chart without its text summary"
                 page.get_by_role("tab", name=first).click()
                 _settle(page)
+            if name == "compare_spines":  # its other view: a chart of two panels and four tables, half width
+                page.get_by_text("Spine optimisation", exact=True).last.click()
+                page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
+                    timeout=300_000)
+                _settle(page, 1.0)
+                _nothing_cut_off(page, f"compare_spines, Spine optimisation, at {width} px")
+                page.get_by_text("Custom area", exact=True).last.click()
+                _settle(page)
             if name == "scenarios":  # its other tab, whose charts are drawn when asked for
                 _compare_tab(page)
                 _nothing_cut_off(page, f"scenarios, Compare plans, at {width} px")

@@ -6,6 +6,8 @@ into tables with plain labels, draws the charts and writes the verdicts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -247,7 +249,9 @@ def osed_histogram(entities: pd.DataFrame) -> tuple[go.Figure, pd.DataFrame]:
     fig.update_layout(barmode="group")
     style(fig, "Off-spine entity distance on the Census, AIAN and optimised spines",
             "OSED (units added or subtracted)", "number of entities", height=420)
-    fig.update_xaxes(dtick=1, range=[0.4, top + 0.6], title_text="OSED (units added or subtracted)")
+    # each panel's axis says only "OSED": two long titles side by side ran into each other in a
+    # half-width column; the title and the summary say what OSED counts
+    fig.update_xaxes(dtick=1, range=[0.4, top + 0.6], title_text="OSED")
     fig.update_yaxes(title_text="", col=2)
     for col, kind in enumerate(kinds, start=1):
         most = data.loc[data["entities"] == kind, "count"].max() if len(data) else 0
@@ -286,6 +290,24 @@ def safetab_summary(entities: pd.DataFrame) -> pd.DataFrame:
                      "Not from tracts": int((t == spines.NOT_COMPOSABLE).sum()),
                      "Mean OSED from tracts": round(float(ok.mean()), 2) if len(ok) else None})
     return pd.DataFrame(rows)
+
+
+def safetab_summary_view(entities: pd.DataFrame) -> pd.DataFrame:
+    """`safetab_summary` as the page shows it in its half-width column: one row per
+    measure, one column per kind of entity (six columns did not fit)."""
+    t = safetab_summary(entities)
+    out = {"Measure": [c for c in t.columns if c != "Entities"]}
+    for _, row in t.iterrows():
+        out[row["Entities"]] = [_cell(row[c]) for c in out["Measure"]]
+    return pd.DataFrame(out)
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "—"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    return str(value)
 
 
 def entities_table(entities: pd.DataFrame) -> pd.DataFrame:

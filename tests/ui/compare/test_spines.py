@@ -163,3 +163,16 @@ def test_the_spine_verdict_writes_counts_with_thousands_separators():
     v = cs.spine_verdict(SimpleNamespace(entities=ent, seconds=1.5))
     assert "the 5,185 places and AIANNH areas" in v and "the 1,200 AIANNH areas" in v
     assert "with 5,185 of them exactly on the spine" in v
+
+
+def test_the_safetab_summary_is_shown_one_measure_per_row():
+    """Six columns did not fit the page's half-width column at 1280 px ("N…" cut off):
+    the page shows one row per measure and one column per kind of entity, the same values."""
+    import pandas as pd
+
+    ent = pd.DataFrame({"level": ["PLACE"] * 1500 + ["AIANNH"] * 2, "osed_safetab_tree": [1] * 1500 + [3, 2]})
+    view = cs.safetab_summary_view(ent).set_index("Measure")
+    assert list(view.columns) == ["Places", "AIANNH areas"]
+    assert view.loc["Number", "Places"] == "1,500" and view.loc["From tracts alone", "AIANNH areas"] == "2"
+    assert view.loc["Published directly", "Places"] == "all (OSED 1)"
+    assert view.loc["Mean OSED from tracts", "AIANNH areas"] == "2.5"
