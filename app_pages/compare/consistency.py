@@ -124,9 +124,10 @@ widgets.table(cc.by_size_table(comp, value), f"consistency_by_size_{value}.csv",
                       "(too few to say); the table has them all.")
 
 _none = comp.by_level[(comp.by_level.method == "none") & ~comp.by_level.geo_level.isin(["USA", "STATE", "PR-STATE"])]
-compare.verdict(cc.verdict_text(comp), basis, nothing=compare.nothing_published(
+verdict = compare.verdict(cc.verdict_text(comp), basis, nothing=compare.nothing_published(
     basis, None, "no county or tract total (every one is suppressed), so the methods have only the nation and the "
-                 "states to make consistent") if not int(_none.counts.sum()) else None)
+                 "states to make consistent") if not int(_none.counts.sum()) else None,
+    study=f"Seeded study (seed {seed}, {trials:,} releases), NOT FOR RELEASE.")
 full = table7(comp).rename(columns={"geo_level": "geography_level"})
 compare.downloads({
     "consistency_table7_error.csv": full,
@@ -135,8 +136,7 @@ compare.downloads({
     "consistency_by_size.csv": size,
     "consistency_by_level.csv": comp.by_level,
     f"consistency_chart_{lvl}_{value}.csv": data,
-    "verdict.txt": cc.verdict_text(comp),
-}, "consistency.zip", key="cons_dl")
+}, "consistency.zip", key="cons_dl", verdict=verdict)
 
 # ------------------------------------------------------------------ the paper's own problem
 st.divider()
@@ -215,13 +215,13 @@ compare.paper_numbers(gpaper, key="cons_paper", caption=(
     "joins or leaves a household; the number of households is public). The text we have lost Example 2's vectors "
     "and Example 3's total; it names A and B as Georgia's one-person households, where Table 3 gives B and C "
     "(the counts agree)."))
-gverdict = cc.group_verdict(gstudy)
-compare.verdict(gverdict)
+gverdict = compare.verdict(cc.group_verdict(gstudy), study=(
+    f"Synthetic households drawn from the shipped sample with seed {gs_seed}, noise with seed {gs_seed + 1}: "
+    "a study, NOT FOR RELEASE."))
 compare.downloads({
     "group_sizes_table7.csv": gt7,
     "group_sizes_releases.csv": gstudy.releases,
     "group_sizes_by_size.csv": gstudy.by_size,
     "group_sizes_truth.csv": cc.group_truth(gstudy),
     "paper_numbers.csv": gpaper,
-    "verdict.txt": gverdict,
-}, "group_sizes.zip", key="gs_dl")
+}, "group_sizes.zip", key="gs_dl", verdict=gverdict)

@@ -231,9 +231,9 @@ if mode == LEVEL:
                              for c, label in zip(cols, short)})
 
     paper, multipliers = _paper()
-    compare.verdict(ci.level_verdict(study), basis, nothing=compare.nothing_published(
+    verdict = compare.verdict(ci.level_verdict(study), basis, nothing=compare.nothing_published(
         basis, None, "no region count below the held totals (every one is suppressed)")
-        if not s["child_groups"] else None)
+        if not s["child_groups"] else None, study=f"Seeded study (seed {seed}), NOT FOR RELEASE.")
     compare.downloads({
         "paper_numbers.csv": paper,
         "gaussian_multipliers.csv": multipliers,
@@ -242,7 +242,7 @@ if mode == LEVEL:
         "invariants_by_parent.csv": by_parent,
         "invariants_revealed_by_size.csv": rev,
         "invariants_simulation.csv": sim_table,
-    }, "invariants_level_study.zip", key="inv_dl_level")
+    }, "invariants_level_study.zip", key="inv_dl_level", verdict=verdict)
 
 else:
     names = [p.label for p in ci.PRESETS] + ["Custom"]
@@ -345,13 +345,14 @@ else:
                   "invariants_cell_errors.csv", key="inv_hist")
 
     paper, multipliers = _paper()
-    compare.verdict(ci.custom_verdict(study), compare.Basis(
+    verdict = compare.verdict(ci.custom_verdict(study), compare.Basis(
         cfg, basis.name, f"a custom table of {study.cells:,} cells with the noise of one stage-2 cell of "
-        f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))}", basis.choice))
+        f"{planner.level_label(PopulationGroupLevel.parse(lvl_key))}", basis.choice),
+        study=f"Seeded simulation (seed {seed}), NOT FOR RELEASE.")
     compare.downloads({
         "paper_numbers.csv": paper,
         "gaussian_multipliers.csv": multipliers,
         "invariants_custom_figures.csv": figures,
         "invariants_custom_simulation.csv": sim_table,
         "invariants_cell_errors.csv": hist,
-    }, "invariants_custom_table.zip", key="inv_dl_custom")
+    }, "invariants_custom_table.zip", key="inv_dl_custom", verdict=verdict)

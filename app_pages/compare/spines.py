@@ -228,10 +228,11 @@ if view == VIEWS[0]:
     paper = cs.paper_numbers()
     compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_area")
     files["paper_numbers.csv"] = paper
-    compare.verdict(cs.area_verdict(res, direct), basis, nothing=compare.nothing_published(
+    verdict = compare.verdict(cs.area_verdict(res, direct), basis, nothing=compare.nothing_published(
         basis, None, "no total of this group in any unit the area could be made of (all suppressed)")
-        if direct is None and not res.composable and res.needed_but_suppressed else None)
-    compare.downloads(files, "custom_area.zip", key="sp_dl_area")
+        if direct is None and not res.composable and res.needed_but_suppressed else None,
+        study=f"Seeded study (seed {seed}): one release with seeded noise, NOT FOR RELEASE.")
+    compare.downloads(files, "custom_area.zip", key="sp_dl_area", verdict=verdict)
 
 else:
     st.markdown(
@@ -307,11 +308,12 @@ else:
                                           "from them (the entity splits a tract)")})
     paper = cs.paper_numbers()
     compare.paper_numbers(paper, PAPER_CAPTION, key="sp_paper_spine")
-    compare.verdict(cs.spine_verdict(study), compare.Basis(
+    verdict = compare.verdict(cs.spine_verdict(study), compare.Basis(
         state.config(), "none needed (the spine and the OSED depend on the geography only)",
         "the geography of the shipped sample" if source == "The shipped sample" else
         f"the geography of a synthetic nation of {persons:,} persons (generator seed {gseed})", ""))
     compare.downloads({"paper_numbers.csv": paper, "osed_by_entity.csv": table, "osed_distribution.csv": hist,
                        "osed_summary.csv": cs.osed_summary(ent), "spine_units.csv": cs.units_table(study),
                        "bypassed_units.csv": cs.bypass_table(study),
-                       "safetab_published.csv": cs.safetab_summary(ent)}, "spine_optimisation.zip", key="sp_dl_spine")
+                       "safetab_published.csv": cs.safetab_summary(ent)}, "spine_optimisation.zip", key="sp_dl_spine",
+                      verdict=verdict)

@@ -37,6 +37,7 @@ def test_level_study_states_and_tracts():
     assert not at.exception
     assert "there is no noise left to simulate" in texts(at)
     assert any(b.label.startswith("Everything (invariants_level_study.zip)") for b in at.get("download_button"))
+    assert any(b.label == "verdict.txt" for b in at.get("download_button"))  # the verdict, its data and plan
 
 
 def test_custom_table_presets_and_errors():

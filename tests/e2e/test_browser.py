@@ -666,6 +666,8 @@ def test_compare_invariants(server, page):
     zpath.write_bytes(data)
     with zipfile.ZipFile(zpath) as zf:
         assert "invariants_simulation.csv" in zf.namelist()
+        about = zf.read("verdict.txt").decode()  # read away from the page, it says what it came from
+        assert "Data: the shipped" in about and "Plan: " in about and "NOT FOR RELEASE" in about
         assert "Var. with, simulated" in zf.read("invariants_simulation.csv").decode().splitlines()[0]
     page.get_by_text("A custom table").click()
     _settle(page)

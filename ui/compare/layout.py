@@ -307,16 +307,33 @@ def side_by_side(other: str, safetab: str = "SafeTab-P") -> tuple:
     return left, right
 
 
-def verdict(text: str, basis: Basis | None = None, nothing: str | None = None) -> None:
+def verdict(text: str, basis: Basis | None = None, nothing: str | None = None, study: str | None = None) -> str:
     """The page's conclusion in plain words, with the data and plan it comes from and,
     when the plan leaves SafeTab-P publishing nothing on the data, that in words
-    (`nothing_published`) instead of a bare 0."""
+    (`nothing_published`) instead of a bare 0. `study`: how the results were drawn
+    ("Seeded study (seed 1), NOT FOR RELEASE."), when they were. Returns the same as
+    text (`verdict_text`), for the page's downloads to carry (`downloads`)."""
     st.subheader("Verdict")
     if nothing:
         st.warning(nothing, icon=":material/visibility_off:")
     st.success(text, icon=":material/gavel:")
     if basis is not None:
         st.caption(basis.sentence)
+    return verdict_text(text, basis, nothing, study)
+
+
+def verdict_text(text: str, basis: Basis | None = None, nothing: str | None = None, study: str | None = None) -> str:
+    """verdict.txt: the verdict, what the plan leaves unpublished, the data and the plan
+    (as typed, not Markdown), and how the results were drawn: a download read away from
+    the page says what it came from."""
+    lines = ["Verdict", "", text.replace("**", "")]
+    if nothing:
+        lines += ["", nothing.replace("**", "")]
+    if basis is not None:
+        lines += ["", f"Data: {basis.data}.", f"Plan: {basis.plan}."]
+    if study:
+        lines += ["", study]
+    return "\n".join(lines) + "\n"
 
 
 def zip_bytes(files: dict[str, bytes | str | pd.DataFrame]) -> bytes:
@@ -332,8 +349,12 @@ def zip_bytes(files: dict[str, bytes | str | pd.DataFrame]) -> bytes:
     return buf.getvalue()
 
 
-def downloads(files: dict[str, bytes | str | pd.DataFrame], zip_name: str, key: str) -> None:
-    """A download button per file and one for all of them as a zip."""
+def downloads(files: dict[str, bytes | str | pd.DataFrame], zip_name: str, key: str,
+              verdict: str | None = None) -> None:
+    """A download button per file and one for all of them as a zip; `verdict` (what
+    `verdict` returned) is verdict.txt, in the zip and on its own."""
+    if verdict is not None:
+        files = {"verdict.txt": verdict, **{k: v for k, v in files.items() if k != "verdict.txt"}}
     st.subheader("Downloads")
     # A row that wraps: each button as wide as its file name, none cut at 1280 px.
     row = st.container(horizontal=True)

@@ -35,3 +35,18 @@ def test_zip_bytes_writes_frames_as_csv_and_text_as_utf8():
         assert pd.read_csv(zf.open("errors.csv")).equals(df)
         assert zf.read("note.txt").decode("utf-8") == "Zoë's note"
         assert zf.read("chart.png") == b"\x89PNG"
+
+
+def test_the_verdict_file_names_the_data_the_plan_and_the_seed():
+    """verdict.txt, read away from the page, says what it came from (it held the verdict
+    alone, or was not in the zip at all)."""
+    from calculators.presets import production_2020
+
+    basis = compare.Basis(production_2020(), "2020 production plan", "the shipped synthetic sample (50,000 persons)",
+                          compare.PRODUCTION)
+    text = compare.verdict_text("SafeTab-P publishes **139** groups.", basis, "Nothing at TRACT.",
+                                "Seeded study (seed 7), NOT FOR RELEASE.")
+    assert text.splitlines() == ["Verdict", "", "SafeTab-P publishes 139 groups.", "", "Nothing at TRACT.", "",
+                                 "Data: the shipped synthetic sample (50,000 persons).",
+                                 "Plan: 2020 production plan.", "", "Seeded study (seed 7), NOT FOR RELEASE."]
+    assert compare.verdict_text("Plain.") == "Verdict\n\nPlain.\n"
