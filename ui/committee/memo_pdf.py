@@ -144,10 +144,16 @@ def _widths(pdf: _Doc, rows: list[list[str]], total: float) -> list[float] | Non
     longest words alone do not fit in `total`."""
     n = len(rows[0])
     extra = 2 * PAD + 2 * pdf.c_margin + SLACK  # fpdf2 keeps the padding and a cell margin on each side
-    need = [max(_word_width(pdf, r[j]) for r in rows) + extra for j in range(n)]
+    size = pdf.font_size_pt
+    pdf.set_font(pdf.face, "B", size)  # the header is drawn bold, wider than the same text in regular
+    head_words = [_word_width(pdf, c) for c in rows[0]]
+    head_texts = [pdf.get_string_width(c) for c in rows[0]]
+    pdf.set_font(pdf.face, "", size)
+    need = [max([head_words[j]] + [_word_width(pdf, r[j]) for r in rows[1:]]) + extra for j in range(n)]
     if sum(need) > total:
         return None
-    want = [max(min(pdf.get_string_width(r[j]), 0.6 * total) for r in rows) + extra for j in range(n)]
+    want = [max([min(head_texts[j], 0.6 * total)] + [min(pdf.get_string_width(r[j]), 0.6 * total) for r in rows[1:]])
+            + extra for j in range(n)]
     want = [max(w, m) for w, m in zip(want, need, strict=True)]
     if sum(want) <= total:
         return want
@@ -157,8 +163,10 @@ def _widths(pdf: _Doc, rows: list[list[str]], total: float) -> list[float] | Non
 
 
 def _wrap(pdf: _Doc, text: str, width: float) -> list[str]:
-    """Lines of `text` within `width` mm at the current font, broken at spaces only (the
-    column widths of `_widths` fit every word)."""
+    """Lines of `text` within `width` mm at the current font, broken at spaces (the
+    column widths of `_widths` fit every word). Only a word wider than the column at the
+    smallest font, such as a plan named with 80 characters and no space, is cut into
+    pieces that fit (`_pieces`), rather than running over the next column or off the page."""
     out: list[str] = []
     for para in text.split("\n"):
         line = ""
@@ -169,8 +177,24 @@ def _wrap(pdf: _Doc, text: str, width: float) -> list[str]:
                 line = word
             else:
                 line = cand
+            if pdf.get_string_width(line) > width:
+                *whole, line = _pieces(pdf, line, width)
+                out.extend(whole)
         out.append(line)
     return out
+
+
+def _pieces(pdf: _Doc, text: str, width: float) -> list[str]:
+    """`text` cut, character by character, into pieces of at most `width` mm (at least
+    one character each)."""
+    out, piece = [], ""
+    for ch in text:
+        if piece and pdf.get_string_width(piece + ch) > width:
+            out.append(piece)
+            piece = ch
+        else:
+            piece += ch
+    return out + [piece]
 
 
 def _table(pdf: _Doc, t: Table) -> None:
@@ -295,8 +319,10 @@ def _fit(pdf: _Doc, w_px: int, h_px: int, width: float, head: float) -> tuple[fl
     return width, h
 
 
-def _figures(pdf: _Doc, figs: list[Figure], pics: dict[int, bytes | None]) -> None:
-    """One row of charts: a whole-width one, or two half-width ones side by side."""
+def _figures(pdf: _Doc, figs: list[Figure], pics: dict[int, bytes | None], after: float = 0.0) -> None:
+    """One row of charts: a whole-width one, or two half-width ones side by side. `after`:
+    room (mm) kept under the row for the note that ends its section, so that the note
+    never stands alone on a page."""
     if any(pics[id(f)] is None for f in figs):
         for f in figs:
             _table(pdf, Table(f"{f.title} (the chart's data; the chart could not be drawn)", f.data.head(40),
@@ -314,9 +340,9 @@ def _figures(pdf: _Doc, figs: list[Figure], pics: dict[int, bytes | None]) -> No
     for f in figs:
         if f.caption:
             caps = max(caps, 3.6 * len(pdf.multi_cell(col, 3.6, pdf.t(f.caption), dry_run=True, output="LINES")))
-    need = head + max(h for _w, h in sizes) + caps + 3
+    need = head + max(h for _w, h in sizes) + caps + 3 + after
     if pdf.room < need:
-        scale = (pdf.room - head - caps - 3) / max(h for _w, h in sizes)
+        scale = (pdf.room - head - caps - 3 - after) / max(h for _w, h in sizes)
         if scale >= SHRINK:  # a little smaller, on this page
             sizes = [(w * scale, h * scale) for w, h in sizes]
         else:
@@ -370,13 +396,19 @@ def _first_height(pdf: _Doc, block) -> float:
     return 28.0  # a table's title, header and first rows
 
 
-def _block(pdf: _Doc, b, pics: dict[int, bytes | None]) -> None:
+def _text_height(pdf: _Doc, b: Text) -> float:
+    """The height `_text` draws `b` at (mm)."""
+    pdf.set_font(pdf.face, "", 9)
+    return 4.6 * len(pdf.multi_cell(0, 4.6, pdf.t(b.text), dry_run=True, output="LINES")) + 1.5
+
+
+def _block(pdf: _Doc, b, pics: dict[int, bytes | None], after: float = 0.0) -> None:
     if isinstance(b, Text):
         _text(pdf, b)
     elif isinstance(b, Table):
         _table(pdf, b)
     elif isinstance(b, list):
-        _figures(pdf, b, pics)
+        _figures(pdf, b, pics, after)
 
 
 # ------------------------------------------------------------------ the document
@@ -466,8 +498,9 @@ def render(memo: Memo, pngs: Sequence[bytes | None] | None = None, charts_note: 
         pdf.multi_cell(0, 6.5, pdf.t(title), new_x="LMARGIN", new_y="NEXT")
         pdf.set_text_color(0)
         pdf.ln(1)
-        for b in rows:
-            _block(pdf, b, pics)
+        for k, b in enumerate(rows):
+            last_note = k == len(rows) - 2 and isinstance(b, list) and isinstance(rows[-1], Text)
+            _block(pdf, b, pics, _text_height(pdf, rows[-1]) if last_note else 0.0)
     if layout is not None:
         layout.extend(pdf.placed)
     return bytes(pdf.output())

@@ -511,3 +511,26 @@ def test_the_half_page_charts_y_titles_fit_beside_their_plots(plan):
         assert len(lines) == 2 and size == memo.AXIS_TITLE_PX
         assert max(len(line) for line in lines) * 0.6 * size <= plot_h, (f.title, lines, plot_h)  # ~0.6 em a letter
         assert lay.margin.t >= 60  # room between the chart's title and the plot
+
+
+def test_a_name_without_spaces_wider_than_its_column_stays_inside_the_table(plan, monkeypatch):
+    """A comparison of three plans, one named with 80 characters and no space: its column
+    header ran past the table's border and off the page (headers are bold, and were
+    measured in the regular font); every text drawn now stays inside the page's margins,
+    and the name is printed whole, in pieces."""
+    name = "Ω" * 47 + "/\\:*?<>|" + "x" * 25
+    prod = Plan("2020 production plan", production_2020(), planner.production_targets())
+    other = Plan("r = 3 draft", production_2020().updated(max_race_codes=3), planner.production_targets())
+    m = memo.comparison_memo([prod, other, Plan(name, plan.config, plan.targets)], planner.EXACT, 1e-10, now=NOW)
+    drawn = []
+    original = memo_pdf._Doc.text
+
+    def record(self, x, y, text):
+        drawn.append((self.page_no(), x + self.get_string_width(text), self.w - memo_pdf.PAGE_MARGIN, text))
+        return original(self, x, y, text)
+
+    monkeypatch.setattr(memo_pdf._Doc, "text", record)
+    memo_pdf.render(m, pngs=[None] * len(m.figures()))
+    over = [(p, round(r, 1), t[:30]) for p, r, limit, t in drawn if r > limit + 0.01]
+    assert not over, over[:5]
+    assert name[:20] in "".join(t for *_r, t in drawn)
