@@ -414,7 +414,8 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str,
     """One row per population group level, in config order (the row position is the
     index into `POPULATION_GROUP_LEVELS`): on/off, MOE target and rho as text (the
     editable cells: `apply_edits` parses them), the epsilon the level's budget gives at
-    `delta` (`epsilon_of`), its share of the run's budget, the stage-2 sigma2, the MOE
+    `delta` (`epsilon_of`), its share of the run's budget (both empty for a level of a
+    run that is off: it spends nothing), the stage-2 sigma2, the MOE
     of one stage-2 cell (exact and design bound) and whether the target is met by the
     MOE of the chosen method (`verdict`)."""
     S, g, nz = stability_of(config), config.gamma, noise_of(config)
@@ -424,6 +425,7 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str,
         rho = config.rho(lvl)
         on = rho > 0
         run_total = totals.pr if lvl.is_pr else totals.us
+        spends = on and config.runs_geo(lvl)  # a level of a run that is off spends nothing
         m_bound = level_moe(rho, S, g, BOUND, noise=nz) if on else None
         m_exact = level_moe(rho, S, g, EXACT, noise=nz) if on else None
         target = targets.get(lvl.key)
@@ -443,8 +445,8 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str,
             ON: on,
             TARGET: "" if target is None else str(int(target)),
             RHO: budget_text(rho),
-            EPS: epsilon_of(rho, delta, config.privacy_defn) if on else None,
-            SHARE: 100 * rho / run_total if run_total > 0 else 0.0,
+            EPS: epsilon_of(rho, delta, config.privacy_defn) if spends else None,
+            SHARE: (100 * rho / run_total if run_total > 0 else 0.0) if spends or not on else None,
             SIGMA2: float(budget.noise_scale(rho, S, 1 - g, nz)) if on else None,
             MOE_EXACT: m_exact,
             MOE_BOUND: m_bound,

@@ -243,3 +243,16 @@ def test_a_budget_derived_from_a_target_is_written_with_four_digits_and_meets_it
     assert planner.round_sig(0.12267539111898958, up=False) == 0.1226
     assert planner.round_sig(0.159, up=True) == planner.round_sig(0.159, up=False) == 0.159
     assert planner.round_sig(999_999.9, up=True) == 1e6
+
+
+def test_a_run_that_is_off_spends_nothing_in_the_plan_table(prod):
+    """With the US run off its levels keep their budgets (switching it on restores them)
+    but show no ε and no share of a run that spends nothing (they showed up to 43 %)."""
+    import math
+
+    t = planner.plan_table(prod.updated(run_us=False), planner.production_targets(), planner.EXACT)
+    us, pr = t[t[planner.RUN] == "US"], t[t[planner.RUN] == "PR"]
+    on = us[us[planner.ON]]
+    assert len(on) and all(math.isnan(x) for x in on[planner.SHARE]) and on[planner.EPS].isna().all()
+    assert (on[planner.STATUS] == "US run is off").all() and on[planner.RHO].tolist()[0] == "0.008"
+    assert pr[planner.SHARE].sum() == pytest.approx(100) and pr[pr[planner.ON]][planner.EPS].notna().all()
