@@ -259,14 +259,17 @@ def _n_released_95(t: int, s2: float, noise: str = "gaussian") -> int:
 def _suppression_row(stage2_exact: Fraction, s2: float, p: float, nz: str) -> tuple:
     # the same few noise scales recur over the levels and the redraws: compute each once
     t = int(suppression.threshold(stage2_exact, p, noise=nz))
+    # a true count is never negative: with a tiny p, T < 0 and the figures "at n = T" would
+    # describe a count that cannot be (P(hidden) and a bias at n = -926); they are left empty
+    at_t = t >= 0
     return (
         ("Suppression", "stat-level-0 totals"),
         ("Threshold T", t),
         ("P(true 0 suppressed)", float(suppression.suppression_probability(0, t, s2, nz))),
-        ("P(suppressed) at n = T", float(suppression.suppression_probability(t, t, s2, nz))),
+        ("P(suppressed) at n = T", float(suppression.suppression_probability(t, t, s2, nz)) if at_t else None),
         ("n released with 95% chance", _n_released_95(t, s2, nz)),
         ("Bias of a released count at n = 0", float(suppression.release_bias(0, t, s2, nz))),
-        ("Bias of a released count at n = T", float(suppression.release_bias(t, t, s2, nz))),
+        ("Bias of a released count at n = T", float(suppression.release_bias(t, t, s2, nz)) if at_t else None),
     )
 
 

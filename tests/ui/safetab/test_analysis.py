@@ -51,6 +51,21 @@ def test_suppression_table(prod):
     assert (off["Suppression"] != "stat-level-0 totals").all()
 
 
+def test_a_negative_threshold_leaves_the_figures_at_n_equals_t_empty(prod):
+    """p = 1e-300 gives T < 0: no true count is T, so P(hidden) and the bias "at n = T" are
+    left empty (they were filled for n = -926); the figures at n = 0 stay."""
+    import math
+
+    t = analysis.suppression_table(prod, 1e-300)
+    row = t[(t["Geography"] == "COUNTY") & (t["Iterations"] == "Detailed")].iloc[0]
+    assert row["Threshold T"] < 0
+    assert math.isnan(row["P(suppressed) at n = T"]) and math.isnan(row["Bias of a released count at n = T"])
+    assert 0 <= row["P(true 0 suppressed)"] < 1e-6 and not math.isnan(row["Bias of a released count at n = 0"])
+    t = analysis.suppression_table(prod)
+    row = t[(t["Geography"] == "COUNTY") & (t["Iterations"] == "Detailed")].iloc[0]
+    assert row["P(suppressed) at n = T"] > 0  # T >= 0: filled as before
+
+
 def test_suppression_curves_and_value(prod):
     s2 = analysis.sigmas(prod, COUNTY2)["stage2"]
     c = analysis.suppression_curves(21, s2)
