@@ -157,12 +157,20 @@ def _saved() -> None:
             ups = st.file_uploader("Plan files (.plan.json) or config.json files", type=["json"],
                                    accept_multiple_files=True, key="sc_upload")
             if ups:
-                parsed, problems = [], []
+                parsed, problems, first = [], [], {}
                 for up in ups:
                     try:
-                        parsed.append(scenarios.read_plan_file(up.getvalue(), up.name))
+                        plan = scenarios.read_plan_file(up.getvalue(), up.name)
                     except scenarios.ScenarioError as exc:
                         problems.append(str(exc))
+                        continue
+                    key = scenarios.name_key(plan.name)
+                    if key in first:  # one name, one scenario: said before "Save", not after it
+                        problems.append(f"{up.name}: its plan is named {plan.name!r}, as {first[key]}'s is; "
+                                        "rename one of them to import both")
+                        continue
+                    first[key] = up.name
+                    parsed.append(plan)
                 widgets.problems("Not importable:", problems)
                 if parsed:
                     st.markdown("Ready to save: " + ", ".join(

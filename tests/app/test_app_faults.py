@@ -288,3 +288,22 @@ def test_the_memo_and_the_charts_show_hostile_names_as_text():
     names = [t.name for t in fig.data if t.name]
     assert names and all("<a " not in n and "<img" not in n for n in names)
     assert any(n.startswith("&lt;a href=") for n in names)
+
+
+def test_two_files_of_one_import_with_the_same_plan_name_are_said_before_saving(store):
+    """The second of two plan files named "dup" is not offered for saving, with a message
+    naming both files (it was offered, and "Save" then failed on it)."""
+    at = open_app("scenarios")
+    at.session_state["sc_import_open"] = True
+    at.run()
+    a = scenarios.plan_file_text("dup", production_2020().updated(max_race_codes=3)).encode()
+    b = scenarios.plan_file_text("DUP", production_2020().updated(max_race_codes=4)).encode()
+    at.file_uploader(key="sc_upload").set_value([("a.plan.json", a, "application/json"),
+                                                 ("b.plan.json", b, "application/json")]).run()
+    assert not at.exception
+    err = shown("\n".join(e.value for e in at.error))
+    assert "b.plan.json: its plan is named 'DUP', as a.plan.json's is" in err
+    save = next(b for b in at.button if b.key == "sc_import")
+    assert save.label == "Save 1 as scenario"
+    save.click().run()
+    assert store.names() == ["dup"] and store.get("dup").config.max_race_codes == 3
