@@ -367,6 +367,16 @@ def test_overview(server, page):
     _screenshot(page, "overview")
 
 
+def test_the_overviews_old_address_opens_the_overview(server, page):
+    """/overview (a bookmark of the overview's address, and the one a user guesses) opens
+    the overview, with a link's message, not Streamlit's "Page not found"."""
+    page.goto(f"{server}/overview?config=damaged")
+    page.get_by_text("The two-stage flow").first.wait_for()
+    _settle(page)
+    assert page.get_by_text("Page not found").count() == 0
+    assert "The configuration in the link could not be used" in page.inner_text("body")
+
+
 def test_budget_planner_r_changes_s_and_the_url(server, page):
     from calculators import budget
 
