@@ -29,7 +29,7 @@ state.init()
 #: use it. The folder is not called pages/: Streamlit would serve a fresh server's first
 #: request in its legacy "pages/ folder" mode, which knows no page in a subfolder.
 OVERVIEW = st.Page("app_pages/safetab/overview.py", url_path="home", title="Overview", icon=":material/home:",
-                   default=True)
+                   default=True)  # served at the root address; "home" is only reserved
 SECTIONS = {
     "SafeTab-P": [
         OVERVIEW,
@@ -55,13 +55,11 @@ SECTIONS = {
 }
 # The overview is the default page, at the app's root address, and Streamlit serves the
 # default page at no other: a bookmark of /overview (its address before, and the one a user
-# guesses) would say "Page not found". This hidden page takes that address to the overview.
-OLD_OVERVIEW = st.Page(lambda: None, url_path="overview", title="Overview", visibility="hidden")
+# guesses) would say "Page not found". This hidden page serves the overview at that address.
+OLD_OVERVIEW = st.Page("app_pages/safetab/overview.py", url_path="overview", title="Overview", visibility="hidden")
 SECTIONS["SafeTab-P"].append(OLD_OVERVIEW)
 
 page = st.navigation(SECTIONS, expanded=True)  # every page listed: no "View more" hiding methods
-if page.url_path == OLD_OVERVIEW.url_path:  # before anything is drawn: a message of the link is kept for the overview
-    st.switch_page(OVERVIEW)
 widgets.sidebar_summary()
 plan_controls.sidebar()
 state.show_flashes()

@@ -48,6 +48,8 @@ def app_pages() -> dict[str, str]:
     for node in ast.walk(ast.parse(APP.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page" and node.args:
             kw = {k.arg: k.value for k in node.keywords}
+            if isinstance(kw.get("default"), ast.Constant) and kw["default"].value is True:
+                continue  # the default page is served at the root address, not at its url_path
             if isinstance(node.args[0], ast.Constant) and isinstance(kw.get("url_path"), ast.Constant):
                 out[kw["url_path"].value] = node.args[0].value
     return out

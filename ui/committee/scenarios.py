@@ -38,14 +38,17 @@ from typing import Any
 from urllib.parse import quote
 
 from calculators.config import ConfigError, SafeTabConfig, decode_utf8, echo, loads_unique
-from ui.core import urlcodec
+from ui.core import plan_names, urlcodec
+# the names of plans live in ui.core (ui.core.state needs them and may not import this module);
+# scenarios.name_key, .is_built_in... stay where the pages and tests have always found them
+from ui.core.plan_names import BUILT_IN_NAMES, is_built_in, name_key, suggested_name  # noqa: F401
 
 #: Environment variable that moves the data folder (tests point it at tmp_path).
 ENV_DATA = "SAFETAB_STUDIO_DATA"
 APP_NAME = "safetab-p-studio"
 DB_NAME = "scenarios.sqlite3"
 #: The longest name a scenario may have (it heads tables and chart legends).
-MAX_NAME = 80
+MAX_NAME = plan_names.MAX_NAME
 MAX_NOTE = 2_000
 #: The most scenarios the store keeps (each is a few kB; this bounds every listing).
 MAX_SCENARIOS = 500
@@ -115,32 +118,6 @@ def clean_name(name: Any) -> str:
     if any(unicodedata.category(ch).startswith("C") for ch in text):
         raise ScenarioError("a scenario name cannot hold control characters")
     return text
-
-
-def name_key(name: str) -> str:
-    """What two names must share to be the same scenario: the name after Unicode
-    compatibility normalisation (NFKC) and case folding, as Unicode's caseless matching
-    defines it, so "été" / "ÉTÉ", "Straße" / "STRASSE" and the composed and decomposed
-    spellings of "café" are one name."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", " ".join(name.split())).casefold())
-
-
-#: The names of the plans the app always offers beside the saved ones (the comparison
-#: and the memo list them by name): a scenario cannot take one of them.
-BUILT_IN_NAMES = ("Current plan", "2020 production plan", "Sample-data plan")
-_BUILT_IN_KEYS = frozenset(name_key(n) for n in BUILT_IN_NAMES)
-
-
-def is_built_in(name: str) -> bool:
-    """True if `name` is (up to case and Unicode spelling) the name of a built-in plan."""
-    return isinstance(name, str) and name_key(name) in _BUILT_IN_KEYS
-
-
-def suggested_name(label: str) -> str:
-    """A name to offer for saving the plan called `label`: the label itself, or, for a
-    built-in plan, "<label> (copy)", which a scenario may take."""
-    text = " ".join(str(label).split())[:MAX_NAME]
-    return f"{text[: MAX_NAME - 7]} (copy)" if is_built_in(text) else text
 
 
 def clean_targets(targets: Mapping[str, Any] | None) -> dict[str, int]:

@@ -27,7 +27,7 @@ import streamlit as st
 
 from calculators import presets
 from calculators.config import ConfigError, SafeTabConfig
-from ui.core import history, planner, urlcodec
+from ui.core import history, plan_names, planner, urlcodec
 from ui.core.plaintext import plain
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -209,20 +209,18 @@ def load_named(cfg: SafeTabConfig, name: str, targets: dict[str, int], edited: b
     that plan, edited (so the sidebar, the memo and the address bar never call a changed
     plan the 2020 one); a built-in name without a configuration to compare with ("Current
     plan", or the sample's when its config.json cannot be read) gets " (copy)"."""
-    from ui.committee import scenarios  # ui.committee builds on ui.core
-
-    if scenarios.is_built_in(name):
-        key = scenarios.name_key(name)
+    if plan_names.is_built_in(name):
+        key = plan_names.name_key(name)
         built_in = None
-        if key == scenarios.name_key(PRODUCTION):
+        if key == plan_names.name_key(PRODUCTION):
             name, built_in = PRODUCTION, presets.production_2020()
-        elif key == scenarios.name_key(SAMPLE):
+        elif key == plan_names.name_key(SAMPLE):
             try:
                 name, built_in = SAMPLE, SafeTabConfig.read(sample_config_path())
             except (ConfigError, OSError):
                 pass
         if built_in is None:
-            name = scenarios.suggested_name(name)
+            name = plan_names.suggested_name(name)
         else:
             edited = edited or built_in.to_dict() != cfg.to_dict()
     set_config(cfg, name, targets)
