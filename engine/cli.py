@@ -509,7 +509,7 @@ def _dispatch(args, progress: _Progress) -> int:
         return EXIT_OK
 
     if args.command == "legacy":
-        from engine.reports.legacy import LegacyOptions, NOTE, run_legacy
+        from engine.reports.legacy import LegacyOptions, NOTE, format_summary, run_legacy
 
         opts = LegacyOptions(geo=args.geo, iteration_level=args.iteration_level, min_population=args.min_population,
                              min_cell=args.min_cell, protection=args.protection, ages=args.ages,
@@ -521,13 +521,8 @@ def _dispatch(args, progress: _Progress) -> int:
         rel, out = run_legacy(args.params_dir, args.data_dir, args.out_dir, opts, overwrite=args.overwrite,
                               progress=progress)
         progress.close()
-        for key, s in rel.summary().items():
-            a = s["audit"]
-            print(f"{key}: {s['groups_published']:,} of {s['groups']:,} groups published, "
-                  f"{s['counts_published']:,} counts published, {s['withheld_primary']:,} primary and "
-                  f"{s['withheld_complementary']:,} complementary suppressions; audit: "
-                  f"{a['recovered_exactly']:,} withheld counts recovered exactly, "
-                  f"{a['primaries_underprotected']:,} primaries under-protected.")
+        for line in format_summary(rel):  # groups with a published total, counts withheld by each rule
+            print(line)
         print(f"Wrote {out} ({rel.lps:,} LPs, {rel.timings['protect_and_audit']:.1f} s).")
         print(NOTE)
         return EXIT_OK

@@ -154,14 +154,19 @@ left, right = compare.side_by_side(cmp.LEGACY, cmp.SAFETAB)
 with left:
     m = st.columns(2)
     m[0].metric("Groups with a table", f"{lgc['groups_with_table']:,}",
-                help=f"of {lgc['groups_with_persons']:,} groups with persons; the others fall below the threshold")
+                help=f"of the {lgc['groups']:,} groups of the level, those with at least one sex by age cell "
+                     f"published; {lgc['groups_below_threshold']:,} fall below the minimum population and "
+                     f"{lgc['groups_above_threshold'] - lgc['groups_with_table']:,} reach it but have every cell "
+                     f"withheld. {lgc['groups_published']:,} groups have a published total.")
     m[1].metric("Cells published", f"{lgc['cells_published']:,}", help="sex by age cells, exact counts")
     m[0].metric("Recovered exactly", f"{lgc['recovered_exactly']:,}",
                 help="withheld counts whose smallest and largest possible values, given what is published, agree "
                      "(the audit)")
     m[1].metric(f"Within {narrow:g} persons", f"{lgc['narrow']:,}",
                 help="withheld counts the audit pins, not exactly, to a range this narrow")
-    m[0].metric("Cells withheld", f"{lgc['cells_withheld']:,}", help="in the published tables")
+    m[0].metric("Cells withheld", f"{lgc['cells_withheld']:,}",
+                help="sex by age cells withheld in the tables of the groups that reach the minimum population "
+                     "(primary, complementary or solver fallback)")
     m[1].metric("Solver time", cmp.seconds(lgc["seconds"]), help=f"{lgc['lps']:,} linear programs (HiGHS)")
 with right:
     m = st.columns(2)
@@ -198,8 +203,10 @@ else:
     labels = [lab for lab, _g in choices]
     if ss.get("cs_group") not in labels:
         ss["cs_group"] = labels[0]
-    pick = st.selectbox("Group", labels, key="cs_group", help="Published groups of this level, those with the most "
-                                                               "withheld counts first.")
+    pick = st.selectbox("Group", labels, key="cs_group", help="Groups of this level that reach the minimum "
+                                                               "population, those with the most withheld counts "
+                                                               "first (a group whose total is D has no published "
+                                                               "total).")
     g = dict(choices)[pick]
     grid_legacy = cmp.legacy_grid(study, g)
     grid_sp, note = cmp.safetab_grid(study, g)
@@ -208,7 +215,8 @@ else:
         widgets.plotly(cmp.grid_figure(grid_legacy, "Legacy: D = withheld, [lowest, highest] possible"),
                        key="cs_grid_legacy")
         st.caption("Red: small counts (primary suppression); orange: withheld so that they cannot be worked out "
-                   "(complementary). The range under each D is all an attacker can learn from the published counts "
+                   "(complementary); purple: withheld whole by the solver fallback. A group whose total is D has no "
+                   "published total. The range under each D is all an attacker can learn from the published counts "
                    "of this level and the level above. Hover for the true count (synthetic data).")
     with gr:
         widgets.plotly(cmp.grid_figure(grid_sp, "SafeTab-P: the same group, every count with noise"),
@@ -218,8 +226,9 @@ else:
 # ------------------------------------------------------------------ the audit
 st.subheader("The audit: what each withheld count could still be")
 audit = cmp.audit_frame(study)
-st.caption(f"{len(audit):,} withheld counts of published tables (and of withheld groups that the published counts "
-           "bound), narrowest range first. A count recovered exactly has the same lowest and highest value.")
+st.caption(f"{len(audit):,} withheld counts of the groups that reach the minimum population (and of groups below "
+           "it that the published counts bound), narrowest range first. A count recovered exactly has the same "
+           "lowest and highest value.")
 widgets.table(audit, "cell_suppression_audit.csv", key="cs_audit", height=360, fit_texts=False, column_config={
     # eleven columns in the width of a laptop's page: short labels, full names on hover; a long
     # group name is cut here (widened to fit, the table would hide its last columns) and whole in the CSV

@@ -136,7 +136,25 @@ class LegacyTables:
     underprotected: np.ndarray  # primaries whose protection the audit does not find
 
     @property
-    def group_published(self) -> np.ndarray:
+    def total_published(self) -> np.ndarray:
+        """THE definition of a published group, used by every count, share, chart and
+        summary of the study: a group's total is published when its total count is
+        released, i.e. withheld neither by the group threshold nor by primary,
+        complementary or solver-fallback suppression (its COUNT in t1/ is a number, not
+        "D")."""
+        return self.status[:, -1] == PUBLISHED
+
+    @property
+    def table_published(self) -> np.ndarray:
+        """Groups with a sex by age table: at least one sex x age cell is released (the
+        others may be "D")."""
+        return (self.status[:, :-3] == PUBLISHED).any(axis=1)
+
+    @property
+    def above_threshold(self) -> np.ndarray:
+        """Groups that reach the minimum population: they have a row in t1/ and a table in
+        t2/, but any of their counts, the total included, may still be withheld ("D");
+        the others are withheld whole (suppressed/). Not the same as `total_published`."""
         return self.status[:, -1] != GROUP_THRESHOLD
 
     @property
@@ -159,28 +177,42 @@ class LegacyRelease:
         audit interval, in persons, still called narrow)."""
         out = {}
         for t in self.tables:
-            pub = t.group_published
-            in_pub = np.broadcast_to(pub[:, None], t.status.shape)
+            pub = t.total_published  # the groups counted as published, everywhere below
+            above = t.above_threshold
+            persons = t.values[:, -1]
+            in_tab = np.broadcast_to(above[:, None], t.status.shape)
+            total_withheld = above & ~pub
             width = t.high - t.low
             w = t.withheld
             with np.errstate(invalid="ignore"):
                 narrow_m = w & ~t.exact & (width <= narrow)
             out[t.level.key] = {
                 "groups": int(t.values.shape[0]),
-                "groups_with_persons": int((t.values[:, -1] > 0).sum()),
+                "groups_with_persons": int((persons > 0).sum()),
+                # groups whose total is published (t.total_published), over all groups and over
+                # the groups with persons: each share is over one set of groups
                 "groups_published": int(pub.sum()),
-                "groups_below_threshold": int((~pub).sum()),
-                "persons_in_groups": int(t.values[:, -1].sum()),
-                "persons_in_published_groups": int(t.values[pub, -1].sum()),
-                "counts_in_published_tables": int(in_pub.sum()),
+                "groups_with_persons_published": int((pub & (persons > 0)).sum()),
+                "groups_with_table": int(t.table_published.sum()),
+                "groups_above_threshold": int(above.sum()),
+                "groups_below_threshold": int((~above).sum()),
+                # groups that reach the minimum population whose total is nevertheless "D", by reason
+                "groups_total_withheld": {STATUS_NAMES[k]: int((total_withheld & (t.status[:, -1] == k)).sum())
+                                          for k in (PRIMARY, COMPLEMENTARY, FALLBACK)},
+                "groups_with_persons_total_withheld": {
+                    STATUS_NAMES[k]: int((total_withheld & (persons > 0) & (t.status[:, -1] == k)).sum())
+                    for k in (PRIMARY, COMPLEMENTARY, FALLBACK)},
+                "persons_in_groups": int(persons.sum()),
+                "persons_in_published_groups": int(persons[pub].sum()),
+                "counts_in_tables_above_threshold": int(in_tab.sum()),
                 "counts_published": int((t.status == PUBLISHED).sum()),
                 "withheld_primary": int((t.status == PRIMARY).sum()),
                 "withheld_complementary": int((t.status == COMPLEMENTARY).sum()),
                 "withheld_fallback": int((t.status == FALLBACK).sum()),
                 "cells_published": int((t.status[:, :-3] == PUBLISHED).sum()),
-                "cells_in_published_tables": int(pub.sum() * (t.values.shape[1] - 3)),
-                "persons_in_withheld_cells_of_published_tables": int(
-                    t.values[:, :-3][(t.status[:, :-3] != PUBLISHED) & in_pub[:, :-3]].sum()),
+                "cells_in_tables_above_threshold": int(above.sum() * (t.values.shape[1] - 3)),
+                "persons_in_withheld_cells_of_tables_above_threshold": int(
+                    t.values[:, :-3][(t.status[:, :-3] != PUBLISHED) & in_tab[:, :-3]].sum()),
                 "audit": {
                     "withheld_counts": int(w.sum()),
                     "recovered_exactly": int(t.exact.sum()),
@@ -199,6 +231,49 @@ def solver_notes(notes: list[str]) -> list[str]:
     concerns ("2 connected parts: an LP did not finish ..."), so that a reader knows how
     much was withheld whole and why."""
     return [f"{n} connected part{'s' if n > 1 else ''}: {note}" for note, n in sorted(Counter(notes).items())]
+
+
+def reasons_in_words(by_reason: dict[str, int]) -> str:
+    """Counts by the reason they are withheld, in words: {"primary": 0, "solver fallback":
+    36} -> "36 by the solver fallback"."""
+    words = {"primary": "as small counts", "complementary": "by complementary suppression",
+             "solver fallback": "by the solver fallback"}
+    return ", ".join(f"{n:,} {words[k]}" for k, n in by_reason.items() if n)
+
+
+def format_summary(rel: LegacyRelease) -> list[str]:
+    """What `python -m engine legacy` says about a study, line by line: per level, how
+    many groups have a published total (`LegacyTables.total_published`: a total withheld
+    as "D" by any suppression is not published), the counts withheld by each kind of
+    suppression, the solver fallback among them, and what the fallback means."""
+    lines = []
+    summary = rel.summary()
+    for key, s in summary.items():
+        a = s["audit"]
+        why = reasons_in_words(s["groups_total_withheld"])
+        n = sum(s["groups_total_withheld"].values())
+        above = (f"{s['groups_above_threshold']:,} reach the minimum population of {rel.options.min_population:,}"
+                 + (f"; the total{'s' if n > 1 else ''} of {n:,} of those {'are' if n > 1 else 'is'} withheld "
+                    f"as {WITHHELD}: {why}" if n else ""))
+        lines.append(
+            f"{key}: {s['groups_published']:,} of {s['groups']:,} groups have a published total ({above}); "
+            f"{s['counts_published']:,} counts published; withheld: {s['withheld_primary']:,} small counts (primary), "
+            f"{s['withheld_complementary']:,} complementary, {s['withheld_fallback']:,} by the solver fallback; "
+            f"audit: {a['recovered_exactly']:,} withheld counts recovered exactly, "
+            f"{a['primaries_underprotected']:,} primaries under-protected.")
+    fallback = sum(s["withheld_fallback"] for s in summary.values())
+    if fallback:
+        lines.append(
+            f"Solver fallback: {fallback:,} counts were withheld without being small or chosen as complements. "
+            "Where the linear program that picks complementary suppressions could not protect the small counts of "
+            "a connected part of the tables cell by cell, every count of that part was withheld as "
+            f"{WITHHELD}, group totals included: a group whose total is {WITHHELD} keeps its row in t1/ but has no "
+            "published total. The solver's notes:")
+        lines += [f"  {note}" for note in rel.notes]
+    elif rel.notes:
+        lines.append("Notes from the solver:")
+        lines += [f"  {note}" for note in rel.notes]
+    return lines
 
 
 # ------------------------------------------------------------------ the study
@@ -460,14 +535,17 @@ Layout (as SafeTab-P's, pipe-delimited):
   t2/         REGION_ID|REGION_TYPE|ITERATION_CODE|AGESTART|AGEEND|SEX|COUNT - their sex x age tables,
               with the sex marginals as AGESTART = AGEEND = *
   suppressed/ REGION_ID|REGION_TYPE|ITERATION_CODE - groups below the minimum population (withheld whole)
-  audit/      one row per withheld count of a published table, and per withheld count of a withheld
-              group that the published counts bound: STATUS (primary, complementary, group below
+  audit/      one row per withheld count in t1/ and t2/, and per withheld count of a group in
+              suppressed/ that the published counts bound: STATUS (primary, complementary, group below
               threshold, solver fallback), LOWER and UPPER (the interval an attacker derives; UPPER
               "inf" when unbounded), EXACT (recovered exactly), PROTECTED (the protection holds)
   manifest.json  the rules, counts by status, the audit summary and the solver time
 
-COUNT = "{WITHHELD}" marks a withheld count (primary or complementary suppression).
-Every population group of the level is in t1/ or suppressed/.
+COUNT = "{WITHHELD}" marks a withheld count (primary or complementary suppression, or the solver
+fallback: where the linear program could not protect the small counts of a connected part of
+the tables cell by cell, every count of that part is withheld, a group's total included).
+Every population group of the level is in t1/ or suppressed/; a group's total is published
+only where its t1/ COUNT is a number, not "{WITHHELD}".
 """
 
 
@@ -487,7 +565,7 @@ def legacy_frames(rel: LegacyRelease) -> dict[str, pa.Table]:
         n_it = len(t.codes)
         g = np.arange(t.values.shape[0])
         region, code = t.regions[g // n_it], t.codes[g % n_it]
-        pub = t.group_published
+        pub = t.above_threshold  # t1/ and t2/: groups that reach the minimum population
         count = np.where(t.status == PUBLISHED, t.values.astype(str), WITHHELD)
         out[f"t1/{name}"] = pa.table({"REGION_ID": region[pub], "REGION_TYPE": np.full(pub.sum(), t.level.geo),
                                       "ITERATION_CODE": code[pub], "COUNT": count[pub, -1]})
@@ -533,7 +611,8 @@ def legacy_manifest(rel: LegacyRelease, prepared=None) -> dict:
         "safetab_p_release": False,
         "exact_counts": True,
         "note": NOTE,
-        "marking": {"COUNT": f"\"{WITHHELD}\" = withheld (primary or complementary suppression)",
+        "marking": {"COUNT": f"\"{WITHHELD}\" = withheld (primary or complementary suppression, or solver "
+                             "fallback: a connected part the linear program could not protect, withheld whole)",
                     "suppressed/": "groups below the minimum population, withheld whole"},
         "method": {
             "source": "P. B. Massell, Cell Suppression and Audit Programs used for Economic Magnitude Data, "

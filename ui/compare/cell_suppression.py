@@ -107,14 +107,20 @@ def counts(study: Study, narrow: float) -> dict[str, dict[str, float]]:
     return {
         LEGACY: {
             "groups": s["groups"], "groups_with_persons": s["groups_with_persons"],
-            "groups_published": s["groups_published"], "groups_with_table": s["groups_published"],
-            "cells_published": s["cells_published"], "cells_withheld": s["cells_in_published_tables"]
+            # a group is published when its total is (LegacyTables.total_published): a total
+            # withheld as D by primary, complementary or solver-fallback suppression is not
+            "groups_published": s["groups_published"],
+            "groups_with_persons_published": s["groups_with_persons_published"],
+            "groups_with_table": s["groups_with_table"], "groups_above_threshold": s["groups_above_threshold"],
+            "groups_below_threshold": s["groups_below_threshold"],
+            "totals_withheld": s["groups_with_persons_total_withheld"],  # of groups with persons
+            "cells_published": s["cells_published"], "cells_withheld": s["cells_in_tables_above_threshold"]
             - s["cells_published"], "persons": s["persons_in_groups"],
             "persons_published": s["persons_in_published_groups"],
             "recovered_exactly": a["recovered_exactly"], "recovered_exactly_nonzero": a["recovered_exactly_nonzero"],
             "narrow": a[f"within_{narrow:g}_persons"], "underprotected": a["primaries_underprotected"],
             "group_totals_recovered": a["withheld_group_totals_recovered_exactly"],
-            "persons_withheld_cells": s["persons_in_withheld_cells_of_published_tables"],
+            "persons_withheld_cells": s["persons_in_withheld_cells_of_tables_above_threshold"],
             "not_audited": a["not_audited"], "fallback": s["withheld_fallback"],
             "withheld": a["withheld_counts"], "seconds": study.seconds_legacy, "lps": study.legacy.lps,
             "cells_per_table": t.values.shape[1] - 3,
@@ -140,10 +146,12 @@ def summary(study: Study, narrow: float) -> pd.DataFrame:
         ("Groups with at least one person", _n(lg_["groups_with_persons"]), _n(sp["groups_with_persons"])),
         ("Groups with a published total", f"{_n(lg_['groups_published'])} ({_pct(lg_['groups_published'], lg_['groups'])})",
          f"{_n(sp['groups_published'])} ({_pct(sp['groups_published'], sp['groups'])})"),
-        ("Groups with a sex by age table", _n(lg_["groups_with_table"]), _n(sp["groups_with_table"])),
+        ("Groups with a sex by age table",
+         f"{_n(lg_['groups_with_table'])} ({_pct(lg_['groups_with_table'], lg_['groups'])})",
+         f"{_n(sp['groups_with_table'])} ({_pct(sp['groups_with_table'], sp['groups'])})"),
         ("Sex by age cells published", f"{_n(lg_['cells_published'])} exact",
          f"{_n(sp['cells_published'])} with noise"),
-        ("Cells withheld inside published tables", _n(lg_["cells_withheld"]), "none (tables come whole)"),
+        ("Cells withheld in groups above the threshold", _n(lg_["cells_withheld"]), "none (tables come whole)"),
         ("Persons in those withheld cells", _n(lg_["persons_withheld_cells"]), "none"),
         ("Persons in groups with a published total",
          f"{_n(lg_['persons_published'])} of {_n(lg_['persons'])} ({_pct(lg_['persons_published'], lg_['persons'])})",
@@ -175,14 +183,32 @@ def solver_heading(legacy_counts: dict, notes: list[str] = ()) -> str:
     why = (" With Massell's capacity a zero count never moves, so it cannot protect another; "
            "setting \"How far a count may move\" to Unbounded lets it." if any(cs.INFEASIBLE in n for n in notes)
            else "")
+    totals = legacy_counts.get("totals_withheld", {}).get("solver fallback", 0)
+    among = (f" Among them are the totals of {totals:,} groups that reach the minimum population: those groups have no "
+             "published total." if totals > 1 else
+             " Among them is the total of a group that reaches the minimum population: it has no published total."
+             if totals else "")
     return (f"{fb:,} counts of this level were withheld whole with their part of the tables (\"solver fallback\" "
-            f"below), where the legacy method could not protect the small counts cell by cell.{why}")
+            f"below), where the legacy method could not protect the small counts cell by cell.{among}{why}")
 
 
 def _model(options: lg.LegacyOptions) -> str:
     """The complementary-suppression model in words (Massell's capacity by default)."""
     cap = "Massell's capacity" if options.capacity == "value" else "unbounded capacity"
     return f"sequential LP, {cap}" + (", refinement run" if options.refine else "")
+
+
+def _totals_withheld(by_reason: dict[str, int]) -> str:
+    """The totals of groups that reach the minimum population but are withheld anyway, in
+    words: "the totals of 36 more groups that reach the minimum population are withheld:
+    36 by the solver fallback"; "" when there are none."""
+    n = sum(by_reason.values())
+    if not n:
+        return ""
+    why = lg.reasons_in_words(by_reason)
+    if n == 1:
+        return f"the total of 1 more group that reaches the minimum population is withheld: {why}"
+    return f"the totals of {n:,} more groups that reach the minimum population are withheld: {why}"
 
 
 def verdict(study: Study, narrow: float) -> str:
@@ -194,14 +220,16 @@ def verdict(study: Study, narrow: float) -> str:
                 f"them above 0) and pins {close:,} more within {narrow:g} persons"]
     else:
         risk = [f"its audit recovers no withheld count exactly or within {narrow:g} persons, at the price of "
-                f"withholding {lg_['cells_withheld']:,} cells of the published tables and every group below the "
-                "threshold"]
+                f"withholding {lg_['cells_withheld']:,} cells in the tables of groups above the threshold and every "
+                "group below it"]
     if lg_["underprotected"]:
         risk.append(f"{lg_['underprotected']:,} small counts keep less than the protection asked for")
     if lg_["group_totals_recovered"]:
         risk.append(f"{lg_['group_totals_recovered']:,} totals of withheld groups can be worked out exactly")
-    return (f"Legacy suppression publishes exact tables for {lg_['groups_published']:,} of "
-            f"{lg_['groups_with_persons']:,} groups with persons at this level; " + "; ".join(risk) + ". "
+    withheld = _totals_withheld(lg_["totals_withheld"])
+    return (f"Legacy suppression publishes an exact total for {lg_['groups_with_persons_published']:,} of the "
+            f"{lg_['groups_with_persons']:,} groups with persons at this level"
+            + (f" ({withheld})" if withheld else "") + "; " + "; ".join(risk) + ". "
             f"SafeTab-P publishes a total for {sp['groups_published']:,} groups and a sex by age table for "
             f"{sp['groups_with_table']:,}, every count with noise of known size (±{study.moe_cell} at 95% per cell): "
             "no count can be recovered exactly, and its protection does not depend on which other counts happen "
@@ -226,7 +254,7 @@ def detail_by_size(study: Study) -> pd.DataFrame:
         n = int(m.sum())
         if not n:
             continue
-        for method, total, table in ((LEGACY, t.group_published[m], t.group_published[m]),
+        for method, total, table in ((LEGACY, t.total_published[m], t.table_published[m]),
                                      (SAFETAB, sp_rel[m], sp_stat[m] >= 1)):
             rows.append({"Group size": label, "Method": method, "Groups": n,
                          "Groups with a published total (%)": round(100 * total.mean(), 1),
@@ -259,15 +287,16 @@ def _value_labels(bins) -> list[str]:
 
 
 def audit_frame(study: Study) -> pd.DataFrame:
-    """Every withheld count of a published table, and every withheld count of a withheld
-    group that the published counts bound, with the interval an attacker derives."""
+    """Every withheld count of a group that reaches the minimum population (its total
+    included), and every withheld count of a group below it that the published counts
+    bound, with the interval an attacker derives."""
     labels = np.array(_value_labels(study.legacy.bins))
     rows = []
     for t in study.legacy.tables:
         n_it = len(t.codes)
-        pub = t.group_published
+        above = t.above_threshold  # groups with a table in the release (its counts D or not)
         with np.errstate(invalid="ignore"):
-            show = t.withheld & (pub[:, None] | np.isfinite(t.high))
+            show = t.withheld & (above[:, None] | np.isfinite(t.high))
         g, v = np.nonzero(show)
         if not g.size:
             continue
@@ -287,11 +316,11 @@ def audit_frame(study: Study) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ one table
 def table_choices(study: Study) -> list[tuple[str, int]]:
-    """(label, group index) of the level's published groups that withhold counts, the most
-    withheld first, then the others."""
+    """(label, group index) of the level's groups that reach the minimum population (their
+    table is in the release, possibly every count D), those that withhold counts first."""
     t = study.table
     n_it = len(t.codes)
-    pub = np.flatnonzero(t.group_published)
+    pub = np.flatnonzero(t.above_threshold)
     withheld = t.withheld[pub].sum(axis=1)
     order = pub[np.lexsort((-t.values[pub, -1], -withheld))]
     out = []

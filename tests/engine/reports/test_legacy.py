@@ -8,6 +8,7 @@ the sum of its counties' cells), bounds every withheld count.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -259,3 +260,109 @@ def test_solver_notes_say_how_many_parts_each_concerns():
     assert solver_notes(notes) == ["3 connected parts: an LP did not finish: the part is withheld whole",
                                    "1 connected part: time budget reached: the rest is withheld"]
     assert solver_notes([]) == []
+
+
+# ------------------------------------------------------------------ a group's total is published only when it is not D
+#: Angolans of county 02001 (alone in state 02): a lone boy whose row holds only zeros. With
+#: Massell's capacity nothing can protect him (an infeasible LP), so his connected part (the
+#: county's and the state's tables) is withheld whole by the solver fallback, total included,
+#: although the group (23 persons) reaches the minimum population of 20.
+LONE_BOY = {1: [1, 0, 0, 0], 2: [6, 8, 5, 3]}
+
+
+@pytest.fixture
+def with_fallback(dataset):
+    dataset.persons = (_albanians(COUNTY_A, BLOCKS[0]) + _albanians(COUNTY_B, BLOCKS[3])
+                       + [person(age=AGES[a], sex=s, block=BLOCKS[4], races=("1020",))
+                          for s, counts in LONE_BOY.items() for a, n in enumerate(counts) for _ in range(n)])
+    dataset.write()
+    return dataset
+
+
+def _from_files(out: Path, geo: str) -> dict:
+    """Groups counted from the written files alone: a group's total is published iff its t1/
+    COUNT is a number."""
+    t1 = read_part_files(out / "t1")
+    t1 = t1[t1.REGION_TYPE == geo]
+    t2 = read_part_files(out / "t2")
+    t2 = t2[(t2.REGION_TYPE == geo) & (t2.AGESTART != "*")]
+    shown = t1[t1.COUNT != WITHHELD]
+    tables = t2[t2.COUNT != WITHHELD].groupby(["REGION_ID", "ITERATION_CODE"]).ngroups
+    return {"in_t1": len(t1), "published": len(shown), "d_totals": int((t1.COUNT == WITHHELD).sum()),
+            "published_with_persons": int((shown.COUNT.astype(int) > 0).sum()),
+            "persons_published": int(shown.COUNT.astype(int).sum()), "with_table": tables}
+
+
+def test_a_total_withheld_as_d_is_not_a_published_group(with_fallback, tmp_path):
+    """A group that reaches the minimum population but whose total the solver fallback
+    withholds ("D" in t1/) is not published: the summary counts groups from the total's own
+    status, as a reader of t1/ would."""
+    prepared = prepare(with_fallback.params, with_fallback.data)
+    rel = legacy_release(prepared, LegacyOptions(**OPTIONS))
+    out = write_legacy(rel, tmp_path / "legacy")
+    audit = read_part_files(out / "audit")
+    fallback_totals = audit[(audit.AGESTART == "*") & (audit.SEX == "*") & (audit.STATUS == "solver fallback")]
+    assert len(fallback_totals), "the case under test: a total withheld by the solver fallback"
+    summary = rel.summary()
+    for t in rel.tables:
+        s, files = summary[t.level.key], _from_files(out, t.level.geo)
+        assert files["d_totals"] > 0, t.level.key
+        assert s["groups_published"] == files["published"] < files["in_t1"] == s["groups_above_threshold"]
+        assert sum(s["groups_total_withheld"].values()) == files["d_totals"]
+        assert s["groups_total_withheld"]["solver fallback"] == int((fallback_totals.REGION_TYPE == t.level.geo).sum())
+        assert s["groups_with_persons_published"] == files["published_with_persons"]
+        assert s["persons_in_published_groups"] == files["persons_published"]
+        assert s["groups_with_table"] == files["with_table"]
+        assert s["groups_above_threshold"] + s["groups_below_threshold"] == s["groups"]
+
+
+def test_with_no_minimum_population_published_groups_with_persons_are_among_them(with_fallback, tmp_path):
+    """Minimum population 0: every group, empty ones included, has a row in t1/; the groups
+    with persons that are published are counted among the groups with persons, never more."""
+    prepared = prepare(with_fallback.params, with_fallback.data)
+    rel = legacy_release(prepared, LegacyOptions(**{**OPTIONS, "min_population": 0}))
+    out = write_legacy(rel, tmp_path / "legacy")
+    summary = rel.summary()
+    for t in rel.tables:
+        s, files = summary[t.level.key], _from_files(out, t.level.geo)
+        assert files["in_t1"] == s["groups"] and files["d_totals"] > 0
+        assert s["groups_published"] == files["published"]
+        assert s["groups_with_persons_published"] == files["published_with_persons"]
+        assert s["groups_with_persons_published"] <= s["groups_with_persons"] < s["groups_published"]
+
+
+def test_a_larger_protection_publishes_fewer_totals_and_says_so(with_fallback, tmp_path):
+    """Protection 1000 persons: no small count can be protected within the capacities, so
+    every part with one is withheld whole; fewer totals are published, and the count
+    follows the files."""
+    prepared = prepare(with_fallback.params, with_fallback.data)
+    counted = []
+    for k, prot in enumerate((3, 1000)):
+        rel = legacy_release(prepared, LegacyOptions(**{**OPTIONS, "protection": prot}))
+        out = write_legacy(rel, tmp_path / f"legacy{k}")
+        s = rel.summary()["(COUNTY, 2)"]
+        assert s["groups_published"] == _from_files(out, "COUNTY")["published"]
+        counted.append(s["groups_published"])
+    assert counted[1] < counted[0]
+
+
+def test_cli_says_how_many_groups_have_a_published_total_and_what_the_fallback_withheld(with_fallback, tmp_path,
+                                                                                      capsys):
+    out = tmp_path / "legacy"
+    args = ["legacy", str(with_fallback.params), str(with_fallback.data), str(out), "--quiet", "--ages", "4",
+            "--min-population", "20"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    man = json.loads((out / "manifest.json").read_text())
+    for key, geo in (("(COUNTY, 2)", "COUNTY"), ("(STATE, 2)", "STATE")):
+        files, s = _from_files(out, geo), man["levels"][key]
+        line = next(ln for ln in text.splitlines() if ln.startswith(key))
+        assert f"{key}: {files['published']:,} of {s['groups']:,} groups have a published total" in line
+        assert f"{files['in_t1']:,} reach the minimum population of 20" in line
+        assert re.search(rf"the totals? of {files['d_totals']:,} of those (is|are) withheld as D: ", line), line
+        assert f"{s['withheld_fallback']:,} by the solver fallback" in line and s["withheld_fallback"] > 0
+    fallback = sum(v["withheld_fallback"] for v in man["levels"].values())
+    assert f"Solver fallback: {fallback:,} counts were withheld" in text
+    assert "a group whose total is D keeps its row in t1/ but has no published total" in text
+    assert "infeasible LP" in text  # the solver's own reason, with the number of parts it concerns
+    assert "solver fallback" in man["marking"]["COUNT"] and "solver" in (out / "README.txt").read_text()

@@ -35,6 +35,137 @@ def study(tmp_path_factory):
     return cmp.run(prepared, LEVEL, opts, seed=3)
 
 
+#: Angolans of county 02001, alone in state 02: a lone boy whose row holds only zeros, whom
+#: nothing can protect within Massell's capacities, so the solver fallback withholds his
+#: county's and state's tables whole, totals included (23 persons: above the threshold of 20).
+LONE_BOY = {1: [1, 0, 0, 0], 2: [6, 8, 5, 3]}
+
+
+@pytest.fixture(scope="module")
+def fallback_input(tmp_path_factory):
+    """The study's Albanians, and the Angolan boy's group whose total is "D"."""
+    ds = Dataset(tmp_path_factory.mktemp("fallback"))
+    a = {1: [1, 10, 5, 4], 2: [6, 8, 5, 3]}
+    b = {1: [5, 7, 6, 4], 2: [4, 9, 7, 5]}
+    ds.persons = [person(age=AGES[k], sex=s, block=blk, races=(race,))
+                  for table, blk, race in ((a, BLOCKS[0], "1010"), (b, BLOCKS[3], "1010"),
+                                           (LONE_BOY, BLOCKS[4], "1020"))
+                  for s, cnt in table.items() for k, n in enumerate(cnt) for _ in range(n)]
+    ds.config["thresholds_p"]["(COUNTY, 2)"] = [10, 30, 60]
+    ds.write()
+    return prepare(ds.params, ds.data)
+
+
+def _fallback_study(prepared, **options):
+    opts = LegacyOptions(**{**dict(geo="COUNTY", iteration_level=2, min_population=20, ages=4), **options})
+    return cmp.run(prepared, LEVEL, opts, seed=3)
+
+
+def _grids(study) -> list[dict]:
+    """Every group of the level, read from its legacy grid alone (the page's "One table"):
+    its true size, whether its total is published (the Total cell's status), whether a sex
+    by age cell is, and why its total is withheld."""
+    out = []
+    for g in range(study.table.values.shape[0]):
+        grid = cmp.legacy_grid(study, g)
+        total = grid[(grid.Row == "Both sexes") & (grid.Column == "All ages")].iloc[0]
+        cells = grid[grid.Column != "All ages"]
+        out.append({"size": int(total["True count"]), "total": total.Published != WITHHELD, "status": total.Status,
+                    "table": bool((cells.Published != WITHHELD).any())})
+    return out
+
+
+def test_a_group_whose_total_is_d_is_not_counted_as_published(fallback_input):
+    """The summary, its shares and the metrics count a group as published only when the
+    Total cell of its own table is published: a total withheld by the solver fallback
+    (D, though the group reaches the threshold) is not."""
+    study = _fallback_study(fallback_input)
+    groups = _grids(study)
+    d_total = [g for g in groups if g["size"] >= 20 and not g["total"]]
+    assert d_total and {g["status"] for g in d_total} == {"solver fallback"}  # the case under test
+    published = sum(g["total"] for g in groups)
+    c = cmp.counts(study, 2)[cmp.LEGACY]
+    assert c["groups_published"] == published
+    assert c["groups_with_table"] == sum(g["table"] for g in groups)
+    assert c["groups_with_persons_published"] == sum(g["total"] and g["size"] > 0 for g in groups)
+    assert c["totals_withheld"]["solver fallback"] == len(d_total)
+    assert (f"Among them are the totals of {len(d_total):,} groups that reach the minimum population"
+            in cmp.solver_heading(c, study.legacy.notes))
+    row = cmp.summary(study, 2).set_index("Measure").loc["Groups with a published total", cmp.LEGACY]
+    assert row == f"{published:,} ({100 * published / len(groups):.1f}%)"
+    persons = cmp.summary(study, 2).set_index("Measure").loc["Persons in groups with a published total", cmp.LEGACY]
+    assert persons.startswith(f"{sum(g['size'] for g in groups if g['total']):,} of ")
+    # the D-total group is still offered in "One table", where its D total shows, and the
+    # audit (cell_suppression_audit.csv) lists every such total with its reason
+    assert any(cmp.legacy_grid(study, g).Published.eq(WITHHELD).all() for _lab, g in cmp.table_choices(study))
+    audit = cmp.audit_frame(study)
+    totals = audit[(audit.Geography == "COUNTY") & (audit.Count == "Total")
+                   & (audit["Why withheld"] != "group below threshold")]
+    assert len(totals) == len(d_total) and set(totals["Why withheld"]) == {"solver fallback"}
+
+
+def test_the_chart_by_size_counts_published_totals_and_tables(fallback_input):
+    study = _fallback_study(fallback_input)
+    groups = _grids(study)
+    df = cmp.detail_by_size(study)
+    legacy = df[df.Method == cmp.LEGACY].set_index("Group size")
+    bins = cmp._size_bin(np.array([g["size"] for g in groups]))
+    for k, label in enumerate(cmp.SIZE_LABELS):
+        in_bin = [g for g, b in zip(groups, bins) if b == k]
+        if not in_bin:
+            assert label not in legacy.index
+            continue
+        assert legacy.loc[label, "Groups"] == len(in_bin)
+        assert legacy.loc[label, "Groups with a published total (%)"] == round(
+            100 * sum(g["total"] for g in in_bin) / len(in_bin), 1)
+        assert legacy.loc[label, "Groups with a sex by age table (%)"] == round(
+            100 * sum(g["table"] for g in in_bin) / len(in_bin), 1)
+    d_bin = cmp.SIZE_LABELS[int(cmp._size_bin(np.array([23]))[0])]  # the D-total group's bin is not 100%
+    assert legacy.loc[d_bin, "Groups with a published total (%)"] < 100
+
+
+def _verdict_numbers(study) -> tuple[int, int]:
+    groups = _grids(study)
+    return sum(g["total"] and g["size"] > 0 for g in groups), sum(g["size"] > 0 for g in groups)
+
+
+def test_the_verdict_counts_published_totals_among_the_groups_with_persons(fallback_input):
+    """The verdict's "N of M groups with persons" counts, among the groups with persons,
+    those whose total is published; it says why the other totals above the threshold are
+    withheld; it follows the protection and the minimum population."""
+    texts = {}
+    for name, opts in (("default", {}), ("protection 1000", {"protection": 1000}),
+                       ("minimum population 45", {"min_population": 45}),
+                       ("minimum population 0", {"min_population": 0})):
+        study = _fallback_study(fallback_input, **opts)
+        published, with_persons = _verdict_numbers(study)
+        assert published <= with_persons
+        text = cmp.verdict(study, 2)
+        assert f"publishes an exact total for {published:,} of the {with_persons:,} groups with persons" in text, name
+        withheld = sum(g["size"] >= study.legacy.options.min_population and g["size"] > 0 and not g["total"]
+                       for g in _grids(study))
+        assert (f"the totals of {withheld:,} more groups that reach the minimum population are withheld" in text
+                if withheld > 1 else "more group" not in text), name
+        texts[name] = (published, text)
+    assert "by the solver fallback" in texts["default"][1]
+    assert texts["protection 1000"][0] < texts["default"][0]  # every part with a small count withheld whole
+    assert texts["minimum population 45"][0] < texts["default"][0]  # 01001's Albanians (42 persons) withheld
+    assert len({texts[n][1] for n in ("default", "protection 1000", "minimum population 45")}) == 3
+
+
+def test_with_no_minimum_population_every_share_is_over_one_set_of_groups(fallback_input):
+    """Minimum population 0: empty groups publish a total of 0; the summary's share is over
+    all groups, the verdict's over the groups with persons, never more than their set."""
+    study = _fallback_study(fallback_input, min_population=0)
+    groups = _grids(study)
+    c = cmp.counts(study, 2)[cmp.LEGACY]
+    assert c["groups_published"] == sum(g["total"] for g in groups) > c["groups_with_persons"]
+    assert c["groups_with_persons_published"] == sum(g["total"] and g["size"] > 0 for g in groups)
+    assert c["groups_with_persons_published"] <= c["groups_with_persons"]
+    row = cmp.summary(study, 2).set_index("Measure").loc["Groups with a published total", cmp.LEGACY]
+    assert row == f"{c['groups_published']:,} ({100 * c['groups_published'] / len(groups):.1f}%)"
+
+
 def test_the_page_is_registered_under_compare_methods():
     paths = [m.path for m in compare.METHODS]
     assert "app_pages/compare/cell_suppression.py" in paths
@@ -121,7 +252,8 @@ def test_audit_frame_lists_withheld_counts_narrowest_first(study):
 def test_verdict_states_both_sides_in_numbers(study):
     text = cmp.verdict(study, 2)
     c = cmp.counts(study, 2)
-    assert f"exact tables for {c[cmp.LEGACY]['groups_published']:,}" in text
+    assert (f"exact total for {c[cmp.LEGACY]['groups_with_persons_published']:,} of the "
+            f"{c[cmp.LEGACY]['groups_with_persons']:,} groups with persons") in text
     assert f"a total for {c[cmp.SAFETAB]['groups_published']:,} groups" in text
     assert f"±{study.moe_cell}" in text
 
