@@ -176,7 +176,7 @@ with right:
                 help="sex by age cells, with noise; a group's table is as detailed as its noisy size allows")
     m[0].metric("Recovered exactly", "0", help="every published count carries noise; nothing is withheld "
                                                        "by a rule that the published counts can undo")
-    m[1].metric("Margin of error", f"±{study.moe_cell}", help="95% margin of error of one cell (a stage-2 count) of this level")
+    m[1].metric("Margin of error", f"±{study.moe_cell:,}", help="95% margin of error of one cell (a stage-2 count) of this level")
     m[0].metric("Totals suppressed", f"{spc['withheld']:,}",
                 help="small noisy totals below SafeTab-P's suppression threshold, and groups not tabulated")
     m[1].metric("Noise time", cmp.seconds(spc["seconds"]), help="tabulating this level with noise")
@@ -249,12 +249,14 @@ compare.paper_numbers(paper, key="cs_paper", caption=(
     "table (audit_table); in this study the group totals are relations of the system, so a published total bounds "
     "its cells already, and a withheld one is no public bound. Linked tables are protected as one system of "
     "relations, so no backtracking is needed."))
-compare.verdict(cmp.verdict(study, narrow), basis, nothing=compare.nothing_published(
+verdict = compare.verdict(cmp.verdict(study, narrow), basis, nothing=compare.nothing_published(
     basis, level, "no sex by age table for any group of this level" if spc["groups_published"]
-    else "nothing for this level (every total suppressed)") if not spc["groups_with_table"] else None)
+    else "nothing for this level (every total suppressed)") if not spc["groups_with_table"] else None,
+    study=f"Legacy tables of exact counts and one SafeTab-P release with seeded noise (seed {seed}): a study, "
+          "NOT FOR RELEASE.")
 files = {"cell_suppression_summary.csv": summary, "cell_suppression_by_size.csv": size,
          "cell_suppression_audit.csv": audit, "colour_legend.csv": cmp.legend_frame(), "paper_numbers.csv": paper}
 if grid_legacy is not None:
     files["one_table_legacy.csv"] = grid_legacy
     files["one_table_safetab_p.csv"] = grid_sp
-compare.downloads(files, "cell_suppression.zip", key="cs_dl")
+compare.downloads(files, "cell_suppression.zip", key="cs_dl", verdict=verdict)

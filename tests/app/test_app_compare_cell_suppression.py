@@ -134,6 +134,7 @@ def test_page_shows_both_methods_the_grid_the_audit_and_a_verdict():
     assert at.success and "Legacy suppression publishes an exact total for" in at.success[0].value
     labels = [b.label for b in at.get("download_button")]
     assert "cell_suppression_audit.csv" in labels and any("cell_suppression.zip" in lab for lab in labels)
+    assert "verdict.txt" in labels  # the verdict with its data, plan and seed, in the zip too
     # the data's own plan by default, named with the data beside the verdict; SafeTab-P publishes tables
     assert at.radio(key="cs_plan").value == "data"
     assert any(shown(c.value) == "Data: the shipped synthetic sample (50,000 persons, sample_data/). Plan: sample-data "

@@ -157,7 +157,7 @@ def summary(study: Study, narrow: float) -> pd.DataFrame:
          f"{_n(lg_['persons_published'])} of {_n(lg_['persons'])} ({_pct(lg_['persons_published'], lg_['persons'])})",
          f"{_n(sp['persons_published'])} of {_n(sp['persons'])} ({_pct(sp['persons_published'], sp['persons'])})"),
         ("Error of a published count", "none: exact counts",
-         f"±{study.moe_cell} (95% MOE of a cell or small total)"),
+         f"±{study.moe_cell:,} (95% MOE of a cell or small total)"),
         ("Withheld counts the audit recovers exactly",
          _n(lg_["recovered_exactly"]) + (f" ({_n(lg_['recovered_exactly_nonzero'])} of them above 0)"
                                          if lg_["recovered_exactly"] else ""),
@@ -230,8 +230,9 @@ def verdict(study: Study, narrow: float) -> str:
     return (f"Legacy suppression publishes an exact total for {lg_['groups_with_persons_published']:,} of the "
             f"{lg_['groups_with_persons']:,} groups with persons at this level"
             + (f" ({withheld})" if withheld else "") + "; " + "; ".join(risk) + ". "
-            f"SafeTab-P publishes a total for {sp['groups_published']:,} groups and a sex by age table for "
-            f"{sp['groups_with_table']:,}, every count with noise of known size (±{study.moe_cell} at 95% per cell): "
+            f"SafeTab-P publishes a total for {sp['groups_published']:,} of the {sp['groups']:,} groups of the level "
+            f"and a sex by age table for {sp['groups_with_table']:,}, every count with noise of known size "
+            f"(±{study.moe_cell:,} at 95% per cell): "
             "no count can be recovered exactly, and its protection does not depend on which other counts happen "
             "to be published.")
 
@@ -374,7 +375,7 @@ def safetab_grid(study: Study, g: int) -> tuple[pd.DataFrame, str]:
             rows.append({"Row": SEX[s], "Column": "All ages", "Status": "noisy",
                          "Published": str(int(cells[(s - 1) * half:s * half].sum()))})
         rows.append({"Row": "Both sexes", "Column": "All ages", "Published": str(total), "Status": "noisy"})
-        note = (f"Stat level {k}: a sex by {len(bins)}-age table with noise, ±{study.moe_cell} at 95% per cell; "
+        note = (f"Stat level {k}: a sex by {len(bins)}-age table with noise, ±{study.moe_cell:,} at 95% per cell; "
                 "the marginals and the total are sums of the noisy cells.")
     else:
         rows.append({"Row": "Both sexes", "Column": "All ages", "Published": str(total) if released else "—",

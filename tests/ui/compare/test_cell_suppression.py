@@ -3,6 +3,8 @@ small hand-built input whose counts are known."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -254,8 +256,12 @@ def test_verdict_states_both_sides_in_numbers(study):
     c = cmp.counts(study, 2)
     assert (f"exact total for {c[cmp.LEGACY]['groups_with_persons_published']:,} of the "
             f"{c[cmp.LEGACY]['groups_with_persons']:,} groups with persons") in text
-    assert f"a total for {c[cmp.SAFETAB]['groups_published']:,} groups" in text
-    assert f"±{study.moe_cell}" in text
+    # both sides say of how many: SafeTab-P's total is over every group of the level (its public universe)
+    assert (f"a total for {c[cmp.SAFETAB]['groups_published']:,} of the {c[cmp.SAFETAB]['groups']:,} groups "
+            "of the level") in text
+    assert f"±{study.moe_cell:,}" in text
+    big = dataclasses.replace(study, moe_cell=3745)  # a pure-DP plan's MOE: with its thousands separator
+    assert "±3,745 at 95% per cell" in cmp.verdict(big, 2)
 
 
 def test_labels_and_durations():
