@@ -3,8 +3,9 @@ project} ...`.
 
 Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
 OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
-run writing it): the problems are printed, nothing is written; 2 usage error (bad
-arguments, OUT_DIR not empty without --overwrite, OUT_DIR over an input folder);
+run writing it, --overwrite of an earlier output of another kind): the problems are
+printed, nothing is written; 2 usage error (bad arguments, OUT_DIR not empty without
+--overwrite, OUT_DIR over an input folder);
 130 interrupted (Ctrl-C; nothing is written). Foreseeable operating-system errors are
 reported in one line, never as a traceback.
 """
@@ -28,17 +29,20 @@ _EPILOG = """exit codes:
   1  invalid input: every problem found is printed (file, line, column, value,
      what was expected; the first 20 and the total) and nothing is written;
      or OUT_DIR cannot be written (a symbolic link, no permission, disk full,
-     another run writing it), checked before the computation where possible
+     another run writing it, --overwrite of an earlier output of another kind),
+     checked before the computation where possible
   2  usage error: unknown option, missing argument, OUT_DIR not empty (without
-     --overwrite), OUT_DIR is, contains or lies inside PARAMS_DIR or DATA_DIR, or
-     --overwrite of a folder that is not a complete earlier output of this tool
+     --overwrite), OUT_DIR is, contains or lies inside PARAMS_DIR or DATA_DIR,
+     or --overwrite of a folder that is not a complete earlier output of this tool
   130 interrupted: nothing is written
 
 OUT_DIR safety: the output is written into a hidden .OUT_DIR.partial-* folder beside
 OUT_DIR and swapped in only when complete; SHA256SUMS (written last) marks a complete
-output. --overwrite replaces only such an output, and only once the new one is
-complete. A lock (.OUT_DIR.lock) stops a second run into the same OUT_DIR. The exact
-person counts go to OUT_DIR.CONFIDENTIAL-operator.json beside OUT_DIR, not into it.
+output. --overwrite replaces only such an output of the same kind (a release by a
+release, ground truth by ground truth, a report by the same report: never a release
+by ground truth, a sample or a report), and only once the new one is complete. A
+lock (.OUT_DIR.lock) stops a second run into the same OUT_DIR. The exact person
+counts go to OUT_DIR.CONFIDENTIAL-operator.json beside OUT_DIR, not into it.
 
 PARAMS_DIR holds config.json and the four spec files; DATA_DIR holds
 person-records.txt and GRF-C.txt (or .parquet files with the same columns).
@@ -97,8 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         if out:
             sp.add_argument("out_dir", metavar="OUT_DIR", type=Path, help="output directory (must be empty or absent)")
             sp.add_argument("--overwrite", action="store_true",
-                            help="replace OUT_DIR if it holds a complete earlier output of this tool "
-                                 "(the old one stays until the new one is complete)")
+                            help="replace OUT_DIR if it holds a complete earlier output of this tool of the "
+                                 "same kind, e.g. a release by a release, never by ground truth (the old one "
+                                 "stays until the new one is complete)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
         sp.formatter_class = argparse.RawDescriptionHelpFormatter
         sp.epilog = _EPILOG
@@ -179,7 +184,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="use these spec files (and config.json) instead of generated ones, e.g. the 2020 files")
     sp.add_argument("--format", choices=["txt", "parquet"], default="txt", help="data file format (default txt)")
     sp.add_argument("--overwrite", action="store_true",
-                    help="replace OUT if it holds a complete earlier sample of this tool")
+                    help="replace OUT if it holds a complete earlier sample of this tool (never a "
+                         "release or another kind of output)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
     sp.epilog = ("The nation grows with N like the real one (about 4,000 persons per tract, 100,000 per\n"
@@ -187,7 +193,8 @@ def _parser() -> argparse.ArgumentParser:
                  "340 million persons. OUT is written like OUT_DIR of `run`: staged beside OUT, published\n"
                  "whole with SHA256SUMS, never left half-written (a full disk leaves OUT as it was).\n\n"
                  "exit codes:\n  0  success\n  1  OUT cannot be written (a symbolic link, no permission, disk full,\n"
-                 "     another run writing it)\n  2  usage error (bad arguments, OUT not empty without --overwrite)")
+                 "     another run writing it, --overwrite of another kind of output)\n"
+                 "  2  usage error (bad arguments, OUT not empty without --overwrite)")
 
     sp = sub.add_parser("check-output", help="check that OUT_DIR is a complete, well-formed output of PARAMS_DIR")
     sp.add_argument("params_dir", metavar="PARAMS_DIR", type=Path, help="directory with config.json and the 4 spec files")

@@ -238,8 +238,12 @@ def run(
     if invariant is not None and consistency != "none":
         raise ValueError("--invariant and --consistency cannot be combined (each adjusts the nested levels its own "
                          "way; see docs/invariants.md)")
+    # What is written, as the manifest will say (mode.kind): --overwrite replaces only the same kind.
+    mode_kind = ("accuracy study trial" if study is not None else "ground truth" if truth
+                 else "seeded release" if seed is not None else "release")
     writer = ReleaseWriter(out_dir, overwrite=overwrite, inputs=(("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir)),
-                           operator_file=study is None)
+                           operator_file=study is None, mode_kind=mode_kind,
+                           not_safetab_p=invariant is not None and not truth)
     try:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)

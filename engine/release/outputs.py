@@ -18,7 +18,9 @@
 
 Everything is written into a hidden staging folder beside OUT_DIR and swapped in only
 when the run has succeeded (`engine.release.publish`): a failed or killed run never
-leaves a partial release, and an earlier release is replaced only by a complete one.
+leaves a partial release, and an earlier release is replaced only by a complete one,
+and only by one of the same kind (a release by a release, ground truth by ground
+truth: `publish.output_kind`).
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ from engine.errors import OutputError, UsageError
 from engine.release import _format
 from engine.release.publish import (
     NOT_FOR_RELEASE,
+    TABLES,
     StagedOutput,
     check_target,
     fsync_dir,
     os_message,
+    tables_kind,
 )
 
 T1_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "COUNT"]
@@ -204,14 +208,19 @@ class ReleaseWriter:
     """
 
     def __init__(self, out_dir: str | Path, overwrite: bool = False, *,
-                 inputs: Iterable[tuple[str, str | Path | None]] = (), operator_file: bool = True):
+                 inputs: Iterable[tuple[str, str | Path | None]] = (), operator_file: bool = True,
+                 mode_kind: str = "release", not_safetab_p: bool = False):
+        """`mode_kind` (the manifest's mode.kind: "release", "seeded release", "ground
+        truth"...) and `not_safetab_p` (invariants) say what is written: --overwrite
+        replaces only an earlier output of the same kind (`publish.tables_kind`)."""
         self.out_dir = Path(out_dir)
         self.overwrite = overwrite
         #: False for the trials of a study: no file of exact counts is written anywhere.
         self.operator_file = operator_file
         if operator_file:
             _check_operator_path(self.out_dir)
-        self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="SafeTab-P tables")
+        self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description=TABLES,
+                                   kind=tables_kind(mode_kind, not_safetab_p))
         self.stage = self.folder.stage
         for sub in _COLUMNS:
             (self.stage / sub).mkdir()
@@ -459,11 +468,11 @@ def min_release_bytes(prepared) -> int:
 
 
 def check_out_dir(out_dir: str | Path, overwrite: bool,
-                  inputs: Iterable[tuple[str, str | Path | None]] = ()) -> None:
+                  inputs: Iterable[tuple[str, str | Path | None]] = (), kind: str | None = None) -> None:
     """The checks of OUT_DIR that need no lock (`engine.release.publish.check_target`):
     not a symbolic link, clear of the inputs, empty or (with overwrite) an earlier
-    output of this tool. UsageError or OutputError."""
-    check_target(out_dir, overwrite, inputs)
+    output of this tool of the same `kind`. UsageError or OutputError."""
+    check_target(out_dir, overwrite, inputs, kind)
     _check_operator_path(out_dir)
 
 

@@ -18,9 +18,12 @@ Around OUT_DIR (parent folder P, name N) a run uses:
 
 Checks before anything is computed: OUT_DIR is not a symbolic link; it is not, does not
 contain and does not lie inside an input folder (symbolic links resolved); it is empty,
-absent, or (with ``overwrite``) a complete earlier output of this tool, i.e. a folder
-whose `SHA256SUMS` starts with `MARKER_HEAD` and lists exactly the files in it; its
-parent is writable (the lock file is created there). The emptiness and ownership check
+absent, or (with ``overwrite``) a complete earlier output of this tool of the same kind,
+i.e. a folder whose `SHA256SUMS` starts with `MARKER_HEAD` and lists exactly the files
+in it, and whose kind (`output_kind`: the description in that first line, and for
+SafeTab-P tables the manifest's ``mode.kind``) is the kind about to be written: a
+release is never replaced by ground truth, a sample or a report; its parent is
+writable (the lock file is created there). The emptiness and ownership check
 is repeated under the lock at the moment of publishing.
 """
 
@@ -31,6 +34,7 @@ import datetime as _dt
 import errno
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import re
@@ -141,6 +145,41 @@ def is_own_output(folder: str | Path) -> bool:
     return files is not None and files - {MARKER} == set(found[1])
 
 
+#: The description of the folders of SafeTab-P tables (`run`, `truth`); `output_kind`
+#: tells them apart by their manifest's mode.
+TABLES = "SafeTab-P tables"
+_MANIFEST = "manifest.json"
+_MANIFEST_LIMIT = 16 * 1024 * 1024
+
+
+def tables_kind(mode_kind: str, not_safetab_p: bool = False) -> str:
+    """The kind of a folder of SafeTab-P tables whose manifest says mode.kind (e.g.
+    "release", "seeded release", "ground truth"); one with invariants is NOT SafeTab-P."""
+    return f"{TABLES} ({mode_kind}{', with invariants: NOT SafeTab-P' if not_safetab_p else ''})"
+
+
+def output_kind(folder: str | Path) -> str | None:
+    """What kind of output of this tool `folder` holds: the description its SHA256SUMS
+    starts with (e.g. "accuracy report", "synthetic sample (invented persons)"), and for
+    SafeTab-P tables their manifest's mode (`tables_kind`: a release, a seeded release,
+    ground truth...). None if it has no marker of this tool."""
+    found = marker_entries(folder)
+    if found is None:
+        return None
+    head = found[0][0][len(MARKER_HEAD):].lstrip(":").strip() or "output"
+    if head != TABLES:
+        return head
+    mode = None
+    try:
+        with open_regular(Path(folder) / _MANIFEST) as fh:
+            mode = json.loads(fh.read(_MANIFEST_LIMIT).decode("utf-8")).get("mode")
+    except (OSError, ValueError, AttributeError):
+        pass
+    if not isinstance(mode, dict) or not isinstance(mode.get("kind"), str):
+        return tables_kind("of an unknown kind: no readable manifest.json")
+    return tables_kind(mode["kind"], bool(mode.get("not_safetab_p")))
+
+
 def open_regular(path: str | Path):
     """`path` opened for reading bytes if it is a regular file and not a symbolic link;
     OSError otherwise. It is opened without blocking and checked on the open file, so a
@@ -162,9 +201,11 @@ def sha256_of(path: str | Path) -> str:
 
 # ------------------------------------------------------------------ checks
 def check_target(out_dir: str | Path, overwrite: bool = False,
-                 inputs: Iterable[tuple[str, str | Path | None]] = ()) -> Path:
+                 inputs: Iterable[tuple[str, str | Path | None]] = (), kind: str | None = None) -> Path:
     """The checks made before anything is computed (module doc); returns OUT_DIR with its
-    parent's symbolic links resolved. OutputError (exit 1) or UsageError (exit 2)."""
+    parent's symbolic links resolved. OutputError (exit 1) or UsageError (exit 2).
+    `kind` is the kind of output about to be written (`output_kind`): with overwrite, an
+    earlier output of another kind is refused (OutputError); None skips that check."""
     raw = Path(out_dir)
     absolute = Path(os.path.abspath(raw))
     if absolute.name in ("", ".", ".."):
@@ -199,6 +240,13 @@ def check_target(out_dir: str | Path, overwrite: bool = False,
                 f"OUT_DIR {_short(raw)} holds files this tool did not write (or an unfinished or older output): "
                 f"--overwrite replaces only a complete earlier output of this tool, a folder whose {MARKER} "
                 "lists every file in it. Move or delete the folder yourself, or choose another one.")
+        if entries and kind is not None:
+            found = output_kind(target)
+            if found != kind:
+                raise OutputError(
+                    f"OUT_DIR {_short(raw)} holds an earlier output of another kind: {found}; this command "
+                    f"writes {kind}. --overwrite replaces only an earlier output of the same kind, so nothing "
+                    "was written. Choose another folder, or move or delete this one yourself.")
     return target
 
 
@@ -347,12 +395,15 @@ class StagedOutput:
     manager: leaving it with an exception aborts (the staging folder is removed)."""
 
     def __init__(self, out_dir: str | Path, *, overwrite: bool = False,
-                 inputs: Iterable[tuple[str, str | Path | None]] = (), description: str = "output"):
+                 inputs: Iterable[tuple[str, str | Path | None]] = (), description: str = "output",
+                 kind: str | None = None):
         self.shown = _short(out_dir)
         self.overwrite = overwrite
         self.inputs = list(inputs)
         self.description = description
-        self.target = check_target(out_dir, overwrite, self.inputs)
+        #: What --overwrite may replace: an earlier output of this kind (`output_kind`).
+        self.kind = kind or description
+        self.target = check_target(out_dir, overwrite, self.inputs, self.kind)
         parent = self.target.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
@@ -363,7 +414,7 @@ class StagedOutput:
         self.hashes: dict[str, str] = {}
         try:
             self.notes = _recover(parent, self.target.name)
-            check_target(self.target, overwrite, self.inputs)
+            check_target(self.target, overwrite, self.inputs, self.kind)
             self.stage = _new_stage(parent, self.target.name)
         except OSError as exc:
             self._lock.release()
@@ -415,7 +466,7 @@ class StagedOutput:
         for root, _dirs, _names in os.walk(self.stage, topdown=False):
             fsync_dir(root)
         try:
-            check_target(self.target, self.overwrite, self.inputs)
+            check_target(self.target, self.overwrite, self.inputs, self.kind)
         except (UsageError, OutputError) as exc:
             raise OutputError(f"OUT_DIR changed while this run was writing, so nothing was published: {exc}") \
                 from None

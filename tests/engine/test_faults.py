@@ -282,7 +282,8 @@ def test_disk_too_small_is_found_before_the_tabulation(ds, tmp_path, capsys, mon
 
     real = engine.run.make_noise
     monkeypatch.setattr(engine.run, "make_noise", lambda *a: drawn.append(1) or real(*a))
-    code, text = _cli(["run", ds.params, ds.data, tmp_path / "out", "--quiet", "--overwrite"], capsys)
+    # (seeded like the earlier release: --overwrite replaces only an output of the same kind)
+    code, text = _cli(["run", ds.params, ds.data, tmp_path / "out", "--quiet", "--overwrite", "--seed", 2], capsys)
     assert code == 1 and "not enough free disk space" in text and "Traceback" not in text
     assert not drawn  # no noise was drawn
     assert _digest(tmp_path / "out") == earlier and not _leftovers(tmp_path)

@@ -55,7 +55,7 @@ def test_overwrite_replaces_an_earlier_output_only_once_the_new_one_is_complete(
     _publish(out, {"a.txt": b"old\n"})
     with pytest.raises(UsageError, match="not empty"):
         StagedOutput(out)
-    folder = StagedOutput(out, overwrite=True)
+    folder = StagedOutput(out, overwrite=True, description="test output")
     folder.write_file("a.txt", b"new\n")
     # until published, the old output is untouched and the new one sits in a hidden staging folder
     assert (out / "a.txt").read_bytes() == b"old\n"
@@ -64,6 +64,34 @@ def test_overwrite_replaces_an_earlier_output_only_once_the_new_one_is_complete(
     folder.close()
     assert _tree(out)["a.txt"] == b"new\n" and is_own_output(out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_overwrite_replaces_only_an_earlier_output_of_the_same_kind(tmp_path):
+    out = tmp_path / "out"
+    _publish(out, {"a.txt": b"old\n"})
+    assert publish.output_kind(out) == "test output"
+    # another kind: refused with both kinds named, before and at publishing; the old output stays
+    with pytest.raises(OutputError, match=r"another kind: test output; this command writes other report"):
+        StagedOutput(out, overwrite=True, description="other report")
+    with pytest.raises(OutputError, match="another kind"):
+        check_target(out, overwrite=True, kind="other report")
+    assert (out / "a.txt").read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    # the same kind is replaced
+    _publish(out, {"a.txt": b"new\n"}, overwrite=True)
+    assert (out / "a.txt").read_bytes() == b"new\n"
+
+
+def test_tables_are_told_apart_by_their_manifest_mode(tmp_path):
+    out = tmp_path / "out"
+    with StagedOutput(out, description=publish.TABLES, kind=publish.tables_kind("release")) as folder:
+        folder.write_file("manifest.json", b'{"mode": {"kind": "release", "for_release": true}}')
+        folder.publish()
+    assert publish.output_kind(out) == "SafeTab-P tables (release)"
+    with pytest.raises(OutputError, match=r"SafeTab-P tables \(release\); this command writes SafeTab-P tables "
+                                          r"\(ground truth\)"):
+        StagedOutput(out, overwrite=True, description=publish.TABLES, kind=publish.tables_kind("ground truth"))
+    assert publish.output_kind(out) == "SafeTab-P tables (release)"
 
 
 def test_the_swap_without_renameat2_leaves_no_leftover(tmp_path, monkeypatch):
@@ -79,7 +107,7 @@ def test_abort_removes_the_stage_and_keeps_the_old_output(tmp_path):
     out = tmp_path / "out"
     _publish(out, {"a.txt": b"old\n"})
     with pytest.raises(RuntimeError):
-        with StagedOutput(out, overwrite=True) as folder:
+        with StagedOutput(out, overwrite=True, description="test output") as folder:
             folder.write_file("a.txt", b"half")
             raise RuntimeError("the run failed")
     assert _tree(out)["a.txt"] == b"old\n"
@@ -88,10 +116,10 @@ def test_abort_removes_the_stage_and_keeps_the_old_output(tmp_path):
 
 def test_a_second_writer_of_the_same_folder_is_refused_while_the_first_lives(tmp_path):
     out = tmp_path / "out"
-    first = StagedOutput(out, description="first run")
+    first = StagedOutput(out, description="test output")
     with pytest.raises(OutputError, match="being written by another run") as err:
         StagedOutput(out)
-    assert f"process {os.getpid()}" in str(err.value) and "first run" in str(err.value)
+    assert f"process {os.getpid()}" in str(err.value) and "test output" in str(err.value)
     assert first.stage.is_dir()  # the refused writer did not touch the first one's work
     first.write_file("a.txt", b"1")
     first.publish()
