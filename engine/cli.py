@@ -5,7 +5,7 @@ Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
 OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
 run writing it, --overwrite of an earlier output of another kind): the problems are
 printed, nothing is written; 2 usage error (bad arguments, OUT_DIR not empty without
---overwrite, OUT_DIR over an input folder);
+--overwrite, OUT_DIR over an input folder, a stray operator file beside OUT_DIR);
 130 interrupted (Ctrl-C; nothing is written). Foreseeable operating-system errors are
 reported in one line, never as a traceback.
 """
@@ -33,7 +33,8 @@ _EPILOG = """exit codes:
      checked before the computation where possible
   2  usage error: unknown option, missing argument, OUT_DIR not empty (without
      --overwrite), OUT_DIR is, contains or lies inside PARAMS_DIR or DATA_DIR,
-     or --overwrite of a folder that is not a complete earlier output of this tool
+     --overwrite of a folder that is not a complete earlier output of this tool,
+     or an operator file beside OUT_DIR that is not that of the output replaced
   130 interrupted: nothing is written
 
 OUT_DIR safety: the output is written into a hidden .OUT_DIR.partial-* folder beside
@@ -42,7 +43,9 @@ output. --overwrite replaces only such an output of the same kind (a release by 
 release, ground truth by ground truth, a report by the same report: never a release
 by ground truth, a sample or a report), and only once the new one is complete. A
 lock (.OUT_DIR.lock) stops a second run into the same OUT_DIR. The exact person
-counts go to OUT_DIR.CONFIDENTIAL-operator.json beside OUT_DIR, not into it.
+counts go to OUT_DIR.CONFIDENTIAL-operator.json beside OUT_DIR, not into it; an
+existing one is replaced only with the output it belongs to, never when OUT_DIR no
+longer holds that output.
 
 PARAMS_DIR holds config.json and the four spec files; DATA_DIR holds
 person-records.txt and GRF-C.txt (or .parquet files with the same columns).

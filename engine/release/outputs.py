@@ -20,7 +20,8 @@ Everything is written into a hidden staging folder beside OUT_DIR and swapped in
 when the run has succeeded (`engine.release.publish`): a failed or killed run never
 leaves a partial release, and an earlier release is replaced only by a complete one,
 and only by one of the same kind (a release by a release, ground truth by ground
-truth: `publish.output_kind`).
+truth: `publish.output_kind`). The operator file beside OUT_DIR is replaced only
+together with the output it belongs to (`_check_operator_path`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ from engine.release.publish import (
     StagedOutput,
     check_target,
     fsync_dir,
+    is_own_output,
+    open_regular,
     os_message,
+    sha256_of,
     tables_kind,
 )
 
@@ -217,10 +221,14 @@ class ReleaseWriter:
         self.overwrite = overwrite
         #: False for the trials of a study: no file of exact counts is written anywhere.
         self.operator_file = operator_file
-        if operator_file:
-            _check_operator_path(self.out_dir)
         self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description=TABLES,
                                    kind=tables_kind(mode_kind, not_safetab_p))
+        if operator_file:  # under the lock, once an interrupted run's OUT_DIR is put back
+            try:
+                _check_operator_path(self.out_dir, overwrite)
+            except BaseException:
+                self.folder.abort()
+                raise
         self.stage = self.folder.stage
         for sub in _COLUMNS:
             (self.stage / sub).mkdir()
@@ -339,6 +347,8 @@ class ReleaseWriter:
         # The operator file is written (beside OUT_DIR, under a hidden temporary name)
         # before the release is published, so that a full disk stops the run with
         # OUT_DIR as it was; once published, the file only has to be renamed into place.
+        if self.operator_file:  # again, as OUT_DIR is checked again under the lock when it is published
+            _check_operator_path(self.out_dir, self.overwrite)
         staged = (_stage_operator_file(self.out_dir, manifest, hashlib.sha256(text.encode("utf-8")).hexdigest())
                   if self.operator_file else None)
         try:
@@ -447,11 +457,15 @@ def _discard(path: Path) -> None:
         pass
 
 
-def _operator_file_is_ours(path: Path) -> bool:
+def _read_operator_file(path: Path) -> dict | None:
+    """The operator file at `path` if it is one of this tool's (a regular file, not a
+    link, JSON with our "kind"); None otherwise. At most 16 MB is read."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("kind") == _OPERATOR_KIND
-    except (OSError, ValueError, AttributeError):
-        return False
+        with open_regular(path) as fh:
+            body = json.loads(fh.read(16 * 1024 * 1024).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) and body.get("kind") == _OPERATOR_KIND else None
 
 
 def min_release_bytes(prepared) -> int:
@@ -471,13 +485,33 @@ def check_out_dir(out_dir: str | Path, overwrite: bool,
                   inputs: Iterable[tuple[str, str | Path | None]] = (), kind: str | None = None) -> None:
     """The checks of OUT_DIR that need no lock (`engine.release.publish.check_target`):
     not a symbolic link, clear of the inputs, empty or (with overwrite) an earlier
-    output of this tool of the same `kind`. UsageError or OutputError."""
+    output of this tool of the same `kind`; its operator file path free or (with
+    overwrite) holding that output's operator file. UsageError or OutputError."""
     check_target(out_dir, overwrite, inputs, kind)
-    _check_operator_path(out_dir)
+    _check_operator_path(out_dir, overwrite)
 
 
-def _check_operator_path(out_dir: str | Path) -> None:
+def _check_operator_path(out_dir: str | Path, overwrite: bool = False) -> None:
+    """The operator file of OUT_DIR is written only where nothing is, or (with
+    overwrite) over the operator file of the output OUT_DIR holds, which is being
+    replaced: its manifest_sha256 is that of OUT_DIR/manifest.json. Anything else at its
+    path is refused (UsageError): a file this tool did not write, or an operator file
+    left beside a folder that does not hold its output (it may be the only copy of the
+    exact counts of an earlier release), with or without overwrite."""
     op = operator_path(out_dir)
-    if os.path.lexists(op) and (op.is_symlink() or not _operator_file_is_ours(op)):
+    if not os.path.lexists(op):
+        return
+    body = None if op.is_symlink() else _read_operator_file(op)
+    if body is None:
         raise UsageError(f"{op} exists and was not written by this tool; the operator file of OUT_DIR goes there. "
                          "Move it, or choose another OUT_DIR.")
+    manifest = Path(os.path.abspath(out_dir)) / MANIFEST
+    try:
+        belongs = overwrite and is_own_output(manifest.parent) and body.get("manifest_sha256") == sha256_of(manifest)
+    except OSError:
+        belongs = False
+    if not belongs:
+        raise UsageError(f"{op} exists: the operator file (the exact counts) of an earlier output named "
+                         f"{Path(out_dir).name}, which OUT_DIR does not hold (its manifest.json is missing or "
+                         "different); it may be the only copy of those counts, so nothing is written over it, "
+                         "with or without --overwrite. Move or delete it yourself, or choose another OUT_DIR.")

@@ -1,4 +1,5 @@
-"""--overwrite replaces only an earlier output of the same kind."""
+"""--overwrite replaces only an earlier output of the same kind, and the operator file
+beside OUT_DIR only together with the output it belongs to."""
 
 from __future__ import annotations
 
@@ -71,3 +72,37 @@ def test_accuracy_of_a_release_never_replaces_another_release(small, tmp_path, c
     assert main(["sample", str(truth), "--persons", "1000", "--overwrite", "--quiet"]) == 1
     assert "SafeTab-P tables (ground truth)" in capsys.readouterr().err
 
+
+def test_a_stray_operator_file_is_never_written_over(small, tmp_path, capsys):
+    """X.CONFIDENTIAL-operator.json beside a folder X that does not hold its output (moved
+    away, deleted) may be the only copy of that output's exact counts."""
+    rel = tmp_path / "rel"
+    assert main(["run", *_args(small, rel), "--seed", "1"]) == 0
+    op = operator_path(rel)
+    kept = op.read_bytes()
+    rel.rename(tmp_path / "moved")
+    for extra in ([], ["--overwrite"]):
+        for command in (["truth"], ["run", "--seed", "2"]):
+            code = main([command[0], *_args(small, rel), *command[1:], *extra])
+            err = capsys.readouterr().err
+            assert code == 2, (command, extra, err)
+            assert f"{op} exists: the operator file (the exact counts) of an earlier output named rel" in err
+            assert "Traceback" not in err
+            assert op.read_bytes() == kept and not rel.exists()
+    # an empty OUT_DIR does not hold it either
+    rel.mkdir()
+    assert main(["run", *_args(small, rel), "--seed", "2", "--overwrite"]) == 2
+    assert op.read_bytes() == kept and list(rel.iterdir()) == []
+    # a release and the operator file that belongs to it are replaced together
+    rel.rmdir()
+    (tmp_path / "moved").rename(rel)
+    assert main(["run", *_args(small, rel), "--seed", "2", "--overwrite"]) == 0
+    assert op.read_bytes() != kept
+    # an operator file of another release (its manifest differs) is not replaced with this one
+    other = tmp_path / "other"
+    assert main(["run", *_args(small, other), "--seed", "3"]) == 0
+    op.write_bytes(operator_path(other).read_bytes())
+    capsys.readouterr()
+    assert main(["run", *_args(small, rel), "--seed", "4", "--overwrite"]) == 2
+    assert "which OUT_DIR does not hold" in capsys.readouterr().err
+    assert op.read_bytes() == operator_path(other).read_bytes()
