@@ -218,10 +218,12 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("spines", help="geographic spines: how far places and AIANNH areas are from a TopDown-style "
                                        "spine, before and after its optimisation; compose an area from published units")
     common(sp, out=False)
-    sp.add_argument("--fanout-cutoff", type=int, default=12,
-                    help="block groups and tract groups hold at most floor(sqrt(n) + this) units (default 12)")
-    sp.add_argument("--entity-threshold", type=int, default=9,
-                    help="tract groups are optimised for entities farther than this (default 9)")
+    sp.add_argument("--fanout-cutoff", type=_whole_in(0, _SPINE_OPTION_MAX), default=12, metavar="N",
+                    help="block groups and tract groups hold at most floor(sqrt(n) + N) units, N from 0 to "
+                         f"{_SPINE_OPTION_MAX:,} (more units than any county has; default 12)")
+    sp.add_argument("--entity-threshold", type=_whole_in(0, _SPINE_OPTION_MAX), default=9, metavar="N",
+                    help=f"tract groups are optimised for entities farther than N, from 0 to {_SPINE_OPTION_MAX:,} "
+                         "(default 9)")
     sp.add_argument("--out", type=Path, default=None, metavar="FILE.csv",
                     help="write the table of places and AIANNH areas (OSED before and after) as CSV")
     sp.add_argument("--area", type=Path, default=None, metavar="FILE",
@@ -302,6 +304,26 @@ def _profile_commands(args, progress) -> int:
           f"age table, {t['suppressed']:,.0f} suppressed, {t['t1_rows']:,.0f} T1 and {t['t2_rows']:,.0f} T2 rows.")
     print(f"Wrote {args.out}")
     return EXIT_OK
+
+
+#: The largest --fanout-cutoff and --entity-threshold: more units than any county has, so
+#: a larger value would change nothing (and an unbounded one overflows the computation).
+_SPINE_OPTION_MAX = 1_000_000
+
+
+def _whole_in(low: int, high: int):
+    """An argparse type: a whole number from low to high (argparse reports anything else)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low:,} to {high:,}, "
+                                             f"got {_cut(text)[:40]!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low:,} to {high:,}, "
+                                             f"got {_cut(text)[:40]}")
+        return n
+    return parse
 
 
 def _jobs(text: str) -> int:
@@ -581,8 +603,6 @@ def _spines(args, progress: _Progress) -> int:
     from engine.inputs.validate import load_inputs
     from engine.reports import spines as rs
 
-    if min(args.fanout_cutoff, args.entity_threshold) < 0:
-        raise ValueError("--fanout-cutoff and --entity-threshold must be >= 0")
     if args.iteration is not None and args.area is None:
         raise ValueError("--iteration needs --area")
     if args.area is None:

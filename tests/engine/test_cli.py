@@ -141,3 +141,20 @@ def test_spines_out_never_writes_over_a_file(dataset, tmp_path, capsys):
     assert grf.read_bytes() == before and (tmp_path / "kept.csv").read_text() == "mine"
     assert not (dataset.params / "osed.csv").exists()
     assert not [p for p in tmp_path.rglob(".*partial-*")]
+
+
+@pytest.mark.parametrize("option", ["--fanout-cutoff", "--entity-threshold"])
+@pytest.mark.parametrize("value", ["9223372036854775807", "1000001", "-1", "twelve"])
+def test_spines_bounds_its_numeric_options_as_usage_errors(dataset, capsys, option, value):
+    dataset.persons = [person()]
+    dataset.write()
+    with pytest.raises(SystemExit) as info:
+        main(["spines", str(dataset.params), str(dataset.data), "--quiet", option, value])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    assert f"argument {option}: expected a whole number from 0 to 1,000,000" in err
+    # the largest accepted value runs (it changes nothing a smaller large value would not)
+    assert main(["spines", str(dataset.params), str(dataset.data), "--quiet", option, "1000000"]) == 0
+    help_text = subprocess.run([sys.executable, "-m", "engine", "spines", "--help"], cwd=REPO, capture_output=True,
+                               text=True).stdout
+    assert "from 0 to 1,000,000" in " ".join(help_text.split())
