@@ -140,17 +140,17 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("accuracy", help="compare releases with the truth: 95th percentile of |error| vs predicted MOE")
     common(sp)
-    sp.add_argument("--trials", type=int, default=1,
-                    help="number of independent releases to draw, 1 to 10,000 (default 1)")
+    sp.add_argument("--trials", type=int, default=None,
+                    help="number of independent releases to draw, 1 to 10,000 (default 1; not with --release)")
     sp.add_argument("--seed", type=int, default=None,
-                    help="seed the trials (reproducible; default: secure random source)")
+                    help="seed the trials (reproducible; default: secure random source; not with --release)")
     sp.add_argument("--release", type=Path, default=None, metavar="RELEASE_DIR",
                     help="compare an existing release directory instead of drawing new trials")
-    sp.add_argument("--layout", choices=["studio", "production", "both"], default="studio",
+    sp.add_argument("--layout", choices=["studio", "production", "both"], default=None,
                     help="studio: accuracy.csv (95th percentile of |error| vs predicted MOE); production: the "
                          "Census production layouts, error_report.csv (per population group, first trial) and "
                          "multi_run_error_report.csv (all trials); both: all three from the same releases "
-                         "(default studio)")
+                         "(default studio; not with --invariant or --consistency, which write their own reports)")
     sp.add_argument("--keep-trials", action="store_true",
                     help="also keep each trial's release under OUT_DIR/single_runs/trial_<i> (marked NOT FOR "
                          "RELEASE as trials of a study; no operator file). By default the reports are computed "
@@ -218,21 +218,22 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("spines", help="geographic spines: how far places and AIANNH areas are from a TopDown-style "
                                        "spine, before and after its optimisation; compose an area from published units")
     common(sp, out=False)
-    sp.add_argument("--fanout-cutoff", type=_whole_in(0, _SPINE_OPTION_MAX), default=12, metavar="N",
+    sp.add_argument("--fanout-cutoff", type=_whole_in(0, _SPINE_OPTION_MAX), default=None, metavar="N",
                     help="block groups and tract groups hold at most floor(sqrt(n) + N) units, N from 0 to "
-                         f"{_SPINE_OPTION_MAX:,} (more units than any county has; default 12)")
-    sp.add_argument("--entity-threshold", type=_whole_in(0, _SPINE_OPTION_MAX), default=9, metavar="N",
+                         f"{_SPINE_OPTION_MAX:,} (more units than any county has; default 12; not with --area)")
+    sp.add_argument("--entity-threshold", type=_whole_in(0, _SPINE_OPTION_MAX), default=None, metavar="N",
                     help=f"tract groups are optimised for entities farther than N, from 0 to {_SPINE_OPTION_MAX:,} "
-                         "(default 9)")
+                         "(default 9; not with --area)")
     sp.add_argument("--out", type=Path, default=None, metavar="FILE.csv",
-                    help="write the table of places and AIANNH areas (OSED before and after) as CSV")
+                    help="write the table of places and AIANNH areas (OSED before and after) as CSV "
+                         "(not with --area, whose composition is printed)")
     sp.add_argument("--area", type=Path, default=None, metavar="FILE",
                     help="compose this area from SafeTab-P's published units instead: one '[+|-] [LEVEL] ID' a "
                          "line (e.g. 'place 0600100' then '- tract 06001000100')")
     sp.add_argument("--iteration", default=None, metavar="CODE",
                     help="with --area: the population group (iteration code) whose published totals are "
                          "composed; runs a seeded study (NOT a release) for the variance and exact MOE")
-    sp.add_argument("--seed", type=int, default=0, help="seed of that study (default 0)")
+    sp.add_argument("--seed", type=int, default=None, help="with --iteration: seed of that study (default 0)")
     sp.epilog = ("OSED (off-spine entity distance, Abowd et al. 2021): the fewest units added or subtracted\n"
                  "to make an area. The spine is block > block group (first digit of TABBLK) > tract >\n"
                  "county > state; the optimisation regroups block groups and tract groups county by\n"
@@ -489,6 +490,18 @@ def _dispatch(args, progress: _Progress) -> int:
     if args.command == "accuracy":
         from engine.reports.accuracy import MAX_TRIALS, accuracy_report, format_report
 
+        if args.release is not None:
+            given = [o for o, v in (("--trials", args.trials), ("--seed", args.seed)) if v is not None]
+            if given:
+                raise ValueError(f"{' and '.join(given)} cannot be used with --release: --release compares that "
+                                 "existing release and draws no trials (no noise, so no seed)")
+        if args.layout is not None and (args.invariant or args.consistency is not None):
+            which, files = (("--invariant", "accuracy_invariant.csv and .json") if args.invariant else
+                            ("--consistency", "consistency_*.csv and consistency.json"))
+            raise ValueError(f"--layout cannot be used with {which}: {which} writes its own comparison ({files}), "
+                             "never accuracy.csv or production's error reports; run the plain study for those")
+        args.trials = 1 if args.trials is None else args.trials
+        args.layout = args.layout or "studio"
         if not 1 <= args.trials <= MAX_TRIALS:
             raise ValueError(f"--trials must be from 1 to {MAX_TRIALS:,} (got {args.trials:,})")
         if getattr(args, "invariant", None) and args.consistency is not None:
@@ -605,6 +618,18 @@ def _spines(args, progress: _Progress) -> int:
 
     if args.iteration is not None and args.area is None:
         raise ValueError("--iteration needs --area")
+    if args.seed is not None and args.iteration is None:
+        raise ValueError("--seed seeds the study of --iteration (with --area); without --iteration nothing is drawn")
+    if args.area is not None:
+        given = [o for o, v in (("--out", args.out), ("--fanout-cutoff", args.fanout_cutoff),
+                                ("--entity-threshold", args.entity_threshold)) if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} cannot be used with --area: "
+                             f"{'they are options' if len(given) > 1 else 'it is an option'} of the spine study "
+                             "(its table of places and AIANNH areas); --area prints the composition of that area")
+    args.fanout_cutoff = 12 if args.fanout_cutoff is None else args.fanout_cutoff
+    args.entity_threshold = 9 if args.entity_threshold is None else args.entity_threshold
+    args.seed = 0 if args.seed is None else args.seed
     if args.area is None:
         if args.out:
             _check_new_file(args.out, (args.params_dir, args.data_dir))  # before the work

@@ -158,3 +158,36 @@ def test_spines_bounds_its_numeric_options_as_usage_errors(dataset, capsys, opti
     help_text = subprocess.run([sys.executable, "-m", "engine", "spines", "--help"], cwd=REPO, capture_output=True,
                                text=True).stdout
     assert "from 0 to 1,000,000" in " ".join(help_text.split())
+
+
+def test_options_that_would_be_ignored_are_refused_as_usage_errors(dataset, tmp_path, capsys):
+    """Each of these combinations used to exit 0 and ignore an option; now exit 2, naming
+    the conflict, with nothing written."""
+    dataset.persons = [person(block=b) for b in dataset.blocks for _ in range(3)]
+    dataset.write()
+    p, d = str(dataset.params), str(dataset.data)
+    rel = tmp_path / "rel"
+    assert main(["run", p, d, str(rel), "--seed", "1", "--quiet"]) == 0
+    area = tmp_path / "area.txt"
+    area.write_text("county 01001\n")
+    out = tmp_path / "out"
+    cases = [
+        (["accuracy", p, d, str(out), "--consistency", "all", "--layout", "production"],
+         "--layout cannot be used with --consistency"),
+        (["accuracy", p, d, str(out), "--invariant", "STATE", "--layout", "production"],
+         "--layout cannot be used with --invariant"),
+        (["accuracy", p, d, str(out), "--release", str(rel), "--trials", "5"], "--trials cannot be used with --release"),
+        (["accuracy", p, d, str(out), "--release", str(rel), "--seed", "4"], "--seed cannot be used with --release"),
+        (["spines", p, d, "--area", str(area), "--out", str(tmp_path / "o.csv")], "--out cannot be used with --area"),
+        (["spines", p, d, "--area", str(area), "--fanout-cutoff", "3"], "--fanout-cutoff cannot be used with --area"),
+        (["spines", p, d, "--seed", "5"], "--seed seeds the study of --iteration"),
+    ]
+    for argv, message in cases:
+        code = main(argv + ["--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and "Traceback" not in err, (argv, err)
+        assert sorted(x.name for x in tmp_path.iterdir()) == ["area.txt", "in", "rel", "rel.CONFIDENTIAL-operator.json"]
+    # the options still work where they apply
+    assert main(["accuracy", p, d, str(out), "--release", str(rel), "--layout", "both", "--quiet"]) == 0
+    assert (out / "error_report.csv").is_file() and (out / "accuracy.csv").is_file()
+    assert main(["spines", p, d, "--area", str(area), "--iteration", "3001", "--seed", "5", "--quiet"]) == 0
