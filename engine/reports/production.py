@@ -84,7 +84,8 @@ def read_parts(folder: Path) -> pd.DataFrame:
 def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """t1 and t2 of a release of `prepared`'s inputs (`accuracy --release`), checked:
     InputError naming file, line, column and value if RELEASE_DIR is not a release
-    (no t1/ or t2/ folder, or no part file at all), a part file is malformed (header,
+    (no t1/ or t2/ folder, no part file at all, or a manifest whose mode.kind is not
+    that of a release: the ground truth, a legacy study), a part file is malformed (header,
     fields, a COUNT that is not an integer, T2 labels), its manifest names another
     GRF-C or person file than DATA_DIR's (a release of other inputs, e.g. another
     nation), or a row is not a population group of these inputs."""
@@ -147,22 +148,52 @@ def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.Da
     return tables["t1"], tables["t2"]
 
 
+#: What `accuracy --release` compares: the manifest's mode.kind of a release of `run`
+#: (secure or seeded) or of a trial kept by `accuracy --keep-trials`.
+RELEASE_KINDS = ("release", "seeded release", "accuracy study trial")
+_MANIFEST_LIMIT = 16 * 1024 * 1024
+
+
 def _check_release_inputs(prepared, release_dir: Path, name: str) -> None:
-    """InputError if RELEASE_DIR's manifest says it was made from another GRF-C or person
-    file than DATA_DIR's (checksum of GRF-C, name and size of the person file)."""
+    """InputError if RELEASE_DIR's manifest is not that of a release (`RELEASE_KINDS`:
+    e.g. the ground truth of `truth` or a legacy study, said as such), or says it was
+    made from another GRF-C or person file than DATA_DIR's (checksum of GRF-C, name and
+    size of the person file)."""
     import json
 
     from engine.errors import InputError, Problem
     from engine.inputs.readers import sha256_file
     from engine.release.outputs import MANIFEST
 
+    from engine.release.publish import open_regular
+
     path = release_dir / MANIFEST
     try:
-        files = json.loads(path.read_text(encoding="utf-8"))["inputs"]["files"]
-    except (OSError, ValueError, KeyError, TypeError):
+        with open_regular(path) as fh:
+            manifest = json.loads(fh.read(_MANIFEST_LIMIT).decode("utf-8"))
+    except (OSError, ValueError):
         raise InputError([Problem(f"{name}/{MANIFEST}", None, None, None,
                                   "a readable manifest.json naming the inputs of the release (RELEASE_DIR must be a "
                                   "release written by `python -m engine run`)")]) from None
+    mode = manifest.get("mode") if isinstance(manifest, dict) else None
+    kind = mode.get("kind") if isinstance(mode, dict) else None
+    if kind not in RELEASE_KINDS:
+        # Say what the folder is: the ground truth of `truth`, a legacy study...
+        what = kind if isinstance(kind, str) else manifest.get("kind") if isinstance(manifest, dict) else None
+        what = str(what)[:80] if what is not None else None
+        column = "mode.kind" if isinstance(kind, str) else "kind" if what is not None else "mode.kind"
+        hint = {"ground truth": "the noise-free tables of `python -m engine truth`, which accuracy compares "
+                                "releases against (comparing them with themselves gives zero errors)",
+                "legacy cell-suppression study": "a study of `python -m engine legacy` (exact counts, some "
+                                                 "withheld), not a SafeTab-P release"}.get(what, "not a release")
+        raise InputError([Problem(f"{name}/{MANIFEST}", None, column, what,
+                                  f"a release written by `python -m engine run` (mode.kind "
+                                  f"{' or '.join(RELEASE_KINDS)}); this folder is {hint}")])
+    try:
+        files = manifest["inputs"]["files"]
+    except (KeyError, TypeError):
+        raise InputError([Problem(f"{name}/{MANIFEST}", None, "inputs.files", None,
+                                  "the inputs of the release (its manifest.json names none)")]) from None
     inputs = prepared.inputs
     problems = []
     grf, persons = inputs.grf_file, inputs.persons_file

@@ -43,13 +43,31 @@ def test_accuracy_of_an_existing_release(dataset, tmp_path):
     # The USA Angolan group (100 persons) has a sex x age table: its cells are compared.
     cells = df[(df.geo_level == "USA") & df.table.str.startswith("cell")]
     assert cells.counts_compared.sum() >= 8
-    # Comparing the truth with itself gives zero error everywhere.
+
+
+def test_accuracy_refuses_a_folder_that_is_not_a_release_saying_what_it_is(dataset, tmp_path, capsys):
+    dataset.persons = [person(block=BLOCKS[i % 5], age=i % 100, races=("1020",)) for i in range(100)]
+    dataset.write()
+    p, d = str(dataset.params), str(dataset.data)
+    # the ground truth compared with itself would give a report of zero errors: refused
     tru = tmp_path / "tru"
-    assert main(["truth", str(dataset.params), str(dataset.data), str(tru), "--quiet"]) == 0
-    out2 = tmp_path / "acc2"
-    assert main(["accuracy", str(dataset.params), str(dataset.data), str(out2), "--release", str(tru), "--quiet"]) == 0
-    df2 = pd.read_csv(out2 / "accuracy.csv")
-    assert (df2.p95_abs_error == 0).all() and (df2.mean_error == 0).all()
+    assert main(["truth", p, d, str(tru), "--quiet"]) == 0
+    capsys.readouterr()
+    for layout in ("studio", "production"):
+        assert main(["accuracy", p, d, str(tmp_path / "acc"), "--release", str(tru), "--layout", layout,
+                     "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert "tru/manifest.json, key mode.kind: found 'ground truth'; expected a release" in err
+        assert "python -m engine truth" in err and "Traceback" not in err
+        assert not (tmp_path / "acc").exists()
+    # a legacy study: its manifest is readable, and the message says what the folder is
+    leg = tmp_path / "leg"
+    assert main(["legacy", p, d, str(leg), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["accuracy", p, d, str(tmp_path / "acc"), "--release", str(leg), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "found 'legacy cell-suppression study'" in err and "python -m engine legacy" in err
+    assert "a readable manifest.json" not in err and not (tmp_path / "acc").exists()
 
 
 def test_cells_kept_across_trials_change_no_report(tmp_path, monkeypatch):
