@@ -56,17 +56,20 @@ class Problem:
 class InputError(Exception):
     """Invalid input files. Raised before any noise is drawn or any file is written."""
 
-    def __init__(self, problems: list[Problem], total: int | None = None):
+    def __init__(self, problems: list[Problem], total: int | None = None, context: str | None = None):
         self.problems = list(problems)
         self.total = total if total is not None else len(self.problems)
+        #: What was being read, said before the count (e.g. "the spec files of DIR are not valid").
+        self.context = context
         super().__init__(self.report())
 
     def __reduce__(self):
         # pickled whole (e.g. from a worker process of a parallel study), not as its text
-        return (InputError, (self.problems, self.total))
+        return (InputError, (self.problems, self.total, self.context))
 
     def report(self, limit: int = SHOWN_PROBLEMS) -> str:
-        lines = [f"Invalid input: {self.total} problem{'s' if self.total != 1 else ''} found."]
+        where = f"{self.context}: " if self.context else ""
+        lines = [f"Invalid input: {where}{self.total} problem{'s' if self.total != 1 else ''} found."]
         lines += [f"  - {p}" for p in self.problems[:limit]]
         if self.total > min(limit, len(self.problems)):
             lines.append(f"  ... and {self.total - min(limit, len(self.problems))} more.")

@@ -162,13 +162,13 @@ def sample_config(persons: int, us_states: list[str]) -> SafeTabConfig:
 
 def _read_data_files_as_csv(config_path: Path, spec_source: str) -> None:
     """A copied config.json naming production's CEF reader is rewritten with reader
-    "csv" (the only reader of the files this generator writes); ValueError if invalid."""
+    "csv" (the only reader of the files this generator writes); ConfigError if invalid."""
     from calculators.config import ConfigError
 
     try:
         cfg = SafeTabConfig.read(config_path)
-    except ConfigError as exc:
-        raise ValueError(f"the config.json of {spec_source} is not valid: {exc}") from None
+    except ConfigError as exc:  # a bad input file: exit 1
+        raise ConfigError(exc.problems, source=f"the config.json of {spec_source} is not valid") from None
     if cfg.reader != "csv":
         cfg.updated(reader="csv").write(config_path)
 
@@ -261,7 +261,9 @@ def generate(
     project's synthetic spec files (`write_synthetic_specs(seed=0)`, the same for every
     seed) are written. A data file of the other format left by an earlier run is
     removed (SafeTab-P readers accept only one of them). `progress(done, total)` is
-    called after every chunk. Raises ValueError for bad arguments.
+    called after every chunk. Raises ValueError for bad arguments, InputError for spec
+    files of `spec_dir` that are not valid and ConfigError for its config.json (invalid
+    input: exit 1 on the command line).
     """
     _check_args(out_dir, persons, seed, spec_dir, fmt, chunk_persons)
     from engine.errors import InputError
@@ -290,10 +292,8 @@ def generate(
             _read_data_files_as_csv(config_path, spec_source)
     try:
         specs = load_specs(params_dir)
-    except InputError as exc:
-        raise ValueError(
-            f"the spec files of {spec_source} are not valid:\n{exc.report()}"
-        ) from None
+    except InputError as exc:  # bad input files: exit 1, as every invalid input
+        raise InputError(exc.problems, exc.total, context=f"the spec files of {spec_source} are not valid") from None
     model = code_model(specs)
 
     # Independent random streams: (0,) geography, (1,) person model, (2, page) persons.

@@ -191,3 +191,26 @@ def test_options_that_would_be_ignored_are_refused_as_usage_errors(dataset, tmp_
     assert main(["accuracy", p, d, str(out), "--release", str(rel), "--layout", "both", "--quiet"]) == 0
     assert (out / "error_report.csv").is_file() and (out / "accuracy.csv").is_file()
     assert main(["spines", p, d, "--area", str(area), "--iteration", "3001", "--seed", "5", "--quiet"]) == 0
+
+
+def test_sample_with_invalid_spec_files_is_invalid_input_not_a_usage_error(tmp_path, capsys):
+    import shutil
+
+    spec = tmp_path / "spec"
+    shutil.copytree(REPO / "sample_data" / "params", spec)
+    (spec / "race-and-ethnicity-codes.txt").write_text("garbage\n")
+    out = tmp_path / "nation"
+    assert main(["sample", str(out), "--persons", "1000", "--spec", str(spec), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"Invalid input: the spec files of {spec} are not valid:" in err
+    assert "race-and-ethnicity-codes.txt, line 1: found 'garbage'; expected the header" in err
+    assert "Usage error" not in err and "Traceback" not in err and "Nothing was written." in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec"]
+    # a config.json that is not valid: the same
+    (spec / "race-and-ethnicity-codes.txt").write_text((REPO / "sample_data" / "params" /
+                                                        "race-and-ethnicity-codes.txt").read_text())
+    (spec / "config.json").write_text('{"max_race_codes": "eight"}')
+    assert main(["sample", str(out), "--persons", "1000", "--spec", str(spec), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"Invalid input: the config.json of {spec} is not valid" in err and "Usage error" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec"]
