@@ -451,16 +451,17 @@ def special_file(mode: int) -> str | None:
 
 
 def expected_file(path: str | Path, alternative: str = "") -> str:
-    """What an input that cannot be used should be: "the file PATH (or ALT) to exist", or,
-    where PATH exists but is not a regular file (a FIFO, a device, a folder), what it is
-    instead (it is not opened: a FIFO would block the read forever)."""
+    """Why an input file cannot be used, as a "found ...; expected ..." sentence (the
+    problem's whole text): "found no file at PATH (nor ALT); expected this input file
+    there", or, where PATH exists but is not a regular file (a FIFO, a device, a
+    folder), what it is instead (it is not opened: a FIFO would block the read forever)."""
     try:
         what = special_file(os.stat(path).st_mode)
     except OSError:
         what = None
     if what:
-        return f"the file {path} to be a regular file (this is {what}; it was not opened)"
-    return f"the file {path}{alternative} to exist"
+        return f"found {what} at {path} (it was not opened); expected a regular file"
+    return f"found no file at {path}{alternative}; expected this input file there"
 
 
 def read_regular_file(path: str | Path, limit: int) -> bytes:

@@ -103,7 +103,7 @@ def find_data_file(data_dir: Path, stem: str, log: ProblemLog) -> DataFile | Non
     txt, parquet = data_dir / f"{stem}.txt", data_dir / f"{stem}.parquet"
     found = [DataFile(p, k) for p, k in ((txt, "txt"), (parquet, "parquet")) if p.is_file()]
     if not found:
-        log.add(f"{stem}.txt", None, None, None, expected_file(txt, f" (or {parquet.name})"))
+        log.add(f"{stem}.txt", None, None, None, expected_file(txt, f" (nor {parquet.name})"))
         return None
     if len(found) == 2:
         log.add(f"{stem}.txt", None, None, None,

@@ -62,7 +62,7 @@ from engine.release.outputs import (
     T2_COLUMNS,
     operator_path,
 )
-from engine.release.publish import MARKER, NOT_FOR_RELEASE, marker_entries, sha256_of
+from engine.release.publish import MARKER, NOT_FOR_RELEASE, marker_entries, os_message, sha256_of
 
 #: REGION_ID of each REGION_TYPE (SPEC section 4).
 REGION_ID_PATTERNS = {
@@ -216,11 +216,17 @@ class _Checker:
 
     def manifest(self) -> dict | None:
         path = self.out_dir / MANIFEST
+        if not os.path.lexists(path):
+            self.add(MANIFEST, None, None, None, f"found no {MANIFEST}: this is not a release folder (expected the "
+                     "manifest every output of `run` or `truth` has)")
+            return None
         try:
             man = _read_json(path)
         except (OSError, ValueError, RecursionError) as exc:
-            why = "nested too deeply" if isinstance(exc, RecursionError) else _cut(exc)
-            self.add(MANIFEST, None, None, None, f"a readable JSON manifest ({why})")
+            why = ("it is nested too deeply" if isinstance(exc, RecursionError) else
+                   os_message(exc) if isinstance(exc, OSError) else _cut(exc))
+            self.add(MANIFEST, None, None, None, f"found a {MANIFEST} that cannot be read ({why}); expected a "
+                     "readable JSON manifest")
             return None
         if not isinstance(man, dict):
             self.add(MANIFEST, None, None, None, "a JSON object")

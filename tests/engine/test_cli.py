@@ -214,3 +214,25 @@ def test_sample_with_invalid_spec_files_is_invalid_input_not_a_usage_error(tmp_p
     err = capsys.readouterr().err
     assert f"Invalid input: the config.json of {spec} is not valid" in err and "Usage error" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec"]
+
+
+def test_unusable_input_files_and_a_non_release_are_said_as_found_and_expected(dataset, tmp_path, capsys):
+    dataset.persons = [person()]
+    dataset.write()
+    grf = dataset.data / "GRF-C.txt"
+    grf.unlink()
+    assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"- GRF-C.txt: found no file at {grf} (nor GRF-C.parquet); expected this input file there" in err
+    grf.mkdir()
+    assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"- GRF-C.txt: found a folder at {grf} (it was not opened); expected a regular file" in err
+    assert " to exist" not in err and "to be a regular file" not in err
+    # check-output of a folder that is not a release says so plainly, not as a cut OS message
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["check-output", str(dataset.params), str(empty)]) == 1
+    err = capsys.readouterr().err
+    assert "- manifest.json: found no manifest.json: this is not a release folder" in err
+    assert "No such fil" not in err and "Traceback" not in err

@@ -659,7 +659,8 @@ def test_check_output_on_a_deeply_nested_manifest(ds, tmp_path, capsys):
     (out / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
     code, text = _cli(["check-output", ds.params, out], capsys)
     assert code == 1 and "Traceback" not in text
-    assert "manifest.json: a readable JSON manifest (nested too deeply)" in text
+    assert ("manifest.json: found a manifest.json that cannot be read (it is nested too deeply); expected a "
+            "readable JSON manifest") in text
 
 
 # ---- item 11: FIFOs and other special files are refused before they are opened
@@ -683,7 +684,7 @@ def test_a_fifo_data_or_spec_file_is_named_not_waited_on(ds, tmp_path, where, na
     os.mkfifo(path)
     proc = _run_cli(["validate", ds.params, ds.data, "--quiet"], timeout=60)  # a read would block until then
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert f"- {name}: the file {path} to be a regular file (this is a FIFO (named pipe); it was not opened)" \
+    assert f"- {name}: found a FIFO (named pipe) at {path} (it was not opened); expected a regular file" \
         in proc.stderr
 
 
