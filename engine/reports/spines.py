@@ -486,6 +486,10 @@ def parse_area(text: str, geography: Geography, file: str = "area") -> np.ndarra
     keys = _keys(geography)
     run = _in_run(geography)
     total = np.zeros(len(keys), dtype=np.int64)
+    # the first and last line that add or subtract each block, to name them if it is miscounted
+    first_line = np.zeros(len(keys), dtype=np.int64)
+    last_line = np.zeros(len(keys), dtype=np.int64)
+    n_lines = np.zeros(len(keys), dtype=np.int64)
     problems = _Problems()
     seen = 0
     for ln, raw in enumerate(lines, start=1):
@@ -521,15 +525,22 @@ def parse_area(text: str, geography: Geography, file: str = "area") -> np.ndarra
             problems.append(Problem(file, ln, None, rid[:_CUT], "a block in the runs of the plan (state filter)"))
             continue
         total += sign * hit
+        first_line[hit & (first_line == 0)] = ln
+        last_line[hit] = ln
+        n_lines += hit
         seen += 1
     if not problems and not seen:
         problems.append(Problem(file, None, None, None, "at least one region or block"))
     if not problems:
         bad = np.flatnonzero((total < 0) | (total > 1))
         if len(bad):
-            problems.append(Problem(file, None, None, keys[bad[0]],
-                                    f"every block counted 0 or 1 times; this one is counted {total[bad[0]]} times "
-                                    f"({len(bad)} such blocks)"))
+            b = bad[0]
+            lines_of = (f"line {first_line[b]} includes it" if n_lines[b] == 1 else
+                        f"lines {first_line[b]} and {last_line[b]} include it" if n_lines[b] == 2 else
+                        f"{n_lines[b]:,} lines from line {first_line[b]} to line {last_line[b]} include it")
+            problems.append(Problem(file, int(first_line[b]), None, str(keys[b]),
+                                    f"every block counted 0 or 1 times; this one is counted {int(total[b])} times "
+                                    f"({lines_of}; {len(bad):,} such block{'s' if len(bad) != 1 else ''})"))
     if problems:
         raise InputError(problems.kept, problems.total)
     return total == 1

@@ -236,3 +236,16 @@ def test_unusable_input_files_and_a_non_release_are_said_as_found_and_expected(d
     err = capsys.readouterr().err
     assert "- manifest.json: found no manifest.json: this is not a release folder" in err
     assert "No such fil" not in err and "Traceback" not in err
+
+
+def test_an_area_counting_a_block_twice_names_the_block_plainly_and_its_lines(dataset, tmp_path, capsys):
+    dataset.persons = [person()]
+    dataset.write()
+    area = tmp_path / "area.txt"
+    area.write_text("# twice\ntract 01001000100\ncounty 01001\n")
+    assert main(["spines", str(dataset.params), str(dataset.data), "--quiet", "--area", str(area)]) == 1
+    err = capsys.readouterr().err
+    # tract 01001000100 holds two blocks, both also in county 01001
+    assert ("area.txt, line 2: found '010010001000001'; expected every block counted 0 or 1 times; this one is "
+            "counted 2 times (lines 2 and 3 include it; 2 such blocks)") in err
+    assert "np.str_" not in err and "Traceback" not in err
