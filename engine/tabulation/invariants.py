@@ -72,7 +72,8 @@ def units_of(stat_level: np.ndarray) -> np.ndarray:
 
 
 def check(choice: str, prepared) -> None:
-    """ValueError (a usage error) unless `choice` can be held with this plan."""
+    """ValueError (a usage error) unless `choice` can be held with this plan: for every
+    run that is on (US, Puerto Rico), both levels of its pair are tabulated."""
     if choice not in INVARIANTS:
         raise ValueError(f"unknown invariant {choice!r}; choose one of {', '.join(INVARIANTS)}")
     config = prepared.inputs.config
@@ -83,6 +84,19 @@ def check(choice: str, prepared) -> None:
     if not any(p in levels and c in levels for p, c in INVARIANTS[choice]):
         pairs = " or ".join(f"{p} and {c}" for p, c in INVARIANTS[choice])
         raise ValueError(f"--invariant {choice} needs the plan to tabulate {pairs} (with regions in the run)")
+    # Held for every run that is on, or refused: never half-applied (one run's totals
+    # held, the other's silently left as published).
+    for parent, child in INVARIANTS[choice]:
+        pr = parent.startswith("PR-")
+        run_on = any(g.startswith("PR-") == pr for g in levels)
+        missing = [g for g in (parent, child) if g not in levels]
+        if run_on and missing:
+            name = "Puerto Rico" if pr else "US"
+            raise ValueError(
+                f"--invariant {choice} would be held for one run only: the {name} run is on but the plan does not "
+                f"tabulate its {' and '.join(missing)} level{'s' if len(missing) > 1 else ''} (zero budgets, or no "
+                f"regions in the run), so {parent} and {child} could not be held; give "
+                f"{' and '.join(missing)} a budget, or switch the {name} run off (run_{'pr' if pr else 'us'}: false)")
 
 
 class InvariantAdjuster:

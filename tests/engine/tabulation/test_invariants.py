@@ -255,3 +255,30 @@ def test_the_plan_must_tabulate_both_levels(dataset, tmp_path):
     dataset.write()
     with pytest.raises(ValueError, match="needs the plan to tabulate STATE and COUNTY"):
         run(dataset.params, dataset.data, tmp_path / "o", seed=1, invariant="STATE")
+
+
+def test_an_invariant_is_never_held_for_one_run_only(dataset, tmp_path, capsys):
+    """US county budgets 0, Puerto Rico's on: --invariant STATE used to hold PR-STATE and
+    PR-COUNTY only and exit 0; it is refused, naming the run whose level is missing."""
+    dataset.persons = random_persons(100)
+    dataset.config = base_config(**{f"privacy_budget_p_level_{i}_county": 0.0 for i in (1, 2)})
+    dataset.write()
+    out = tmp_path / "o"
+    code = main(["run", str(dataset.params), str(dataset.data), str(out), "--invariant", "STATE", "--seed", "3",
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "--invariant STATE would be held for one run only: the US run is on but the plan does not tabulate " \
+           "its COUNTY level" in err
+    assert not out.exists()
+    # the accuracy study refuses it the same way, writing nothing
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(out), "--invariant", "STATE", "--seed", "3",
+                 "--quiet"]) == 2
+    assert "the US run is on" in capsys.readouterr().err and not out.exists()
+    # with the US run off, it is held for Puerto Rico, the only run
+    dataset.config = base_config(run_us=False, **{f"privacy_budget_p_level_{i}_county": 0.0 for i in (1, 2)})
+    dataset.write()
+    assert main(["run", str(dataset.params), str(dataset.data), str(out), "--invariant", "STATE", "--seed", "3",
+                 "--quiet"]) == 0
+    held = json.loads((out / "manifest.json").read_text())["postprocessing"]["invariant"]["held"]
+    assert "PR-STATE" in json.dumps(held) and '"STATE"' not in json.dumps(held)
