@@ -146,3 +146,8 @@ def test_a_plan_file_under_the_2020_plans_name_with_another_budget_is_shown_edit
     assert "Current plan: **2020 production plan, edited**" in texts(at)
     _upload(at, "prod2.plan.json", scenarios.plan_file_text("2020 production plan", production_2020()))
     assert "Current plan: **2020 production plan**" in texts(at)
+    at.button(key="sb_undo").click().run()  # back to the changed plan: still said to be edited
+    assert config(at) == cfg and "Current plan: **2020 production plan, edited**" in texts(at)
+    at.button(key="sb_undo").click().run()
+    at.button(key="sb_redo").click().run()  # and so when redone
+    assert config(at) == cfg and "Current plan: **2020 production plan, edited**" in texts(at)

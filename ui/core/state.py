@@ -138,9 +138,11 @@ def source_label() -> str:
 
 
 # ------------------------------------------------------------------ changes
-def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str, int] | None = None) -> None:
+def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str, int] | None = None,
+               edited: bool = False) -> None:
     """Replace the shared configuration. With `source`, it becomes the plan's name
-    (a preset, a file, a link); without, the current plan is marked edited."""
+    (a preset, a file, a link), `edited` if the plan differs from the one of that name;
+    without, the current plan is marked edited."""
     ss = st.session_state
     old = ss.get(K_CONFIG)
     before = snapshot() if old is not None else None
@@ -150,7 +152,7 @@ def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str,
     ss[K_TARGETS] = dict(targets)
     if source is not None:
         ss[K_SOURCE] = source
-        ss[K_EDITED] = False
+        ss[K_EDITED] = bool(edited)
         ss.pop(K_CHANGE, None)  # a before/after panel belongs to the plan it was made for
     elif old is None or old.to_dict() != cfg.to_dict():
         ss[K_EDITED] = True
@@ -223,8 +225,7 @@ def load_named(cfg: SafeTabConfig, name: str, targets: dict[str, int], edited: b
             name = plan_names.suggested_name(name)
         else:
             edited = edited or built_in.to_dict() != cfg.to_dict()
-    set_config(cfg, name, targets)
-    st.session_state[K_EDITED] = bool(edited)
+    set_config(cfg, name, targets, edited)  # so undo and redo restore it as it was shown
 
 
 def bind(key: str, value: Any) -> None:
