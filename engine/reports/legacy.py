@@ -269,11 +269,9 @@ def format_summary(rel: LegacyRelease) -> list[str]:
             "a connected part of the tables cell by cell, every count of that part was withheld as "
             f"{WITHHELD}, group totals included: a group whose total is {WITHHELD} keeps its row in t1/ but has no "
             "published total. The solver's notes:")
-        lines += [f"  {note}" for note in rel.notes]
     elif rel.notes:
         lines.append("Notes from the solver:")
-        lines += [f"  {note}" for note in rel.notes]
-    return lines
+    return lines + [f"  {note}" for note in rel.notes]
 
 
 # ------------------------------------------------------------------ the study
