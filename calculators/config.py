@@ -35,6 +35,7 @@ import json
 import math
 import os
 import stat
+import sys
 from collections import Counter
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -148,7 +149,16 @@ def loads_unique(text: str | bytes, **kwargs: Any) -> tuple[Any, list[str]]:
             seen[k] = plain(k, v)
         return seen
 
-    obj = json.loads(text, object_pairs_hook=pairs, parse_float=_Literal, **kwargs)
+    try:
+        obj = json.loads(text, object_pairs_hook=pairs, parse_float=_Literal, **kwargs)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+        # Python's own words name sys.set_int_max_str_digits(), of no use to the reader of the file
+        raise ValueError(f"a whole number of more than {sys.get_int_max_str_digits():,} digits cannot be read "
+                         "(no value of a SafeTab-P file has more than 20)") from None
     obj = plain("", obj)
     return obj, [f"the key {echo(k)} appears more than once" for k in dict.fromkeys(dups)] + problems
 

@@ -79,6 +79,7 @@ import gzip
 import itertools
 import json
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -144,6 +145,28 @@ _GRID_WIDTH = 40.0
 
 class ProfileError(ConfigError):
     """A profile that cannot be used; `problems` names each field and value."""
+
+
+def one_line(text: str) -> str:
+    """A profile's name or description as one line: every line break, tab or other control
+    character (Unicode category Cc, and the line and paragraph separators U+2028/U+2029)
+    becomes a space, runs of spaces one space. A name on several lines would break every
+    file that names the profile in '#' lines (a CSV line that is not a comment) and the
+    app's captions."""
+    return " ".join("".join(" " if (unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029") else ch
+                            for ch in text).split())
+
+
+def has_control(text: str) -> bool:
+    """Whether `text` holds a line break, a tab or another control character (`one_line`)."""
+    return any(unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" for ch in text)
+
+
+def comment_lines(lines) -> str:
+    """`lines` as '#' comment lines of a CSV: each line of each item (an item that holds a
+    line break gives several lines, each a comment), so that ``pandas.read_csv(path,
+    comment="#")`` reads the table after them whatever they say."""
+    return "".join(f"# {part}\n" for line in lines for part in (str(line).splitlines() or [""]))
 
 
 def max_distinct_sizes(persons: int, stability: int) -> int:
@@ -365,10 +388,11 @@ class _ProfileReader:
         return value
 
     def _str(self, value: Any, where: str, limit: int = 500) -> str:
+        """A text field, on one line (`one_line`) and at most `limit` characters."""
         if not isinstance(value, str):
             self.fail(f"{where} must be a string (got {_echo(value)})")
             return ""
-        return value[:limit]
+        return one_line(value[: 4 * limit])[:limit]
 
     def _obj(self, value: Any, where: str) -> dict:
         if not isinstance(value, dict):
@@ -413,8 +437,12 @@ class _ProfileReader:
     def read(self, data: Any) -> Profile:
         d = self._obj(data, "the profile")
         if d and d.get("kind") != PROFILE_KIND:
-            self.fail(f"kind must be {json.dumps(PROFILE_KIND)} (got {_echo(d.get('kind'))}): this is not a "
-                      "group-size profile of `python -m engine profile`")
+            if "kind" not in d and {"thresholds_p", "privacy_defn"} & set(d):
+                self.fail("this is a SafeTab-P config.json (a plan), not a group-size profile of `python -m engine "
+                          "profile`; `python -m engine project` takes CONFIG.json PROFILE.json OUT.csv, in that order")
+            else:
+                self.fail(f"kind must be {json.dumps(PROFILE_KIND)} (got {_echo(d.get('kind'))}): this is not a "
+                          "group-size profile of `python -m engine profile`")
             raise ProfileError(self.problems, self.source)
         if d.get("format_version") != PROFILE_FORMAT:
             self.fail(f"format_version must be {PROFILE_FORMAT} (got {_echo(d.get('format_version'))})")
@@ -945,8 +973,8 @@ class Projection:
     def to_csv(self) -> str:
         """CSV of `frame` (per level and TOTAL) after `#` comment lines (`header_lines`);
         read it with ``pandas.read_csv(path, comment="#")``."""
-        head = "".join(f"# {line}\n" for line in self.header_lines())
-        return head + self.frame().to_csv(index=False, float_format="%.10g", lineterminator="\n")
+        table = self.frame().to_csv(index=False, float_format="%.10g", lineterminator="\n")
+        return comment_lines(self.header_lines()) + table
 
     def row(self, level: PopulationGroupLevel) -> dict[str, Any] | None:
         return next((r for r in self.rows if (r["geo"], r["iteration_level"]) == level), None)

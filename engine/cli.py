@@ -290,13 +290,27 @@ def _profile_commands(args, progress) -> int:
         print(summary(prof))
         print(f"Wrote {args.out}")
         return EXIT_OK
-    from calculators.config import SafeTabConfig
-    from calculators.projection import project
+    from calculators.config import ConfigError, SafeTabConfig
+    from calculators.projection import ProfileError, project
 
-    config = SafeTabConfig.read(args.config)
+    try:
+        config = SafeTabConfig.read(args.config)
+    except ConfigError as exc:
+        try:  # the arguments the other way round: say so, not which config keys a profile lacks
+            read_profile(args.config)
+        except ProfileError:
+            raise exc from None
+        raise ConfigError(["this is a group-size profile, not a SafeTab-P config.json (a plan); `python -m engine "
+                           "project` takes CONFIG.json PROFILE.json OUT.csv, in that order"],
+                          str(args.config)) from None
     prof = read_profile(args.profile)
     _check_new_file(args.out, ())
     proj = project(config, prof)
+    if not proj.rows:  # an empty projection is no projection: nothing to write
+        tabulated = ", ".join(lvl.key for lvl in config.tabulated_levels())
+        raise ProfileError([f"it holds none of the levels the plan tabulates ({tabulated}); its levels are "
+                            f"{', '.join(lvl.key for lvl in prof.levels)}: make a profile with the plan's runs on "
+                            "(PARAMS_DIR/config.json run_us, run_pr)"], str(args.profile))
     _write_new_file(args.out, proj.to_csv().encode("utf-8"), ())
     for line in proj.header_lines()[1:]:
         print(line)

@@ -82,10 +82,17 @@ try:  # page 1's national outcome: the profile chosen on the planner (the shippe
     profile = projection_panel.chosen()
 except ProfileError:
     profile = None  # the sheet then says that the projection could not be made
-if profile is not None:
-    st.caption(f"Page 1's national outcome is the projection on the group-size profile **{widgets.plain(profile.name)}** "
-               f"({profile.persons:,} persons, {'synthetic' if profile.synthetic else 'CONFIDENTIAL'}), the one "
-               "chosen on the planner.")
+if profile is not None and profile.confidential:
+    st.error("Page 1's national outcome is the projection on the group-size profile "
+             f"**{widgets.plain(profile.name)}** ({profile.persons:,} persons, CONFIDENTIAL), the one chosen on the "
+             "planner: the memo is marked CONFIDENTIAL (its title, every page, its file name). Handle it like the "
+             "data itself and never publish it; choose the synthetic national profile on the planner for a memo "
+             "that can be shared.",
+             icon=":material/lock:")
+elif profile is not None:
+    st.caption("Page 1's national outcome is the projection on the group-size profile "
+               f"**{widgets.plain(profile.name)}** ({profile.persons:,} persons, synthetic), the one chosen on the "
+               "planner.")
 
 
 def _build() -> memo.Memo:
@@ -96,7 +103,8 @@ def _build() -> memo.Memo:
     return memo.comparison_memo(plans, method, delta, run, details=details, profile=profile)
 
 
-stem = f"decision-memo-{scenarios.file_stem(label)}-{datetime.now():%Y%m%d}"
+stem = (f"{memo.CONFIDENTIAL_MARK}-" if profile is not None and profile.confidential else "") + \
+    f"decision-memo-{scenarios.file_stem(label)}-{datetime.now():%Y%m%d}"
 ok, why = images.available()
 state.bind("memo_paper", ss.get("memo_paper_value", "US Letter"))  # kept while the user is on other pages
 paper = st.radio("Paper", list(memo_pdf.PAPERS), key="memo_paper", horizontal=True,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from calculators.levels import POPULATION_GROUP_LEVELS
-from calculators.projection import DESCRIPTION_LIMIT, NAME_LIMIT, LevelProfile, Profile, SizeHistogram
+from calculators.projection import (DESCRIPTION_LIMIT, NAME_LIMIT, LevelProfile, Profile, SizeHistogram,
+                                    has_control)
 
 Progress = Callable[[str, float, float], None]
 
@@ -34,6 +35,9 @@ def compute_profile(params_dir: str | Path, data_dir: str | Path, *, name: str |
     for what, text, limit in (("--name", name or "", NAME_LIMIT), ("--description", description, DESCRIPTION_LIMIT)):
         if len(text) > limit:  # a profile keeps this many characters: refused, never cut
             raise ValueError(f"{what} has {len(text):,} characters; a profile keeps at most {limit:,}")
+        if has_control(text):  # a name is one line: a line break would end the '#' lines that name it
+            raise ValueError(f"{what} holds a line break, a tab or another control character; it must be one line "
+                             "of text")
 
     prepared = prepare(params_dir, data_dir, progress)
     inputs = prepared.inputs
@@ -74,16 +78,17 @@ def compute_profile(params_dir: str | Path, data_dir: str | Path, *, name: str |
 def read_profile(path: str | Path) -> Profile:
     """Read and check a profile file (JSON, or gzip-compressed JSON); ProfileError if it
     cannot be used (too large, not a profile, a bad field), naming the file."""
+    from calculators.config import read_regular_file
     from calculators.projection import MAX_PROFILE_BYTES, ProfileError
 
     path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_PROFILE_BYTES + 1)
+    try:  # a FIFO or a device is refused before it is opened (a FIFO would block the read forever)
+        raw = read_regular_file(path, MAX_PROFILE_BYTES)
     except OSError as exc:
         raise ProfileError([f"cannot read the file ({exc.strerror or exc})"], str(path)) from None
-    if len(raw) > MAX_PROFILE_BYTES:
-        raise ProfileError([f"the file is larger than the {MAX_PROFILE_BYTES:,} bytes a profile may have"], str(path))
+    except ValueError as exc:
+        raise ProfileError([f"the file {exc}; a profile may have at most {MAX_PROFILE_BYTES:,} bytes"
+                            if "bytes long" in str(exc) else f"the file {exc}"], str(path)) from None
     return Profile.parse(raw, str(path))
 
 

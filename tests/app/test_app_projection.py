@@ -209,3 +209,35 @@ def test_the_profile_explanation_and_upload_are_drawn_when_opened():
     at.run()
     assert "inside its secure environment with" in texts(at)  # HOW_TO_OWN, whole
     assert len(at.get("file_uploader")) == 1
+
+
+def test_the_memo_page_marks_the_memo_of_a_confidential_profile():
+    """With a confidential profile chosen on the planner, the memo page says in red that the
+    memo is confidential, and its files are named so."""
+    prof = P.Profile.from_dict({**pj.shipped(pj.SAMPLE).to_dict(), "confidential": True, "synthetic": False,
+                                "name": "Agency data 2030"})
+    at = open_app("budget")
+    at.session_state["proj_uploaded"] = prof
+    at.session_state["proj_choice"] = pj.UPLOADED
+    at.run()
+    at.switch_page("app_pages/committee/memo.py").run()
+    assert not at.exception
+    err = " ".join(e.value for e in at.error)
+    assert "Agency data 2030" in err and "the memo is marked CONFIDENTIAL" in err
+    names = [b.proto.file_name if hasattr(b.proto, "file_name") else "" for b in at.get("download_button")]
+    assert names and all(n.startswith("CONFIDENTIAL-decision-memo-") for n in names if n), names
+
+
+def test_a_profile_named_on_several_lines_is_shown_on_one():
+    """An uploaded profile whose name holds line breaks is named on one line (a caption of
+    several paragraphs would cut the name and its bold in pieces)."""
+    d = pj.shipped(pj.SAMPLE).to_dict()
+    d["name"] = "line1\nline2 **x**\n# y"
+    prof = pj.read_upload(json.dumps(d).encode(), "p.json")
+    assert prof.name == "line1 line2 **x** # y"
+    at = open_app("budget")
+    at.session_state["proj_uploaded"] = prof
+    at.session_state["proj_choice"] = pj.UPLOADED
+    at.run()
+    assert not at.exception
+    assert "** line1 line2 **x** # y: 50,000 persons" in texts(at)  # as typed, on one line

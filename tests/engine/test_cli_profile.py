@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import json
 import subprocess
 import sys
@@ -151,3 +152,78 @@ def test_project_refuses_an_existing_output(tmp_path, capsys):
     assert main(["project", str(SAMPLE / "params" / "config.json"),
                  str(SAMPLE / "profiles" / "sample.profile.json"), str(out)]) == 2
     assert out.read_text() == "mine"
+
+
+def _profile_dict() -> dict:
+    return json.loads((SAMPLE / "profiles" / "sample.profile.json").read_text())
+
+
+def test_a_profile_name_on_several_lines_cannot_break_the_csv(tmp_path, capsys):
+    """A name with line breaks (a hand-edited or hostile profile) is read as one line, so
+    every '#' line stays a comment and the table is read whole; `profile --name` refuses
+    one (exit 2, before any counting)."""
+    d = _profile_dict()
+    d["name"] = 'line1\nline2,"q"\r\n# x\u2028y\tz'
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps(d))
+    out = tmp_path / "o.csv"
+    assert main(["project", str(SAMPLE / "params" / "config.json"), str(prof), str(out)]) == 0
+    assert Profile.parse(prof.read_bytes()).name == 'line1 line2,"q" # x y z'
+    text = out.read_text()
+    assert all(line.startswith("# ") for line in text.split("geo,iteration_level")[0].splitlines())
+    df = pd.read_csv(out, comment="#")
+    assert list(df.columns) == list(COLUMNS) and df["geo"].iloc[-1] == "TOTAL"
+    capsys.readouterr()
+    assert main(["profile", PARAMS, DATA, str(tmp_path / "n.json"), "--quiet", "--name", "a\nb"]) == 2
+    assert "--name holds a line break" in capsys.readouterr().err
+    assert not (tmp_path / "n.json").exists()
+
+
+def test_project_refuses_a_fifo_or_a_device_as_the_profile_without_blocking(tmp_path):
+    fifo = tmp_path / "p.json"
+    os.mkfifo(fifo)
+    out = tmp_path / "o.csv"
+    for what, path in (("a FIFO (named pipe)", fifo), ("a character device", Path("/dev/zero")),
+                       ("a folder", tmp_path)):
+        # in a process of its own: opening the FIFO to read it would block until the timeout
+        proc = subprocess.run([sys.executable, "-m", "engine", "project", str(SAMPLE / "params" / "config.json"),
+                               str(path), str(out)], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1, proc.stderr
+        assert f"the file is {what}, not a regular file" in proc.stderr and "Traceback" not in proc.stderr
+        assert not out.exists()
+
+
+def test_project_says_when_the_config_and_the_profile_are_swapped(tmp_path, capsys):
+    config, prof = str(SAMPLE / "params" / "config.json"), str(SAMPLE / "profiles" / "sample.profile.json")
+    out = tmp_path / "o.csv"
+    for args in ((prof, config), (str(SAMPLE / "profiles" / "nation330.profile.json.gz"), prof), (config, config)):
+        assert main(["project", *args, str(out)]) == 1
+        err = capsys.readouterr().err
+        assert "takes CONFIG.json PROFILE.json OUT.csv, in that order" in err, err
+        assert "keys are missing" not in err and not out.exists()
+
+
+def test_project_refuses_a_profile_without_any_level_of_the_plan(tmp_path, capsys):
+    """A plan that tabulates only Puerto Rico on a profile of the US run: no figure to give,
+    so nothing is written (exit 1), instead of a CSV of zeros."""
+    d = _profile_dict()
+    d["levels"] = {k: v for k, v in d["levels"].items() if not k.startswith("(PR-")}
+    prof = tmp_path / "us.json"
+    prof.write_text(json.dumps(d))
+    config = tmp_path / "pr.json"
+    config.write_text(SafeTabConfig.read(SAMPLE / "params" / "config.json").updated(run_us=False).to_json())
+    out = tmp_path / "o.csv"
+    assert main(["project", str(config), str(prof), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "holds none of the levels the plan tabulates ((PR-STATE, 1)" in err and not out.exists()
+
+
+def test_a_number_of_thousands_of_digits_is_named_in_plain_words(tmp_path, capsys):
+    text = (SAMPLE / "profiles" / "sample.profile.json").read_text()
+    text = text.replace('"persons": 50000', '"persons": ' + "9" * 5000)
+    prof = tmp_path / "p.json"
+    prof.write_text(text)
+    assert main(["project", str(SAMPLE / "params" / "config.json"), str(prof), str(tmp_path / "o.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "a whole number of more than 4,300 digits cannot be read" in err
+    assert "set_int_max_str_digits" not in err

@@ -725,8 +725,8 @@ def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DE
     ref = _production()
     same = plan.config.to_dict() == ref.config.to_dict() and dict(plan.targets) == dict(ref.targets)
     sheet = decision_sheet([plan], plan if same else ref, method, delta, profile)
-    return Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
-                _date(now), project_version(), _facts(plan, method, delta), sections, sheet)
+    return _marked(Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
+                        _date(now), project_version(), _facts(plan, method, delta), sections, sheet), profile)
 
 
 def _signature(plans: Sequence[Plan], lvl: PopulationGroupLevel) -> tuple:
@@ -818,8 +818,29 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
     facts = [("Plans", ", ".join(names)), ("Reference (first) plan", names[0]),
              ("MOE targets met with", planner.METHOD_SHORT[method]),
              ("δ for ε of zCDP plans", f"{delta:g}")]
-    return Memo(f"SafeTab-P decision memo: {len(plans)} plans compared", ", ".join(names), _date(now),
-                project_version(), facts, secs, decision_sheet(plans, plans[0], method, delta, profile))
+    return _marked(Memo(f"SafeTab-P decision memo: {len(plans)} plans compared", ", ".join(names), _date(now),
+                        project_version(), facts, secs, decision_sheet(plans, plans[0], method, delta, profile)),
+                   profile)
+
+
+#: What a memo whose national outcome comes from a confidential profile says first, and its title's mark.
+CONFIDENTIAL_MARK = "CONFIDENTIAL"
+CONFIDENTIAL_MEMO = ("CONFIDENTIAL: page 1's national outcome is computed without noise from a confidential group-size "
+                     "profile (exact counts of real data), so this memo is confidential too: handle it like the data "
+                     "itself and never publish it. Made on a synthetic profile (the shipped national one), the memo "
+                     "can be shared.")
+
+
+def _marked(m: Memo, profile) -> Memo:
+    """The memo marked CONFIDENTIAL when its national outcome comes from a confidential
+    profile: the mark leads its title (page 1's heading, every PDF page's footer, the HTML
+    title) and a warning opens the decision sheet. A synthetic profile (or none) leaves it
+    as it is."""
+    if profile is None or not getattr(profile, "confidential", False):
+        return m
+    m.title = f"{CONFIDENTIAL_MARK}: {m.title}"
+    m.sheet.insert(0, Text(CONFIDENTIAL_MEMO, "warning"))
+    return m
 
 
 def outline(plans: Sequence[Plan], with_run: bool = False) -> list[str]:

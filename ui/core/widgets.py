@@ -191,8 +191,11 @@ def count_column(label: str | None = None, **kwargs: Any) -> Any:
 
 def csv_bytes(df: pd.DataFrame, head: Iterable[str] = ()) -> bytes:
     """CSV of `df`, after `head` as '#' comment lines (what the figures are and come from;
-    read with ``pandas.read_csv(path, comment="#")``)."""
-    return ("".join(f"# {line}\n" for line in head) + df.to_csv(index=False)).encode("utf-8")
+    read with ``pandas.read_csv(path, comment="#")``; a line of `head` that holds a line
+    break gives several '#' lines, so that no text of it is read as a row)."""
+    from calculators.projection import comment_lines
+
+    return (comment_lines(head) + df.to_csv(index=False)).encode("utf-8")
 
 
 #: What a table shows for a missing value (Streamlit's default is the word "None").

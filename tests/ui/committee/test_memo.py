@@ -534,3 +534,35 @@ def test_a_name_without_spaces_wider_than_its_column_stays_inside_the_table(plan
     over = [(p, round(r, 1), t[:30]) for p, r, limit, t in drawn if r > limit + 0.01]
     assert not over, over[:5]
     assert name[:20] in "".join(t for *_r, t in drawn)
+
+
+def test_a_memo_from_a_confidential_profile_is_marked_confidential(plan):
+    """Page 1's national outcome of a confidential profile (an agency's real data) makes the
+    memo confidential: the mark leads its title (page 1, every PDF page's footer, the HTML
+    title) and a warning opens the decision sheet; on the synthetic profile nothing says so."""
+    from pypdf import PdfReader
+
+    from calculators.projection import Profile
+    from ui.safetab import projection
+
+    synthetic = projection.shipped(projection.SAMPLE)
+    d = synthetic.to_dict()
+    d.update(confidential=True, synthetic=False, name="Agency data 2030")
+    real = Profile.from_dict(d)
+    ref = Plan("2020 production plan", production_2020(), planner.production_targets())
+    for make in (lambda prof: memo.plan_memo(plan, now=NOW, profile=prof),
+                 lambda prof: memo.comparison_memo([ref, plan], now=NOW, profile=prof)):
+        m = make(real)
+        assert m.title.startswith("CONFIDENTIAL: SafeTab-P decision memo")
+        assert isinstance(m.sheet[0], memo.Text) and m.sheet[0].kind == "warning"
+        assert m.sheet[0].text.startswith("CONFIDENTIAL: page 1's national outcome")
+        reader = PdfReader(io.BytesIO(memo_pdf.render(m, pngs=[None] * len(m.figures()), font=None)))
+        pages = [p.extract_text() for p in reader.pages]
+        assert all("CONFIDENTIAL: SafeTab-P decision memo" in text for text in pages)  # every page's footer
+        html_text = memo_html.render(m, svgs=[b"<svg xmlns='http://www.w3.org/2000/svg'/>"] * len(m.figures()))
+        assert "<title>CONFIDENTIAL: SafeTab-P decision memo" in html_text
+        assert "so this memo is confidential too" in html_text
+        for prof in (synthetic, None):
+            m = make(prof)
+            assert "CONFIDENTIAL" not in m.title and not any(
+                isinstance(b, memo.Text) and "CONFIDENTIAL" in b.text for b in m.sheet)
