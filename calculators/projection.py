@@ -93,6 +93,7 @@ from calculators.config import ConfigError, SafeTabConfig, loads_unique, to_frac
 from calculators.levels import (
     POPULATION_GROUP_LEVELS,
     STAT_LEVEL_CELLS,
+    US_STATE_CODES,
     PopulationGroupLevel,
 )
 
@@ -461,9 +462,10 @@ class _ProfileReader:
         run_us = self._bool(params.get("run_us"), "params.run_us")
         run_pr = self._bool(params.get("run_pr"), "params.run_pr")
         states = params.get("state_filter_us")
-        if not isinstance(states, list) or not all(isinstance(s, str) and len(s) <= 2 for s in states) \
-                or len(states) > 60:
-            self.fail(f"params.state_filter_us must be a list of 2-digit state codes (got {_echo(states)})")
+        if not isinstance(states, list) or not all(isinstance(s, str) and s in US_STATE_CODES for s in states) \
+                or len(set(states)) != len(states):
+            self.fail("params.state_filter_us must list US state FIPS codes (2 digits, 50 states and DC), each "
+                      f"once (got {_echo(states)})")
             states = []
         levels: dict[PopulationGroupLevel, LevelProfile] = {}
         raw_levels = self._obj(d.get("levels"), "levels")
@@ -490,11 +492,27 @@ class _ProfileReader:
             self.fail("levels is empty: the profile holds no population group level")
         for lvl, lp in levels.items():  # a group holds each person at most once
             pr = lvl.geo.startswith("PR-")
+            if not (run_pr if pr else run_us):
+                self.fail(f"levels.{lvl.key}: the profile's params.run_{'pr' if pr else 'us'} is false, so it "
+                          "holds no level of that run")
+                continue
+            most = {"USA": 1, "PR-STATE": 1, "STATE": len(states)}.get(lvl.geo)
+            if most is not None and lp.regions > most:
+                self.fail(f"levels.{lvl.key}: {lp.regions:,} regions; there "
+                          + ("is 1" if lvl.geo != "STATE" else f"are at most {most} (params.state_filter_us)"))
+                continue
             limit = persons_pr if pr else persons_us
             biggest = max([int(h.sizes[-1]) for h in (lp.adaptive, lp.total_only) if len(h.sizes)], default=0)
             if biggest > limit:
                 self.fail(f"levels.{lvl.key}: a group of {biggest:,} persons is larger than the data "
                           f"(data.persons_{'pr' if pr else 'us'} = {limit:,})")
+                continue
+            # and each person is in at most S groups of a level (S at the r it was counted with)
+            members = lp.adaptive.persons + lp.total_only.persons
+            S = lp.stability[r - 1]
+            if members > S * limit:
+                self.fail(f"levels.{lvl.key}: its groups hold {members:,} persons in all, more than S x persons = "
+                          f"{S} x {limit:,} (each person is in at most S = {S} groups of a level)")
         if self.problems:
             raise ProfileError(self.problems, self.source)
         known = {"kind", "format_version", "confidential", "notice", "synthetic", "name", "description", "created",

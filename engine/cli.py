@@ -264,7 +264,8 @@ def _profile_parsers(sub, common) -> None:
                                         "suppressed groups, T1/T2 rows and errors per level, from a profile")
     sp.add_argument("config", metavar="CONFIG.json", type=Path, help="the plan (a SafeTab-P config.json)")
     sp.add_argument("profile", metavar="PROFILE.json", type=Path, help="a profile of `python -m engine profile`")
-    sp.add_argument("out", metavar="OUT.csv", type=Path, help="the CSV to create (a new file)")
+    sp.add_argument("out", metavar="OUT.csv", type=Path,
+                    help="the CSV to create (a new file; OUT.csv.gz writes it gzip-compressed)")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
     sp.epilog = ("Columns: geo, iteration_level, groups, total_only, age4, age9, age23, suppressed, t1_rows,\n"
                  "t2_rows (expected numbers over the noise), the same with _sd (standard deviations), and\n"
@@ -311,7 +312,12 @@ def _profile_commands(args, progress) -> int:
         raise ProfileError([f"it holds none of the levels the plan tabulates ({tabulated}); its levels are "
                             f"{', '.join(lvl.key for lvl in prof.levels)}: make a profile with the plan's runs on "
                             "(PARAMS_DIR/config.json run_us, run_pr)"], str(args.profile))
-    _write_new_file(args.out, proj.to_csv().encode("utf-8"), ())
+    data = proj.to_csv().encode("utf-8")
+    if str(args.out).endswith(".gz"):  # as `profile` does: a .gz name holds gzip data (pandas reads it by its name)
+        import gzip
+
+        data = gzip.compress(data, compresslevel=9, mtime=0)
+    _write_new_file(args.out, data, ())
     for line in proj.header_lines()[1:]:
         print(line)
     t = proj.total

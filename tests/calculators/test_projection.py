@@ -299,6 +299,21 @@ def _bad(mutate) -> str:
     # a group larger than the data (a group holds each person once)
     (lambda d: d["levels"]["(COUNTY, 2)"]["adaptive"].update(size_steps=[0, 4, 10**12]),
      "levels.(COUNTY, 2): a group of 1,000,000,000,004 persons is larger than the data (data.persons_us = "),
+    # groups holding more persons than S x persons (each person is in at most S groups of a level)
+    (lambda d: (d["levels"]["(COUNTY, 2)"].update(iterations=12),
+                d["levels"]["(COUNTY, 2)"]["adaptive"].update(size_steps=[0, 4, 999_000], counts=[1, 1, 10])),
+     "levels.(COUNTY, 2): its groups hold 9,990,044 persons in all, more than S x persons = 9 x 1,000,000"),
+    # the parameters it was counted with: real state codes, each once; levels of the runs that were on
+    (lambda d: d["params"].update(state_filter_us=["ab", ""]), "params.state_filter_us must list US state FIPS"),
+    (lambda d: d["params"].update(state_filter_us=["06", "06"]), "each once"),
+    (lambda d: d["params"].update(run_us=False), "levels.(COUNTY, 2): the profile's params.run_us is false"),
+    # one region at USA and PR-STATE, at most the state filter's states at STATE
+    (lambda d: d["levels"].update({"(USA, 2)": {**d["levels"]["(COUNTY, 2)"], "regions": 2,
+                                                 "adaptive": {"size_steps": [0, 4, 5], "counts": [2, 2, 2]}}}),
+     "levels.(USA, 2): 2 regions; there is 1"),
+    (lambda d: d["levels"].update({"(STATE, 2)": {**d["levels"]["(COUNTY, 2)"], "regions": 2,
+                                                 "adaptive": {"size_steps": [0, 4, 5], "counts": [2, 2, 2]}}}),
+     "levels.(STATE, 2): 2 regions; there are at most 1 (params.state_filter_us)"),
 ])
 def test_bad_profiles_are_refused_naming_the_field(mutate, words):
     assert words in _bad(mutate)

@@ -227,3 +227,14 @@ def test_a_number_of_thousands_of_digits_is_named_in_plain_words(tmp_path, capsy
     err = capsys.readouterr().err
     assert "a whole number of more than 4,300 digits cannot be read" in err
     assert "set_int_max_str_digits" not in err
+
+
+def test_project_writes_gzip_to_a_gz_name(tmp_path):
+    """OUT.csv.gz holds gzip data, as `profile` writes OUT.json.gz (pandas reads a .gz name as
+    gzip: plain text under that name could not be read)."""
+    out = tmp_path / "o.csv.gz"
+    assert main(["project", str(SAMPLE / "params" / "config.json"), str(SAMPLE / "profiles" / "sample.profile.json"),
+                 str(out)]) == 0
+    assert gzip.decompress(out.read_bytes()).startswith(b"# SafeTab-P Studio national projection")
+    df = pd.read_csv(out, comment="#")
+    assert list(df.columns) == list(COLUMNS) and df["geo"].iloc[-1] == "TOTAL"
