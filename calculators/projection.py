@@ -79,7 +79,10 @@ import gzip
 import itertools
 import json
 import math
+import threading
 import unicodedata
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -886,9 +889,45 @@ _PER_GROUP = ("total_only", "age4", "age9", "age23", "suppressed", "total_only_v
               "age23_var", "suppressed_var", "t2_rows", "t2_rows_var", *_SUMS)
 
 
-@lru_cache(maxsize=2048)
+#: The figures of each level of each profile still in use, per part of a plan: kept with
+#: the level (a weak key), so that a profile nobody holds any more (an upload replaced, a
+#: session closed) is freed with its figures. A process-wide LRU keyed on the level would
+#: keep up to its size of levels alive, each with its sizes (up to 64 MB of them).
+_FIGURES: "weakref.WeakKeyDictionary[LevelProfile, OrderedDict]" = weakref.WeakKeyDictionary()
+_FIGURES_LOCK = threading.Lock()
+#: Parts of a plan (thresholds, scales, clamping) whose figures are kept per level.
+_FIGURES_PER_LEVEL = 256
+
+
 def _level_figures_cached(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _Scales,
                           clamp: bool) -> dict[str, float]:
+    """`_level_figures_of`, kept per level (`_FIGURES`): the same dict for the same level
+    and part of a plan (callers copy it)."""
+    key = (thresholds, sc, clamp)
+    with _FIGURES_LOCK:
+        kept = _FIGURES.get(lp)
+        if kept is not None and key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+    out = _level_figures_of(lp, thresholds, sc, clamp)
+    with _FIGURES_LOCK:
+        kept = _FIGURES.setdefault(lp, OrderedDict())
+        kept[key] = out
+        while len(kept) > _FIGURES_PER_LEVEL:
+            kept.popitem(last=False)
+    return out
+
+
+def _clear_level_figures() -> None:
+    with _FIGURES_LOCK:
+        _FIGURES.clear()
+
+
+_level_figures_cached.cache_clear = _clear_level_figures  # type: ignore[attr-defined]  # as an lru_cache's
+
+
+def _level_figures_of(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _Scales,
+                      clamp: bool) -> dict[str, float]:
     out = dict.fromkeys(COUNT_COLUMNS + tuple(f"{c}_var" for c in COUNT_COLUMNS) + _SUMS + ("bound",), 0.0)
     out["groups"] = float(lp.groups)
     h = lp.adaptive

@@ -8,6 +8,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from calculators import adaptive, discrete_gaussian as dg, geometric, presets, suppression
@@ -375,3 +376,34 @@ def test_sizes_beyond_every_reach_share_one_evaluation_exactly(monkeypatch):
 def test_compress_keeps_the_windows_and_one_size_per_stretch():
     n, c = P._compress(np.arange(0, 100000, 7), np.ones(14286, np.int64), [(990, 1010)])
     assert n.tolist() == [0, 994, 1001, 1008, 1015] and c.sum() == 14286 and c[0] == 142
+
+
+def test_a_profile_no_longer_held_is_freed_with_its_figures():
+    """The figures kept so that a control change recomputes only the levels it changes are
+    kept with each level: a profile nobody holds any more (an upload replaced, a session
+    closed) is freed, however many plans were projected on it; a profile still held keeps
+    them (the same figures, not recomputed)."""
+    import gc
+    import weakref
+
+    config = presets.production_2020()
+    kept = _profile({COUNTY2: [0, 5, 50, 5000]})
+    first = P.project(config, kept).frame()
+    refs = []
+    for k in range(5):
+        prof = _profile({COUNTY2: [0, 5, 50, 5000 + k]})
+        for rho in (0.1, 0.2, 0.3):
+            P.project(config.with_rho(COUNTY2, rho), prof)
+        refs.append(weakref.ref(prof.levels[COUNTY2]))
+        del prof
+    gc.collect()
+    assert [r() for r in refs] == [None] * 5
+    calls = []
+    real = P._level_figures_of
+    try:
+        P._level_figures_of = lambda *a: calls.append(a) or real(*a)
+        again = P.project(config, kept).frame()
+    finally:
+        P._level_figures_of = real
+    assert not calls  # still held: its figures were kept
+    pd.testing.assert_frame_equal(first, again)
