@@ -209,6 +209,9 @@ def test_the_profile_explanation_and_upload_are_drawn_when_opened():
     at.run()
     assert "inside its secure environment with" in texts(at)  # HOW_TO_OWN, whole
     assert len(at.get("file_uploader")) == 1
+    links = [str(e.proto) for e in at.get("page_link")]  # the glossary entries of its terms
+    assert any("Group-size profile" in text for text in links) and any("National outcome (projection)" in text
+                                                                        for text in links)
 
 
 def test_the_memo_page_marks_the_memo_of_a_confidential_profile():

@@ -126,6 +126,21 @@ TERMS: tuple[Term, ...] = (
     Term("Relative MOE", ACCURACY,
          "MOE divided by the expected count (a coefficient of variation in spirit): an MOE of 11 is 110% of a "
          "count of 10 but 1.1% of a count of 1,000."),
+    Term("Group-size profile", ACCURACY,
+         "For each population group level, how many groups of the public universe have each true size (0, 1, 2, "
+         "... persons), every size exact, plus the data's person counts: all a plan's national outcome depends "
+         "on. `python -m engine profile PARAMS_DIR DATA_DIR OUT.json.gz` makes one by the same counting as a "
+         "run. The app ships two synthetic ones (a nation of 330 million invented persons, and the 50,000-person "
+         "sample). A profile of real data holds exact, noise-free counts: it is confidential, and so is every "
+         "figure and memo made from it."),
+    Term("National outcome (projection)", ACCURACY,
+         "What a plan is expected to publish for a whole nation, from its group-size profile, without drawing "
+         "noise: per level, the groups that get a total only or each sex × age table, the suppressed groups, the "
+         "T1 and T2 rows and the mean |published − true| of a published total, each with its standard deviation "
+         "over the noise. It follows the engine's rules exactly and agrees with the mean of repeated runs "
+         "(`python -m engine run --no-coterminous`): coterminous copies are left out. `python -m engine project` "
+         "writes it as a CSV; the planner, adaptive-tables, suppression and Scenarios pages and the memo's first "
+         "page show it."),
     # ------------------------------------------------------------------ release
     Term("T1 and T2", RELEASE,
          "The published files: T1 holds one total per population group, T2 the sex × age cells and sex "

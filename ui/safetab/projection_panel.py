@@ -167,7 +167,22 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
     if how.open:
         with how:
             st.markdown(pj.HOW_TO_OWN)
+            _glossary_links()
     return proj
+
+
+#: The glossary's entries of the panel's terms (linked in "Where the profile comes from").
+GLOSSARY_TERMS = ("Group-size profile", "National outcome (projection)")
+
+
+def _glossary_links() -> None:
+    from ui.core import glossary
+
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    row.markdown("In the glossary:")
+    for term in GLOSSARY_TERMS:
+        row.page_link("app_pages/safetab/glossary.py", label=term, icon=":material/menu_book:",
+                      query_params=glossary.link_params(term))
 
 
 #: The planner's columns: the three sex x age tables counted together ("With table") so that

@@ -11,7 +11,8 @@ from ui.core import glossary
 
 @pytest.mark.parametrize("term", ["ε (epsilon)", "ρ (rho), zCDP", "δ (delta)", "Pure DP", "TotalOnly (DETAILED_ONLY)",
                                   "Regional and Detailed", "Bounded and unbounded neighbours", "Per-level ε",
-                                  "True counts (confidential)", "Exact MOE and the ⌊1.96σ⌋ bound"])
+                                  "True counts (confidential)", "Exact MOE and the ⌊1.96σ⌋ bound",
+                                  "Group-size profile", "National outcome (projection)"])
 def test_the_terms_the_issue_asks_for_are_explained(term):
     found = [t for t in glossary.TERMS if t.term == term]
     assert len(found) == 1 and len(found[0].meaning) > 80 and found[0].topic in glossary.TOPICS
