@@ -86,9 +86,8 @@ def read_profile(path: str | Path) -> Profile:
         raw = read_regular_file(path, MAX_PROFILE_BYTES)
     except OSError as exc:
         raise ProfileError([f"cannot read the file ({exc.strerror or exc})"], str(path)) from None
-    except ValueError as exc:
-        raise ProfileError([f"the file {exc}; a profile may have at most {MAX_PROFILE_BYTES:,} bytes"
-                            if "bytes long" in str(exc) else f"the file {exc}"], str(path)) from None
+    except ValueError as exc:  # not a regular file, or larger than a profile may be
+        raise ProfileError([f"the file {exc}"], str(path)) from None
     return Profile.parse(raw, str(path))
 
 
