@@ -437,6 +437,9 @@ class SafeTabConfig(BaseModel):
         path = Path(path)
         try:
             raw = read_regular_file(path, MAX_FILE_BYTES)
+        except FileNotFoundError:
+            # said as every other missing input file is (expected_file)
+            raise ConfigError([expected_file(path)], str(path)) from None
         except OSError as exc:
             raise ConfigError([f"cannot read the file ({exc.strerror or exc})"], str(path)) from None
         except ValueError as exc:
@@ -472,6 +475,17 @@ def expected_file(path: str | Path, alternative: str = "") -> str:
     if what:
         return f"found {what} at {path} (it was not opened); expected a regular file"
     return f"found no file at {path}{alternative}; expected this input file there"
+
+
+def expected_folder(path: str | Path, what: str) -> str:
+    """Why a folder argument cannot be used, as a "found ...; expected ..." sentence:
+    "found no folder at PATH; expected WHAT there", or what PATH is instead (a file, a
+    FIFO...)."""
+    try:
+        found = special_file(os.stat(path).st_mode) or "a file"
+    except OSError:
+        return f"found no folder at {path}; expected {what} there"
+    return f"found {found}, not a folder, at {path}; expected {what}"
 
 
 def read_regular_file(path: str | Path, limit: int) -> bytes:

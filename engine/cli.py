@@ -419,6 +419,23 @@ def _legacy_options(sp) -> None:
                  "data.\n\n" + _EPILOG)
 
 
+def _check_spec_folder(spec: Path) -> None:
+    """`sample --spec DIR`: a missing folder or spec file is invalid input (exit 1), said
+    as the run says a missing input file, before anything is written."""
+    from calculators.config import expected_file, expected_folder
+    from engine.errors import ProblemLog
+    from engine.synthetic.nation import SPEC_FILES
+
+    log = ProblemLog()
+    if not spec.is_dir():
+        log.add("--spec", None, None, None, expected_folder(spec, "a folder with the 4 spec files (and config.json)"))
+    else:
+        for name in SPEC_FILES:
+            if not (spec / name).is_file():
+                log.add(name, None, None, None, expected_file(spec / name))
+    log.raise_if_any()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from calculators.config import ConfigError
@@ -597,6 +614,8 @@ def _dispatch(args, progress: _Progress) -> int:
         from engine.synthetic.nation import check_persons, generate
 
         check_persons(args.persons)  # a size out of range is said as such, not as missing disk space
+        if args.spec is not None:
+            _check_spec_folder(args.spec)
         with StagedOutput(args.out_dir, overwrite=args.overwrite, inputs=[("--spec", args.spec)],
                           description="synthetic sample (invented persons)") as folder:
             folder.ensure_space(args.persons * (_TXT_BYTES_PER_PERSON if args.format == "txt"

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from calculators.config import ConfigError, SafeTabConfig
+from calculators.config import ConfigError, SafeTabConfig, expected_folder
 from calculators.levels import AGE23_EDGES, MAX_AGE
 from engine.errors import ProblemLog
 from engine.inputs.geography import Geography, ascii_digits, build_geography, check_grf
@@ -76,9 +76,10 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
     params_dir, data_dir = Path(params_dir), Path(data_dir)
     own = log is None
     log = log if log is not None else ProblemLog()
-    for d, what in ((params_dir, "PARAMS_DIR"), (data_dir, "DATA_DIR")):
+    for d, name, what in ((params_dir, "PARAMS_DIR", "the folder with config.json and the 4 spec files"),
+                          (data_dir, "DATA_DIR", "the folder with the person-records and GRF-C files")):
         if not d.is_dir():
-            log.add(str(d), None, None, None, f"{what} to be an existing directory")
+            log.add(name, None, None, None, expected_folder(d, what))
     if log:
         if own:
             log.raise_if_any()

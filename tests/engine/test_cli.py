@@ -216,6 +216,40 @@ def test_sample_with_invalid_spec_files_is_invalid_input_not_a_usage_error(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec"]
 
 
+def test_a_missing_spec_folder_or_file_is_invalid_input_said_as_found_and_expected(tmp_path, capsys):
+    out = tmp_path / "nation"
+    missing = tmp_path / "nowhere"
+    assert main(["sample", str(out), "--persons", "1000", "--spec", str(missing), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"- --spec: found no folder at {missing}; expected a folder with the 4 spec files" in err
+    assert "Usage error" not in err and "Nothing was written." in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["sample", str(out), "--persons", "1000", "--spec", str(empty), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "Invalid input: 4 problems found." in err
+    assert (f"- race-and-ethnicity-codes.txt: found no file at {empty / 'race-and-ethnicity-codes.txt'}; "
+            "expected this input file there") in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+
+
+def test_missing_folders_and_config_are_said_as_found_and_expected(tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    assert main(["validate", str(tmp_path / "nowhere"), str(a_file), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert (f"- PARAMS_DIR: found no folder at {tmp_path / 'nowhere'}; expected the folder with config.json "
+            "and the 4 spec files there") in err
+    assert f"- DATA_DIR: found a file, not a folder, at {a_file}; expected the folder with the person-records" in err
+    assert "to be an existing directory" not in err
+    empty = tmp_path / "params"
+    empty.mkdir()
+    assert main(["validate", str(empty), str(tmp_path), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"- config.json: found no file at {empty / 'config.json'}; expected this input file there" in err
+    assert "No such file" not in err
+
+
 def test_unusable_input_files_and_a_non_release_are_said_as_found_and_expected(dataset, tmp_path, capsys):
     dataset.persons = [person()]
     dataset.write()
