@@ -394,8 +394,10 @@ def moe_table(config: SafeTabConfig, targets: Mapping[str, int] | None = None,
 def budget_text(value: float) -> str:
     """A level budget as the planner shows it: exactly the value in use, as the shortest
     text that reads back to it (0.159, 2.134, 0.1234567, 0.12267539111898958 for a budget
-    derived from a MOE target); 0 for a level that is off."""
-    return "0" if value == 0 else typed.show(float(value))
+    derived from a MOE target); 0 for a level that is off. A whole budget is shown whole
+    (1000000, not 1000000.0), as it is typed; it reads back to the same value."""
+    text = "0" if value == 0 else typed.show(float(value))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def verdict(achieved: int, exact: int, target: int, method: str) -> str:

@@ -256,3 +256,9 @@ def test_a_run_that_is_off_spends_nothing_in_the_plan_table(prod):
     assert len(on) and all(math.isnan(x) for x in on[planner.SHARE]) and on[planner.EPS].isna().all()
     assert (on[planner.STATUS] == "US run is off").all() and on[planner.RHO].tolist()[0] == "0.008"
     assert pr[planner.SHARE].sum() == pytest.approx(100) and pr[pr[planner.ON]][planner.EPS].notna().all()
+
+
+@pytest.mark.parametrize("value,text", [(1e6, "1000000"), (2.0, "2"), (0.159, "0.159"), (0.0, "0"),
+                                        (1e-7, "1e-07"), (1e16, "1e+16"), (1234567.5, "1234567.5")])
+def test_a_budget_is_shown_as_typed_and_reads_back(value, text):
+    assert planner.budget_text(value) == text and float(text) == value
