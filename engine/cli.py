@@ -234,7 +234,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --area: the population group (iteration code) whose published totals are "
                          "composed; runs a seeded study (NOT a release) for the variance and exact MOE")
     sp.add_argument("--seed", type=int, default=None, help="with --iteration: seed of that study (default 0)")
-    sp.epilog = ("OSED (off-spine entity distance, Abowd et al. 2021): the fewest units added or subtracted\n"
+    sp.epilog = ("OSED (off-spine entity distance, Cumings-Menon et al.): the fewest units added or subtracted\n"
                  "to make an area. The spine is block > block group (first digit of TABBLK) > tract >\n"
                  "county > state; the optimisation regroups block groups and tract groups county by\n"
                  "county.\n\n" + _EPILOG)

@@ -1,8 +1,8 @@
 """Geographic spines: off-spine entity distance (OSED), bypassing, spine optimisation.
 
-Source: J. M. Abowd, R. Ashmead, R. Cumings-Menon, D. Kifer, P. Leclerc, J. Ocker,
-M. Ratcliffe, P. Zhuravlev, "Geographic spines in the 2020 Census Disclosure
-Avoidance System TopDown Algorithm" (U.S. Census Bureau, 2021; "the seed" below),
+Source: R. Cumings-Menon, J. M. Abowd, R. Ashmead, D. Kifer, P. Leclerc, J. Ocker,
+M. Ratcliffe, P. Zhuravlev, "Geographic Spines in the 2020 Census Disclosure
+Avoidance System" (`shared/papers/geographic-spines.txt`; "the seed" below),
 sections 4 and 5, and the facts of the Census production code
 (uscensusbureau/DAS_2020_Redistricting_Production_Code,
 source/programs/geographic_spines/optimize_spine.py): default fan-out cutoff 12,
@@ -14,7 +14,7 @@ are. A per-leaf array is given either with one value per node (values of interna
 nodes ignored) or with one value per leaf, leaves in increasing node order.
 
 * `osed` — the fewest tree nodes whose signed sum (+/-) is an entity, and those nodes,
-  by the seed's recursion (equations 5-8):
+  by the seed's recursion (equations 20-23):
   c_k(g) = min(sum_children c_k, 1 + sum_children c_notk),
   c_notk(g) = min(sum_children c_notk, 1 + sum_children c_k), c_k(leaf) = [leaf in k].
   `osed_distances` does many entities at once; `combine_costs` runs the recursion
@@ -279,7 +279,7 @@ def osed(parents: Any, in_entity: Any, usable: Any = None) -> tuple[int | None, 
     `in_entity`: True for the leaves in the entity. Returns (distance, decomposition),
     decomposition an array of rows (node, sign) with sign +1 or -1, sorted by node,
     whose signed sum of leaf sets is exactly the entity. The seed's recursion
-    (section 4, equations 5-8; see `_cost_table`), O(number of nodes).
+    (section 4, equations 20-23; see `_cost_table`), O(number of nodes).
 
     `usable` (optional, one boolean per node): nodes that may be used (e.g. published
     and not suppressed); the distance is then the fewest usable nodes, and

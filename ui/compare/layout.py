@@ -103,9 +103,9 @@ METHODS: tuple[MethodPage, ...] = (
                 "(OSED) is the fewest units that takes, and every unit adds its noise. The Census TopDown "
                 "Algorithm's spine optimisation regroups block groups and tract groups so that places and AIANNH "
                 "areas need few units, and bypasses parents that cannot help."),
-        source=("Abowd et al., \"Geographic Spines in the 2020 Census Disclosure Avoidance System TopDown "
-                "Algorithm\" (2021); uscensusbureau/DAS_2020_Redistricting_Production_Code, "
-                "geographic_spines/optimize_spine.py"),
+        source=("R. Cumings-Menon, J. M. Abowd, R. Ashmead, D. Kifer, P. Leclerc, J. Ocker, M. Ratcliffe, "
+                "P. Zhuravlev, \"Geographic Spines in the 2020 Census Disclosure Avoidance System\"; "
+                "uscensusbureau/DAS_2020_Redistricting_Production_Code, geographic_spines/optimize_spine.py"),
         terms=("Off-spine entity distance (OSED)", "Geographic spine", "AIAN spine", "Spine optimisation", "Entity threshold",
                "Bypassing"),
     ),

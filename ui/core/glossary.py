@@ -162,16 +162,16 @@ TERMS: tuple[Term, ...] = (
     # ------------------------------------------------------------------ other methods
     Term("Geographic spine", METHODS,
          "The nested areas a TopDown-style release measures, each inside exactly one parent: nation > state > "
-         "county > tract > block group > block (Abowd et al. 2021). Areas that cross it, such as places and "
+         "county > tract > block group > block (Cumings-Menon et al.). Areas that cross it, such as places and "
          "AIANNH areas, are off the spine and must be built from spine units. SafeTab-P needs no spine: it "
          "tabulates places and AIANNH areas directly, each with its own budget."),
     Term("Off-spine entity distance (OSED)", METHODS,
          "The fewest published units that must be added or subtracted to build an area exactly, e.g. 2 for "
          "\"place minus one tract\". Every unit brings its own independent noise, so the noise variance of the "
-         "built area grows with its OSED (Abowd et al. 2021). The spine optimisation lowers the OSED of places "
+         "built area grows with its OSED (Cumings-Menon et al.). The spine optimisation lowers the OSED of places "
          "and tribal areas."),
     Term("AIAN spine", METHODS,
-         "The 2020 production spine before optimisation (Abowd et al. 2021): the state-level total of all American "
+         "The 2020 production spine before optimisation (Cumings-Menon et al.): the state-level total of all American "
          "Indian and Alaska Native (AIAN) tribal areas is put on the spine, and every state, county, tract and "
          "block group is split into its part inside those areas and its part outside, so that tribal areas sit "
          "closer to the spine. The spine optimisation starts from it."),
@@ -180,7 +180,7 @@ TERMS: tuple[Term, ...] = (
          "off-spine entity distance (OSED) from the tracts is above it are \"far\", and tract groups are merged "
          "only while those far entities' distances do not get worse. When no entity is that far, runs of "
          "consecutive tract groups are merged as the fan-out cutoff allows (the production code's rule, "
-         "optimize_spine.py; Abowd et al. 2021, Sec. 4)."),
+         "optimize_spine.py; Cumings-Menon et al., Sec. 4)."),
     Term("Spine optimisation", METHODS,
          "The Census TopDown Algorithm's regrouping of block groups and tract groups, county by county, so that "
          "places and AIANNH areas need few spine units (a small OSED); the fan-out cutoff limits how many units a "
@@ -188,7 +188,7 @@ TERMS: tuple[Term, ...] = (
     Term("Bypassing", METHODS,
          "In a spine, a unit whose own measurement cannot lower any variance (for example a parent with a single "
          "child, which has the same count) is bypassed: it gets no budget, which moves down to its children "
-         "(Abowd et al. 2021, Theorem 2 and Algorithm 3). Under zCDP only such single-child units go."),
+         "(Cumings-Menon et al., Theorem 2 and Algorithm 3). Under zCDP only such single-child units go."),
     Term("Invariant", METHODS,
          "A figure published exactly, with no noise at all, such as each state's total population in the 2020 "
          "redistricting data. The counts below it are adjusted to add up to it. An invariant has no privacy "

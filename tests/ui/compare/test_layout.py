@@ -50,3 +50,25 @@ def test_the_verdict_file_names_the_data_the_plan_and_the_seed():
                                  "Data: the shipped synthetic sample (50,000 persons).",
                                  "Plan: 2020 production plan.", "", "Seeded study (seed 7), NOT FOR RELEASE."]
     assert compare.verdict_text("Plain.") == "Verdict\n\nPlain.\n"
+
+
+PAPERS = REPO.parent / "shared" / "papers"
+
+
+def test_the_spine_page_and_glossary_cite_the_spine_paper_the_project_follows():
+    """The Custom geographies page named "Abowd et al., ... TopDown Algorithm (2021)", while
+    the paper it follows (shared/papers/geographic-spines.txt, docs/spines.md) is Cumings-Menon
+    et al., "Geographic Spines in the 2020 Census Disclosure Avoidance System"."""
+    from ui.core import glossary
+
+    page = next(m for m in compare.METHODS if m.path == "app_pages/compare/spines.py")
+    title = "Geographic Spines in the 2020 Census Disclosure Avoidance System"
+    assert f'"{title}"' in page.source and page.source.startswith("R. Cumings-Menon")
+    paper = PAPERS / "geographic-spines.txt"
+    if paper.exists():  # the shared copy: its first line is the title, its author line starts with Cumings-Menon
+        text = paper.read_text(encoding="utf-8")
+        assert text.splitlines()[0].strip() == title and "Ryan Cumings-Menon" in text[:3000]
+    for name in page.terms:
+        meaning = glossary.find(name).meaning
+        assert "Abowd et al." not in meaning, name
+    assert "Cumings-Menon et al., Theorem 2 and Algorithm 3" in glossary.find("Bypassing").meaning
