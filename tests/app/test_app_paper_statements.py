@@ -12,6 +12,9 @@ def test_budget_page_shows_the_two_statements_and_the_plans_levels():
     assert not at.table  # the expander is closed: its content is neither computed nor drawn
     at.session_state[paper_statements.OPEN_KEY] = True  # the user opens it
     at.run()
+    own = static_table(at, "Computed here")  # the paper's own numbers beside the app's
+    assert own.loc["§5.3.2, Table 6", "Computed here"].tolist() == ["93", "21", "11"]
+    assert (own["Match"] == "yes").all()
     t = static_table(at, "Exact figure")
     assert t.loc["§6.1, Corollary 2", "Exact figure"] == "holds up to MOE 2,632; at 2,633 the exact MOE is 2,634"
     assert t.loc["§6.1", "Holds"] == "no"

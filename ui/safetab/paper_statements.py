@@ -10,6 +10,11 @@ panel the SafeTab-P pages show).
    MOE": with sigma^2 = 1 / (2 rho) = MOE^2 / 3.84 the exact 95% MOE
    (`discrete_gaussian.moe`) is MOE up to MOE = 2,632, and larger from 2,633 on
    (1.96 sigma = 1.0002 MOE outgrows the half unit the discreteness gives).
+
+Beside them, `paper_numbers` sets the paper's own worked numbers against the same
+figures computed now by the calculators: Table 6 (suppression thresholds, eq. 12), Table 7
+(the budgets of the 2020 MOE targets, unbounded and bounded) and the race-multiplicity
+example of Section 6.3.1 (r = 3: stability 9 -> 4, MOE 33% smaller).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from calculators import budget
 from calculators import discrete_gaussian as dg
 from calculators import noise_family
+from calculators import suppression
 
 #: The range of MOE searched for the last one Corollary 2 holds for.
 COROLLARY_SEARCH = 20_000
@@ -73,6 +80,59 @@ def _statements() -> pd.DataFrame:
     ])
 
 
+#: Table 6 of the paper: level budget rho -> suppression threshold T (gamma 0.1, S 9, p 99.99%).
+TABLE_6 = ((0.008, 93), (0.159, 21), (0.543, 11))
+#: Table 7 of the paper: MOE target -> (Step 2, Total) rho, unbounded and bounded, as printed.
+TABLE_7 = ((3, "(Nation, State) Detailed", ("1.921", "2.134", "3.842", "4.268")),
+           (11, "(County, Tract, Place, AIANNH) Detailed", ("0.143", "0.159", "0.286", "0.318")),
+           (50, "Regional", ("0.007", "0.008", "0.014", "0.016")))
+#: Columns of `paper_numbers` (those of the Compare pages' "The paper's own numbers").
+PAPER_COLUMNS = ["Where", "The paper says", "Paper's value", "Computed here", "Match"]
+
+
+def paper_numbers() -> pd.DataFrame:
+    """The SafeTab-P paper's own worked numbers beside the same figures computed now
+    (S = 9, gamma = 0.1, p = 0.9999, as the paper's tables): Table 6's thresholds
+    (`suppression.threshold` of the stage-2 sigma^2, eq. 12), Table 7's budgets
+    (`budget.rho_stage_for_moe`, the design inversion 1.96^2 S / (2 MOE^2); the level's
+    Total is Step 2 / (1 - gamma); bounded = 2x, Theorem 2) and Section 6.3.1's race
+    multiplicity example. Table 7 prints 3 decimals; its bounded Total is twice the
+    *printed* Total (0.318 = 2 x 0.159), not twice the unrounded one (0.3175)."""
+    return _paper_numbers().copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _paper_numbers() -> pd.DataFrame:
+    S, gamma, p = budget.stability(8), 0.1, 0.9999
+    rows = []
+    for rho, printed in TABLE_6:
+        t = int(suppression.threshold(budget.sigma2_stage2(rho, gamma, S), p))
+        rows.append(("§5.3.2, Table 6", f"Suppression threshold T at ρ = {rho:g} (γ = 0.1, p = 99.99%)",
+                     f"{printed}", f"{t}", "yes" if t == printed else "no"))
+    for moe, who, printed in TABLE_7:
+        step2 = float(budget.rho_stage_for_moe(moe, S))
+        total = step2 / (1 - gamma)
+        shown = [f"{v:.3f}" for v in (step2, total, 2 * step2)]
+        doubled = f"{2 * float(printed[1]):.3f}"  # the bounded Total as the paper forms it
+        ok_unbounded = shown[:2] == list(printed[:2])
+        ok_bounded = shown[2] == printed[2] and doubled == printed[3]
+        rows.append(("§6.3.1, Table 7", f"MOE target {moe}, {who}: ρ of Step 2 and Total (unbounded)",
+                     f"{printed[0]}, {printed[1]}", f"{step2:.5g}, {total:.5g}", "yes" if ok_unbounded else "no"))
+        rows.append(("§6.3.1, Table 7", f"… bounded (2ρ): Step 2 and Total", f"{printed[2]}, {printed[3]}",
+                     f"{2 * step2:.5g}, {2 * total:.5g} (2 × the printed Total: {doubled})",
+                     "yes" if ok_bounded else "no"))
+    s3 = budget.stability(3)
+    drop = 1 - math.sqrt(s3 / S)
+    county = 0.159  # the 2020 (COUNTY, Detailed) budget: the MOEs a committee would see
+    before, after = budget.sigma2_stage2(county, gamma, S), budget.sigma2_stage2(county, gamma, s3)
+    rows.append(("§6.3.1", "Race multiplicity 8 → 3: stability", "9 → 4", f"{S} → {s3}",
+                 "yes" if (S, s3) == (9, 4) else "no"))
+    rows.append(("§6.3.1", "… MOE decrease at the same privacy loss", "33%",
+                 f"{drop:.1%} (σ); at ρ 0.159, ⌊1.96σ⌋ {budget.moe_bound(before)} → {budget.moe_bound(after)}, "
+                 f"exact {int(dg.moe(before))} → {int(dg.moe(after))}", "yes" if round(100 * drop) == 33 else "no"))
+    return pd.DataFrame(rows, columns=PAPER_COLUMNS)
+
+
 def plan_coverage(config) -> pd.DataFrame:
     """Statement 1 for the plan's stage-2 cells, level by level (discrete Gaussian plans):
     sigma, floor(1.96 sigma), the exact probability it covers, and the exact 95% MOE."""
@@ -99,18 +159,29 @@ def _coverage_row(label: str, s2: float) -> dict:
 
 
 def panel(config) -> None:
-    """The two statements and the plan's levels, in an expander (Streamlit) whose content
+    """The paper's own numbers, the two statements and the plan's levels, in an expander (Streamlit) whose content
     is computed and drawn only while it is open: a closed expander's content still costs
     the browser its drawing (its static table most) on every redraw of the whole app."""
     import streamlit as st
 
     from ui.core import widgets
 
-    box = st.expander("Two statements of the SafeTab-P paper that the discrete Gaussian does not meet exactly",
-                      key=OPEN_KEY, on_change="rerun")
+    box = st.expander("The SafeTab-P paper's own numbers, and two statements the discrete Gaussian does not meet "
+                      "exactly", key=OPEN_KEY, on_change="rerun")
     if not box.open:
         return
     with box:
+        st.markdown("**The paper's own numbers** (Haney et al., Tables 6 and 7 and Section 6.3.1), computed now "
+                    "with the same formulas at S = 9, γ = 0.1 and p = 99.99%, as the paper's tables.")
+        numbers = paper_numbers()
+        st.table(numbers.set_index("Where"))
+        st.caption("Computed with calculators.budget (the design inversion ρ = 1.96² S / (2 MOE²) of Step 2, the "
+                   "level's Total = Step 2 / (1 − γ), bounded = 2ρ) and calculators.suppression.threshold (eq. 12, "
+                   "exact discrete Gaussian). Table 7 prints 3 decimals; its bounded Total is twice the printed "
+                   "Total (0.318 = 2 × 0.159, 0.016 = 2 × 0.008), not twice the unrounded one. Match: equal to the "
+                   "printed value. Independent of the current plan.")
+        widgets.download_csv(numbers, "safetab_paper_numbers.csv", key="paper_numbers_csv",
+                             label="Download this table (CSV)")
         st.markdown("The design paper's Section 6.1 states two error bounds with continuous-Gaussian reasoning. For "
                     "the discrete Gaussian SafeTab-P draws, the exact figures differ; the planner's exact MOE is "
                     "the smallest m with P(|X| ≤ m) ≥ 95%.")

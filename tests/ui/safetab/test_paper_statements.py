@@ -50,3 +50,21 @@ def test_the_2020_plans_levels():
     assert t.loc["COUNTY Detailed", "At least 95%"] == "no"
     assert t.loc["USA Regional", "At least 95%"] == "yes"
     assert ps.plan_coverage(production_2020().updated(privacy_defn="puredp")).empty
+
+
+def test_the_papers_own_numbers_tables_6_and_7_and_race_multiplicity():
+    """The paper's Table 6 (T = 93, 21, 11 at rho 0.008, 0.159, 0.543), Table 7 (the budgets of
+    the MOE targets 3, 11 and 50, unbounded and bounded) and Section 6.3.1 (r = 3: S 9 -> 4,
+    MOE 33% smaller), each beside the figure computed now, all matching."""
+    t = ps.paper_numbers()
+    assert list(t.columns) == ["Where", "The paper says", "Paper's value", "Computed here", "Match"]
+    assert (t["Match"] == "yes").all(), t[t["Match"] != "yes"]
+    six = t[t["Where"] == "§5.3.2, Table 6"]
+    assert six["Paper's value"].tolist() == ["93", "21", "11"] and six["Computed here"].tolist() == ["93", "21", "11"]
+    seven = t[t["Where"] == "§6.3.1, Table 7"]["Paper's value"].tolist()
+    assert seven == ["1.921, 2.134", "3.842, 4.268", "0.143, 0.159", "0.286, 0.318", "0.007, 0.008", "0.014, 0.016"]
+    # the bounded Total is twice the printed Total (0.318 = 2 x 0.159), not twice the unrounded 0.15874
+    assert "0.31749 (2 × the printed Total: 0.318)" in t["Computed here"].tolist()[6]
+    r = t[t["Where"] == "§6.3.1"].set_index("The paper says")
+    assert r.loc["Race multiplicity 8 → 3: stability", "Computed here"] == "9 → 4"
+    assert r.loc["… MOE decrease at the same privacy loss", "Computed here"].startswith("33.3% (σ)")
