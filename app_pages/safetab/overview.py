@@ -130,7 +130,7 @@ widgets.table(
     },
     caption=(
         "Target: what the planner was asked for (the 2020 targets are 3, 11 and 50; the published "
-        "budgets, rounded to 3 decimals, give 3, 11 and 49). "
+        "budgets, rounded to 3 decimals, give exact MOEs of 3, 11 and 49, and ⌊1.96σ⌋ of 3, 10 and 49). "
         "A published count is a total at stat level 0, or one sex × age cell. "
         f"'⌊1.96σ⌋' is the design paper's bound; 'exact' is the {planner.units(cfg)['law']}'s own 95% half-width. "
         "TotalOnly groups (USA / STATE only) get one total with the whole budget; — = does not apply. "

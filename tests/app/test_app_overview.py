@@ -29,6 +29,14 @@ def test_opens_on_the_2020_plan_with_its_numbers():
     usa = moe[(moe["Geography"] == "USA") & (moe["Iterations"] == "Detailed")].iloc[0]
     assert (usa[planner.MOE_EXACT], usa["ρ"]) == (3, 2.134)
     assert len(moe) == 19
+    # the caption's figures for the 2020 budgets say which MOE they are: the COUNTY Detailed
+    # budget 0.159 gives an exact MOE of 11 but a design bound floor(1.96 sigma) of 10
+    assert "give exact MOEs of 3, 11 and 49, and ⌊1.96σ⌋ of 3, 10 and 49" in texts(at)
+    for lvl, exact, bound in (("USA", 3, 3), ("COUNTY", 11, 10)):
+        row = moe[(moe["Geography"] == lvl) & (moe["Iterations"] == "Detailed")].iloc[0]
+        assert (row[planner.MOE_EXACT], row[planner.MOE_BOUND]) == (exact, bound)
+    regional = moe[(moe["Geography"] == "COUNTY") & (moe["Iterations"] == "Regional")].iloc[0]
+    assert (regional[planner.MOE_EXACT], regional[planner.MOE_BOUND]) == (49, 49)
     dot = at.get("graphviz_chart")[0].proto.spec
     assert "γ = 0.1" in dot and "S = 9" in dot
 
