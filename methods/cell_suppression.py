@@ -24,8 +24,9 @@ A cell is exactly disclosed when low_i = high_i. With required upper and lower p
 UPL_i and LPL_i, *full* protection asks high_i >= x_i + UPL_i and low_i <= x_i - LPL_i;
 *sliding* protection asks only high_i - low_i >= UPL_i + LPL_i (the interval may slide).
 A *singleton* cell has one contributor, who knows its value: with singletons given, the audit
-of cell i is also run with each other suppressed singleton j known (the seed's singleton
-problem: two suppressed singletons in one relation disclose each other), except the singletons
+of cell i is also run with each other suppressed singleton j known (the singleton problem of
+the suppression literature, not discussed in the seed's pages we have: two suppressed
+singletons in one relation disclose each other), except the singletons
 whose contributor is inside cell i (its parts, through sum relations) or cell i inside theirs.
 
 **Complementary suppression** (the seed's sequential LP): primaries in order of required

@@ -577,3 +577,25 @@ def test_with_margins_appends_the_totals():
     assert t.tolist() == [[1, 2, 3, 6], [4, 5, 6, 15], [5, 7, 9, 21]]
     with pytest.raises(ValueError, match="2-D"):
         cs.with_margins([1, 2])
+
+
+def test_the_docs_quote_only_words_the_seed_uses_in_the_sections_they_cite():
+    """docs/cell-suppression.md's "Implemented" table cited '§4 "singleton" problem', a term the
+    seed's pages (shared/papers/cell-suppression-audit.txt) never use; every quoted term of the
+    table's seed column must occur in the seed's text."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    doc = (repo / "docs" / "cell-suppression.md").read_text(encoding="utf-8")
+    table = doc.split("## Implemented", 1)[1].split("\n\n", 2)[1]
+    seed_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    quoted = [q for cell in seed_cells for q in re.findall(r'"([^"]+)"', cell)]
+    assert "capacity" in quoted and "singleton" not in quoted
+    assert not any("singleton" in cell for cell in seed_cells if "§" in cell)
+    paper = repo.parent / "shared" / "papers" / "cell-suppression-audit.txt"
+    if paper.exists():
+        text = paper.read_text(encoding="utf-8").lower()
+        assert "singleton" not in text  # so no row may cite the seed for it
+        for q in quoted:
+            assert q.lower() in text, q
