@@ -252,9 +252,8 @@ def _plan() -> None:
             planner.TARGET: st.column_config.TextColumn(
                 width=96, alignment="right",
                 help="Type the MOE you want for one published count, in persons (a whole number, 1 or more); "
-                     f"{u['budget']} follows, written with 4 significant digits as the 2020 plan's are (the smallest "
-                     "such budget that meets the target). A value that is not a whole number is refused with a "
-                     "message above the table."),
+                     f"{u['budget']} follows, written with 4 significant digits: {planner.TARGET_BUDGET[method]}. "
+                     "A value that is not a whole number is refused with a message above the table."),
             planner.RHO: st.column_config.TextColumn(
                 u["budget"], width=70, alignment="right",
                 help=f"{u['budget_long'][0].upper()}{u['budget_long'][1:]} of the level (e.g. 0.159 or 1e-3); the MOE "

@@ -74,6 +74,15 @@ TARGET_RULES = {EXACT: "exact MOE ≤ target (recommended)", BOUND: "⌊1.96σ�
 PRIVACY_NAMES = {"zcdp": "zCDP: budgets ρ, Gaussian noise", "puredp": "Pure DP: budgets ε, geometric noise"}
 #: What the verdict column compares with the target, by method.
 VERDICT_LABEL = {EXACT: "Target met? (exact MOE)", BOUND: "Target met? (⌊1.96σ⌋)"}
+#: Which budget a typed MOE target gives, by method (`rho_for_target`): under the exact MOE
+#: the smallest one that meets it; under the design bound the paper's inversion (its Table 7),
+#: which keeps 1.96σ at the target (smaller budgets still meet ⌊1.96σ⌋ ≤ target).
+TARGET_BUDGET = {
+    EXACT: "the smallest such budget whose exact MOE meets the target",
+    BOUND: ("the design paper's inversion 1.96² S / (2 (1 − γ) target²), which keeps 1.96σ at the target as "
+            "its Table 7 does (2.134, 0.159, 0.008 for 3, 11, 50), not the smallest budget meeting ⌊1.96σ⌋ ≤ "
+            "target"),
+}
 
 #: MOE target used when a level is switched on and none is remembered (SPEC §3).
 FALLBACK_TARGET = {1: 50, 2: 11}
@@ -209,8 +218,9 @@ def round_up(value: float) -> float:
 
 def rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str = "gaussian") -> float:
     """Level rho (epsilon under pure DP) whose stage-2 cells have MOE `moe` (design-paper
-    or exact inversion, SPEC §2), written with BUDGET_DIGITS significant digits as the 2020
-    plan's budgets are (0.159, 2.134), so that the plan and its config.json read exactly
+    or exact inversion, SPEC §2; `TARGET_BUDGET`), written with BUDGET_DIGITS significant
+    digits (the 2020 plan's budgets have 3 decimals: 2.134, 0.159, 0.008; the inversion's
+    0.15874 is written 0.1587), so that the plan and its config.json read exactly
     as they are used: the inversion's budget rounded down if that still gives MOE `moe`
     (the design bound's inversion sits at 1.96 sigma = moe exactly, where rounding up
     would give moe - 1), else rounded up (a larger budget never gives a larger MOE)."""

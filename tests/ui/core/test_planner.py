@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -262,3 +263,17 @@ def test_a_run_that_is_off_spends_nothing_in_the_plan_table(prod):
                                         (1e-7, "1e-07"), (1e16, "1e+16"), (1234567.5, "1234567.5")])
 def test_a_budget_is_shown_as_typed_and_reads_back(value, text):
     assert planner.budget_text(value) == text and float(text) == value
+
+
+def test_the_target_help_says_which_budget_each_rule_gives():
+    """The planner's MOE-target help said the budget is "the smallest such budget that meets the
+    target" under either rule; under the design bound it is the paper's inversion (Table 7's
+    2.134, 0.159, 0.008), and much smaller budgets still meet floor(1.96 sigma) <= target."""
+    bound, exact = planner.TARGET_BUDGET[planner.BOUND], planner.TARGET_BUDGET[planner.EXACT]
+    assert "smallest" in exact and "not the smallest" in bound and "Table 7" in bound
+    rho = planner.rho_for_target(11, 9, 0.1, planner.BOUND)
+    assert rho == 0.1587 and round(rho, 3) == 0.159  # the paper's 0.159, to its 3 decimals
+    assert planner.level_moe(0.135, 9, 0.1, planner.BOUND) == 11  # a smaller budget meets the bound too
+    assert planner.rho_for_target(3, 9, 0.1, planner.BOUND) == 2.134
+    src = (Path(__file__).resolve().parents[3] / "app_pages" / "safetab" / "budget.py").read_text(encoding="utf-8")
+    assert "planner.TARGET_BUDGET[method]" in src and "(the smallest such budget that meets the target)" not in src
