@@ -32,7 +32,8 @@ Functions:
 - `tree_dp`: the integer consistent counts closest to the noisy ones in (weighted)
   squared distance, exactly: the dynamic program of Fioretto, Van Hentenryck and Zhu,
   "Differential Privacy of Hierarchical Census Data: An Optimization Approach"
-  (CP 2019; Artificial Intelligence 296, 2021).
+  (Artificial Intelligence 296, 2021; an earlier version by Fioretto and Van Hentenryck,
+  CP 2019).
 - `relax_then_round`: the baseline that paper compares against: the relaxed
   (real-valued) optimum rounded node by node, which breaks additivity.
 - `round_consistent`: integers from a consistent real solution, keeping additivity

@@ -57,7 +57,8 @@ METHODS: tuple[MethodPage, ...] = (
                 "counts; the tree dynamic program of Fioretto, Van Hentenryck and Zhu finds the closest "
                 "consistent non-negative whole numbers, exactly."),
         source=("Fioretto, Van Hentenryck, Zhu, \"Differential Privacy of Hierarchical Census Data: An Optimization "
-                "Approach\" (CP 2019; Artificial Intelligence 2021); Hay, Rastogi, Miklau, Suciu (VLDB 2010)"),
+                "Approach\", Artificial Intelligence 296 (2021), after Fioretto and Van Hentenryck (CP 2019); Hay, "
+                "Rastogi, Miklau, Suciu (VLDB 2010)"),
         terms=("Hierarchical consistency", "Least squares", "Tree dynamic program", "Relax-then-round", "Projection",
                "Sensitivity", "Consistency violations and faithfulness"),
     ),

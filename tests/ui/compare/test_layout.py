@@ -72,3 +72,19 @@ def test_the_spine_page_and_glossary_cite_the_spine_paper_the_project_follows():
         meaning = glossary.find(name).meaning
         assert "Abowd et al." not in meaning, name
     assert "Cumings-Menon et al., Theorem 2 and Algorithm 3" in glossary.find("Bypassing").meaning
+
+
+def test_the_consistency_page_cites_the_papers_versions_as_its_references_do():
+    """The page cited "Fioretto, Van Hentenryck, Zhu ... (CP 2019; Artificial Intelligence 2021)",
+    but the paper's references give the CP 2019 version to Fioretto and Van Hentenryck alone
+    ([15]) and the three authors' version to Artificial Intelligence 296, 2021 ([16])."""
+    page = next(m for m in compare.METHODS if m.path == "app_pages/compare/consistency.py")
+    assert "Artificial Intelligence 296 (2021), after Fioretto and Van Hentenryck (CP 2019)" in page.source
+    assert "Zhu, \"Differential Privacy of Hierarchical Census Data: An Optimization Approach\" (CP 2019" not in page.source
+    paper = PAPERS / "hierarchical-consistency.txt"
+    if paper.exists():
+        refs = paper.read_text(encoding="utf-8").split("References", 1)[-1]
+        cp = next(line for line in refs.splitlines() if line.startswith("- [15]"))
+        assert "Ferdinando Fioretto and Pascal" in cp and "Zhu" not in cp and "(CP), pages 639" in cp
+        assert "Keyu Zhu. Differential privacy of hierarchical census data: An optimization approach. Artificial " \
+               "Intelligence, 296" in refs
