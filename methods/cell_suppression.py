@@ -120,7 +120,7 @@ def dominance_protection(contributions, n: int, k: float) -> float:
 
 
 def p_percent_rule(contributions, p: float) -> bool:
-    """p% rule: sensitive when T - x_1 - x_2 < p/100 * x_1 (seed, section 2).
+    """p% rule: sensitive when T - x_1 - x_2 < p/100 * x_1 (seed, section 1).
 
     The second largest contributor, subtracting its own value from the total, would learn the
     largest one to within p percent.

@@ -476,7 +476,8 @@ def paper_numbers() -> pd.DataFrame:
     sup = np.zeros(t.shape, bool)
     sup[0, 0] = sup[0, 2] = sup[2, 0] = sup[2, 2] = True
     a = cs.audit_table(t, sup)
-    # Sec. 3: capacity = the cell's value, so zero cells never protect.
+    # Sec. 2 ("in the simplest cases, the capacity of a cell is equal to its value") and Sec. 3 (the
+    # LP's bounds ub = capacity): zero cells never protect.
     t2 = cs.with_margins([[6, 0, 8], [2, 9, 0]])
     p2 = np.zeros(t2.shape, bool)
     p2[1, 0] = True
@@ -504,7 +505,7 @@ def paper_numbers() -> pd.DataFrame:
         ("§4", "Audit bounds: each value between 0 and the grand total", f"≤ {t[-1, -1]:.0f}",
          f"largest upper end {np.nanmax(a.high):.0f}; x[0,0] in [{a.low[0, 0]:.0f}, {a.high[0, 0]:.0f}]",
          "yes" if np.nanmax(a.high) == t[-1, -1] else "no"),
-        ("§3", "Capacity = the cell's value: zero cells protect nothing", "0 zero cells",
+        ("§2-3", "Capacity = the cell's value: zero cells protect nothing", "0 zero cells",
          f"{zeros[0]} (value); {zeros[1]} with unbounded capacity", "yes" if zeros[0] == 0 else "no"),
         ("§6", "Refinement run: a subset of the first run's complements", "subset, protected",
          f"{int(ref.first_complementary.sum())} → {int(ref.complementary.sum())} cells, "

@@ -302,3 +302,20 @@ def test_the_summary_fits_its_columns(study):
     for col in summary.columns:
         assert cfg[col]["width"] >= max(widgets.text_px(v) for v in summary[col]) + widgets.CELL_PADDING_PX
     assert sum(cfg[c]["width"] for c in summary.columns) <= 900
+
+
+def test_paper_numbers_cite_the_section_that_states_each_rule():
+    """The capacity row cited §3 for "the capacity of a cell is equal to its value", which the
+    seed states in §2 (History); §3 only bounds each cell's LP variables by its capacity."""
+    from pathlib import Path
+
+    where = cmp.paper_numbers().set_index("The paper says")["Where"]
+    assert where["Capacity = the cell's value: zero cells protect nothing"] == "§2-3"
+    paper = Path(__file__).resolve().parents[4] / "shared" / "papers" / "cell-suppression-audit.txt"
+    if paper.exists():
+        text = paper.read_text(encoding="utf-8")
+        heads = ["\n2. History of Suppression", "\n3. Basic Features of the Optimizing",
+                 "\n4. Basic Features of Audit Programs"]
+        sec = {n: text.split(heads[n - 2], 1)[1].split(heads[n - 1], 1)[0] for n in (2, 3)}
+        assert "In the simplest cases, the capacity of a cell is" in sec[2]
+        assert "the capacity of a cell is" not in sec[3] and "ub=capacity(i)" in sec[3]
