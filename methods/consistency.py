@@ -1112,7 +1112,8 @@ def release_group_sizes(parents, vectors, epsilon: float, *, cumulative: bool = 
 
     1. **Noise** (Section 5 / 8): each level of the tree (L levels) spends epsilon / L
        (the levels partition the groups: parallel composition within a level,
-       sequential across, Theorem 1), and every entry of every node's vector gets
+       sequential across, as Theorem 1 needs; the text we have lost eq. (3)'s parameter),
+       and every entry of every node's vector gets
        independent two-sided geometric noise, P(X = x) proportional to alpha^|x|, alpha
        = exp(-(epsilon / L) / Delta), with the paper's sensitivities: Delta = 2 for
        group sizes (Lemma 4: a person joining a group of size k moves it to size k + 1)

@@ -281,3 +281,25 @@ def test_inputs_are_checked():
         release_group_sizes(US_PARENTS, v, 1.0, method="lsq")
     with pytest.raises(ValueError, match="whole number"):
         fit_group_sizes(US_PARENTS, v.astype(float), -1)
+
+
+def test_the_noise_split_is_documented_as_the_projects_reading_of_a_lost_parameter():
+    """Each of the L levels spends epsilon / L with alpha = exp(-(epsilon / L) / Delta); the
+    text we have lost eq. (3)'s parameter, so docs/consistency.md says the split is the
+    project's reading instead of crediting it to Theorem 1 (it did before)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from methods.consistency import group_size_vector, release_group_sizes
+
+    ga, ny = group_size_vector([3, 1, 1], 3), group_size_vector([3, 1, 2], 3)
+    for cumulative, delta in ((False, 2), (True, 1)):
+        rel = release_group_sizes([-1, 0, 0], np.array([[0, 0, 0], ga, ny]), 1.0, cumulative=cumulative,
+                                  rng=np.random.default_rng(3))
+        assert rel.levels == 2 and rel.epsilon_per_level == 0.5 and rel.sensitivity == delta
+        assert rel.alpha == np.exp(-0.5 / delta)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "consistency.md").read_text(encoding="utf-8")
+    assert "(Theorem 1: parallel\ncomposition within a level, sequential across)" not in doc
+    assert "eq. (3) is lost in the extraction we have" in doc
+    assert "The parameter of the geometric mechanism in eq. (3)" in doc
