@@ -27,6 +27,7 @@ __all__ = [
     "expected_published_value",
     "expected_released_value",
     "release_bias",
+    "release_bias_eq13",
     "release_probability",
     "suppression_probability",
     "threshold",
@@ -94,6 +95,30 @@ def release_bias(n: Any, threshold: Any, sigma2: Any, noise: str = "gaussian") -
     if threshold is None:
         return _ret(np.zeros(np.broadcast(np.asarray(n), np.asarray(sigma2)).shape))
     return noise_family.law(noise).truncated_mean(_shift(n, threshold), sigma2)
+
+
+def _mills(z: float) -> float:
+    """phi(z) / (1 - Phi(z)) for the standard normal (its inverse Mills ratio)."""
+    q = 0.5 * math.erfc(z / math.sqrt(2.0))
+    if q > 0.0:
+        return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi) / q
+    return z + 1.0 / z  # far tail (z > 38): the ratio's asymptote
+
+
+def release_bias_eq13(n: Any, threshold: Any, sigma2: Any) -> Any:
+    """The design paper's formula for the same bias (Haney et al., Section 5.3.2, eq. 13):
+    E[X | n + X > T] = sigma phi((T - n) / sigma) / (1 - Phi((T - n) / sigma)), with
+    sigma = sqrt(sigma2). The paper calls phi and Phi those "of the standard discrete
+    Gaussian", but evaluates them at the real number (T - n) / sigma, which only the
+    standard normal's density and CDF are defined at: this is the continuous inverse Mills
+    ratio. It is shown beside `release_bias` (the exact discrete sum SPEC §1 asks for),
+    which it underestimates by up to about half a person (2020 COUNTY Detailed, T = 21,
+    n = 0: 22.34 against 22.87). Discrete Gaussian noise only; 0 when threshold is None."""
+    if threshold is None:
+        return _ret(np.zeros(np.broadcast(np.asarray(n), np.asarray(sigma2)).shape))
+    sd = np.sqrt(np.asarray(sigma2, dtype=float))
+    z = _shift(n, threshold) / sd
+    return _ret(sd * np.vectorize(_mills, otypes=[float])(z))
 
 
 def expected_released_value(n: Any, threshold: Any, sigma2: Any, noise: str = "gaussian") -> Any:

@@ -85,3 +85,18 @@ def test_a_new_rho_on_the_planner_changes_t_here():
     at.switch_page("app_pages/safetab/suppression.py").run()
     assert _t(at)["Threshold T"] == suppression.threshold(budget.sigma2_stage2(0.02, 0.1, 9), 0.9999)
     assert _t(at)["Threshold T"] > 21
+
+
+def test_the_bias_is_shown_beside_the_design_papers_eq_13():
+    """The bias of a released count is the exact discrete sum (SPEC §1); the paper's eq. (13)
+    (the normal's inverse Mills ratio) gave a different figure that the page did not name.
+    Both are now shown, each labelled; the caption names eq. (12) and Table 6 for T."""
+    at = open_app("suppression")
+    at.text_input(key="sup_n").input("0").run()
+    s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
+    exact = float(suppression.release_bias(0, 21, s2))
+    paper = float(suppression.release_bias_eq13(0, 21, s2))
+    assert paper == pytest.approx(22.335, abs=1e-3) and exact == pytest.approx(22.867, abs=1e-3)
+    shown_text = texts(at)
+    assert f"a continuous-Gaussian figure: {paper:+.2f} for this n (exact {exact:+.2f})" in shown_text
+    assert "T is the design paper's eq. (12)" in shown_text and "T = 93, 21 and 11" in shown_text

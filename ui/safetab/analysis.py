@@ -335,6 +335,15 @@ def value_at(n: int, t: int | None, s2: float, noise: str = "gaussian") -> dict[
     }
 
 
+def paper_bias(n: int, t: int | None, s2: float, noise: str = "gaussian") -> float | None:
+    """The design paper's eq. (13) for the bias of a released count (the normal's inverse
+    Mills ratio, `suppression.release_bias_eq13`), to show beside `value_at`'s exact one;
+    None under geometric noise (the paper's formula is for the discrete Gaussian)."""
+    if noise != noise_family.GAUSSIAN:
+        return None
+    return float(suppression.release_bias_eq13(n, t, s2))
+
+
 def noise_pmf(s2: float, half_width: int | None = None, noise: str = "gaussian") -> pd.DataFrame:
     """pmf of the stage-2 noise (for a small picture of what its scale means)."""
     sd = float(np.sqrt(float(noise_family.variance_parameter(s2, noise))))
