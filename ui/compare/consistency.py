@@ -291,8 +291,18 @@ def group_verdict(study) -> str:
         f"Cumulative counts need half the noise (sensitivity 1 instead of 2): at ε = {e0:g} the cumulative exact "
         f"mechanism is more accurate than the group-size DP at {better} of 4 levels (USA: {c[lv[0]]:.1f} against "
         f"{h[lv[0]]:.1f} groups).")
-    lines.append("Rounding the relaxation changes the error little; what it costs is consistency. These are synthetic "
-                 "households and a seeded numpy noise: a study of the method, not a release.")
+    errors = [c for c in t.columns if c.startswith("error_")]
+    relaxed = t[t.index.get_level_values("mechanism").isin(["h-relaxed", "c-relaxed"])][errors].to_numpy().mean()
+    exact_err = t[t.index.get_level_values("mechanism").isin(["h-dp", "c-exact"])][errors].to_numpy().mean()
+    if abs(relaxed - exact_err) <= 0.05 * exact_err:
+        lines.append(f"Here rounding the relaxation changes the error little ({relaxed:.1f} against {exact_err:.1f} "
+                     "groups, mean over levels and budgets); what it costs is consistency. The paper found its exact "
+                     "mechanisms more accurate than the relaxed ones on its Census and taxi data (Sec. 11.3).")
+    else:
+        lines.append(f"Here the exact mechanisms' error is {exact_err:.1f} groups against {relaxed:.1f} for relaxing "
+                     "and rounding (mean over levels and budgets); the paper also found its exact mechanisms more "
+                     "accurate than the relaxed ones (Sec. 11.3).")
+    lines.append("These are synthetic households and a seeded numpy noise: a study of the method, not a release.")
     return " ".join(lines)
 
 
