@@ -145,3 +145,15 @@ def test_the_group_verdict_reports_the_relaxed_error_as_measured_and_the_papers_
     assert "changes the error little (30.3 against 30.0 groups" in near
     for text in (far, near):
         assert "more accurate than the relaxed ones" in text and "(Sec. 11.3)" in text
+
+
+def test_the_verdict_on_relax_then_round_follows_the_measured_figures():
+    text = cc.verdict_text(_comparison())  # 3.20 against 3.10, 301 violations
+    assert "about the tree DP's mean absolute error (3.20 against 3.10) but leaves 301 violations" in text
+    assert "its bias is -0.02 persons" in text and "stays small" not in text
+    worse = _comparison()
+    worse.summary.loc[3, "mean_abs_error"] = 4.0
+    worse.summary.loc[3, "violations_per_release"] = 0.0
+    text = cc.verdict_text(worse)
+    assert "a larger mean absolute error than the tree DP (4.00 against 3.10)" in text
+    assert "left every sum intact" in text and "violations per release" not in text.split("Relax-then-round")[1]
