@@ -123,7 +123,7 @@ def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.Da
             part = ProblemLog()
             for batch in iter_batches(DataFile(path, "txt"), columns, part):
                 df = batch.table.to_pandas()
-                line0 = batch.first_line
+                lines = batch.lines()
                 count = df["COUNT"].str.fullmatch(r"-?[0-9]{1,18}")
                 bad = ~count
                 checks = [("COUNT", bad, "an integer")]
@@ -133,11 +133,11 @@ def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.Da
                     checks.append(("SEX", ~df["SEX"].isin(["1", "2"]), "1 or 2"))
                 for col, mask, expected in checks:
                     for i in np.flatnonzero(mask.to_numpy())[:20]:
-                        part.add(path.name, None if line0 is None else line0 + int(i), col, df[col].iat[i], expected)
+                        part.add(path.name, None if lines is None else int(lines[i]), col, df[col].iat[i], expected)
                     part.count(max(0, int(mask.sum()) - 20))
                 if not part:
                     frames.append(df.assign(COUNT=df["COUNT"].astype(np.int64), _file=file,
-                                            _line=np.arange(len(df)) + (line0 or 0)))
+                                            _line=lines if lines is not None else np.zeros(len(df), np.int64)))
             for p in part.problems:
                 log.problems.append(Problem(file, p.line, p.column, p.value, p.expected))
             log.total += part.total

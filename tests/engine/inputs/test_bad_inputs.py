@@ -221,6 +221,14 @@ CASES = {
     "persons line longer than a block": (replace("data", PERSONS, b"|2000\n", b"|" + b"7" * (3 * HUGE) + b"\n"),
                                          [PERSONS, "line 2", "one record per line, at most 1,048,576 bytes long",
                                           "this line has 3,000,0", "found '030|1|"]),
+    # empty lines (skipped, as Spark and pandas skip them) and a lone CR (a line break to
+    # pyarrow) used to shift the line of every later row in messages
+    "persons empty lines before a bad row": (
+        lambda ds, mp: (replace("data", PERSONS, b"040|2|", b"999|2|")(ds, mp),
+                        replace("data", PERSONS, b"\n", b"\n\n\r\n")(ds, mp)),
+        [PERSONS, "line 5, column QAGE: found '999'"]),
+    "persons row after a lone CR": (replace("data", PERSONS, b"|2000\n040|2|", b"|2000\r999|2|"),
+                                    [PERSONS, "line 2, column QAGE: found '999'"]),
     # ------------------------------------------------------------ GRF-C
     "GRF-C header only": (header_only("data", GRF), [GRF, "only its header"]),
     "GRF-C not UTF-8": (replace("data", GRF, b"|20000|", b"|2\xe9000|"), [GRF, "line 6", "PLACEFP", "found '2\ufffd000'", "0xe9", "UTF-8"]),
@@ -228,6 +236,10 @@ CASES = {
                                   [GRF, "line 5", "TABBLKCOU", "3 digits"]),
     "GRF-C columns out of order": (replace("data", GRF, b"TABBLKST|TABBLKCOU", b"TABBLKCOU|TABBLKST"),
                                    [GRF, "line 1", "TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK|PLACEFP|AIANNHCE in this order"]),
+    "GRF-C empty lines before a bad row": (
+        lambda ds, mp: (replace("data", GRF, b"|20000|", b"|2x000|")(ds, mp),
+                        replace("data", GRF, b"\n", b"\n\n\n")(ds, mp)),
+        [GRF, "line 8, column PLACEFP: found '2x000'"]),
     "GRF-C unreadable": (unreadable("data", GRF), [GRF, "cannot read it", "Permission denied"]),
     # ------------------------------------------------------------ empty after the state filter (production)
     "no person in the runs' states": (config(state_filter_us=["11"], run_pr=False),

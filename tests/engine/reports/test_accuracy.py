@@ -45,6 +45,26 @@ def test_accuracy_of_an_existing_release(dataset, tmp_path):
     assert cells.counts_compared.sum() >= 8
 
 
+def test_a_bad_count_after_empty_lines_of_a_release_is_named_on_its_line(dataset, tmp_path, capsys):
+    # pyarrow skips empty lines: the message used to name the line the row would have
+    # had without them (line 3 for the fifth line)
+    dataset.persons = [person(block=BLOCKS[i % 5], age=i % 100, races=("1020",)) for i in range(100)]
+    dataset.write()
+    rel = tmp_path / "rel"
+    assert main(["run", str(dataset.params), str(dataset.data), str(rel), "--seed", "3", "--quiet"]) == 0
+    part = next(p for p in sorted((rel / "t1").glob("*.csv")) if p.name != "headers.csv"
+                and len(p.read_text().splitlines()) >= 3)
+    lines = part.read_bytes().split(b"\n")
+    lines[2] = lines[2].rsplit(b"|", 1)[0] + b"|x"
+    part.write_bytes(b"\n\n\n".join(lines[:2]) + b"\n" + b"\n".join(lines[2:]))
+    capsys.readouterr()
+    assert main(["accuracy", str(dataset.params), str(dataset.data), str(tmp_path / "acc"), "--release", str(rel),
+                 "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"rel/t1/{part.name}, line 5, column COUNT: found 'x'" in err, err
+    assert not (tmp_path / "acc").exists()
+
+
 def test_accuracy_refuses_a_folder_that_is_not_a_release_saying_what_it_is(dataset, tmp_path, capsys):
     dataset.persons = [person(block=BLOCKS[i % 5], age=i % 100, races=("1020",)) for i in range(100)]
     dataset.write()
