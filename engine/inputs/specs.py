@@ -237,7 +237,7 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
                 continue
             iterations[code] = Iteration(
                 code=code,
-                name=row["ITERATION_NAME"],
+                name=row["ITERATION_NAME"].strip(),  # the 2020 files end some names with a space
                 level=level,
                 kind=kind,
                 alone=flags.get("ALONE") if kind == RACE else None,
@@ -254,7 +254,7 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
         elif code in codes:
             log.add(CODES_FILE, line, "RACE_ETH_CODE", code, "a unique code (it appears twice)")
         else:
-            codes[code] = row["RACE_ETH_NAME"]
+            codes[code] = row["RACE_ETH_NAME"].strip()
 
     mapping: dict[str, list[str]] = defaultdict(list)
     map_line: dict[tuple[str, str], int] = {}

@@ -19,7 +19,9 @@ def read_pipe_table(
     """Rows of a small pipe-delimited file as (line number, {column: value}).
 
     Problems (missing file, wrong header, wrong number of fields) go to `log`; rows
-    with the wrong number of fields are skipped so later checks don't cascade.
+    with the wrong number of fields are skipped so later checks don't cascade. Header
+    and values are as written: a space around a code, a level or a flag is the callers'
+    to refuse, as production's patterns refuse it (only names may carry spaces).
     """
     name = path.name
     if not path.is_file():
@@ -49,7 +51,7 @@ def read_pipe_table(
     if not lines or not lines[0]:
         log.add(name, 1, None, "", "a header row " + "|".join(expected_header))
         return []
-    header = [h.strip() for h in lines[0].split("|")]
+    header = lines[0].split("|")
     if header != expected_header:
         log.add(name, 1, None, lines[0], "the header " + "|".join(expected_header))
         return []
@@ -62,5 +64,5 @@ def read_pipe_table(
         if len(fields) != width:
             log.add(name, i, None, line, f"{width} fields separated by '|' (found {len(fields)})")
             continue
-        rows.append((i, dict(zip(expected_header, (f.strip() for f in fields)))))
+        rows.append((i, dict(zip(expected_header, fields))))
     return rows

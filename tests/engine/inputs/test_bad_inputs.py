@@ -193,6 +193,18 @@ CASES = {
         [MAPPING, "line 28", "RACE_ETH_CODE", "found '1010'", "3001, 3031", "LEVEL=2, ALONE=True"]),
     "duplicate mapping row": (append("params", MAPPING, b"3001|1010"),
                               [MAPPING, "line 28", "found '1010'", "3001|1010 is already on line 14"]),
+    # values are read as written, as production's patterns read them (they used to be
+    # stripped, so ' 3101' or a header 'RACE_ETH_CODE ' passed)
+    "iteration code with a space": (replace("params", RACE_IT, b"3101|Angolan alone|", b" 3101|Angolan alone|"),
+                                    [RACE_IT, "line 14", "ITERATION_CODE", "found ' 3101'", "four digits"]),
+    "LEVEL with a space": (replace("params", RACE_IT, b"3101|Angolan alone|2|", b"3101|Angolan alone|2 |"),
+                           [RACE_IT, "line 14", "LEVEL", "found '2 '", "0, 1 or 2"]),
+    "ALONE with a space": (replace("params", RACE_IT, b"3101|Angolan alone|2|True|", b"3101|Angolan alone|2| True|"),
+                           [RACE_IT, "line 14", "ALONE", "found ' True'", "True or False"]),
+    "mapping code with a space": (replace("params", MAPPING, b"3101|1020", b"3101| 1020"),
+                                  [MAPPING, "RACE_ETH_CODE", "found ' 1020'", "a code listed in"]),
+    "spec header with a space": (replace("params", CODES, b"RACE_ETH_CODE|", b"RACE_ETH_CODE |"),
+                                 [CODES, "line 1", "found 'RACE_ETH_CODE |RACE_ETH_NAME'", "the header"]),
     "spec file not UTF-8": (replace("params", CODES, b"Basque", b"Basqu\xe9"),
                             [CODES, "line 3", "0xe9", "UTF-8"]),
     "spec file unreadable": (unreadable("params", CODES), [CODES, "cannot read it", "Permission denied"]),
