@@ -12,6 +12,10 @@ from calculators.config import expected_file
 from engine.errors import ProblemLog
 from engine.inputs.readers import open_input
 
+#: The most bytes of a spec file read: the 2020 files are under 200 kB; one that is
+#: larger is refused before it is read (it would be held in memory several times over).
+MAX_SPEC_BYTES = 64 << 20
+
 
 def read_pipe_table(
     path: Path, expected_header: list[str], log: ProblemLog
@@ -29,9 +33,17 @@ def read_pipe_table(
         return []
     try:
         with open_input(path) as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         log.add(name, None, None, None, f"a readable file (cannot read it: {exc.strerror or exc})")
+        return []
+    if len(raw) > MAX_SPEC_BYTES:
+        try:
+            size = f"{path.stat().st_size:,} bytes"
+        except OSError:
+            size = "more bytes"
+        log.add(name, None, None, None, f"found a file of {size}; expected a spec file of at most "
+                                        f"{MAX_SPEC_BYTES:,} bytes (the 2020 files are under 200 kB); it was not read")
         return []
     try:
         text = raw.decode("utf-8")

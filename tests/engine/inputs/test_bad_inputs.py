@@ -16,7 +16,7 @@ import pytest
 
 from calculators.levels import POPULATION_GROUP_LEVELS
 from engine.cli import main
-from engine.inputs import readers
+from engine.inputs import readers, tables
 from tests.engine.conftest import BLOCKS, person
 
 REPO = Path(__file__).resolve().parents[3]
@@ -207,6 +207,10 @@ CASES = {
                                  [CODES, "line 1", "found 'RACE_ETH_CODE |RACE_ETH_NAME'", "the header"]),
     "spec file not UTF-8": (replace("params", CODES, b"Basque", b"Basqu\xe9"),
                             [CODES, "line 3", "0xe9", "UTF-8"]),
+    # a spec file is held in memory whole: one of 1 GB took 4.4 GB; refused before it is read
+    "spec file too large": (lambda ds, mp: (mp.setattr(tables, "MAX_SPEC_BYTES", 100),
+                                            append("params", CODES, b"1030|" + b"x" * 100)(ds, mp)),
+                            [CODES, "found a file of 2", "bytes; expected a spec file of at most 100 bytes"]),
     "spec file unreadable": (unreadable("params", CODES), [CODES, "cannot read it", "Permission denied"]),
     # ------------------------------------------------------------ persons
     "race code after a Null": (
