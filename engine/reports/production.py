@@ -145,7 +145,60 @@ def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.Da
                        pd.DataFrame({c: pd.Series(dtype=str) for c in columns}).assign(
                            COUNT=pd.Series(dtype=np.int64), _file=pd.Series(dtype=str), _line=pd.Series(dtype=int)))
     log.raise_if_any()
+    _refuse_repeated_rows_and_partial_tables(tables["t1"], tables["t2"])
     return tables["t1"], tables["t2"]
+
+
+def _refuse_repeated_rows_and_partial_tables(t1: pd.DataFrame, t2: pd.DataFrame) -> None:
+    """InputError naming file and line of a group given twice in t1/ (or a T2 cell twice),
+    and of a T2 table that is not one whole binning (4, 9 or 23 age bins per sex and the
+    two sex marginals): the reports would silently keep one of two counts, or leave the
+    table out."""
+    from calculators.levels import STAT_LEVEL_AGE_EDGES, age_bins
+    from engine.errors import InputError, Problem
+
+    problems, total = [], 0
+
+    def add(df: pd.DataFrame, rows: np.ndarray, expected) -> None:
+        nonlocal total
+        total += len(rows)
+        for i in rows[: max(0, 20 - len(problems))]:
+            row = df.iloc[int(i)]
+            problems.append(Problem(row["_file"], int(row["_line"]), "REGION_ID|REGION_TYPE|ITERATION_CODE",
+                                    f"{row['REGION_ID']}|{row['REGION_TYPE']}|{row['ITERATION_CODE']}",
+                                    expected(row) if callable(expected) else expected))
+
+    for df, cols, what in ((t1, KEY, "each population group once in t1/"),
+                           (t2, KEY + ["AGESTART", "AGEEND", "SEX"], "each T2 cell of a group once in t2/")):
+        if not len(df):
+            continue
+        repeated = df.duplicated(cols, keep="first").to_numpy()
+        if repeated.any():
+            first = df[df.duplicated(cols, keep=False).to_numpy() & ~repeated].set_index(cols)
+            where = {k: f"{r['_file']} line {r['_line']}" for k, r in first.iterrows()}
+            add(df, np.flatnonzero(repeated),
+                lambda row, cols=cols, what=what: f"{what} (already on {where[tuple(row[c] for c in cols)]})")
+    if len(t2) and not problems:
+        bins = {k: [f"{a}|{b}" for a, b in age_bins(e)] for k, e in STAT_LEVEL_AGE_EDGES.items()}
+        body = t2["AGESTART"].to_numpy() != "*"
+        pairs = t2["AGESTART"] + "|" + t2["AGEEND"]
+        group = t2.groupby(KEY, sort=False).ngroup().to_numpy()
+        n = group.max() + 1
+        n_body = np.bincount(group[body], minlength=n)
+        n_marg = np.bincount(group[~body], minlength=n)
+        ok = np.zeros(n, bool)
+        for k, pairs_k in bins.items():
+            in_k = pairs.isin(pairs_k).to_numpy() & body
+            ok |= (np.bincount(group[in_k], minlength=n) == n_body) & (n_body == 2 * len(pairs_k))
+        ok &= n_marg == 2
+        bad = np.flatnonzero(~ok)
+        if len(bad):
+            first_row = pd.Series(np.arange(len(t2))).groupby(group).min().to_numpy()
+            add(t2, first_row[bad],
+                lambda row: "a whole sex x age table of one binning: 8, 18 or 46 cells (age4, age9 or age23 for "
+                            "each sex) and the two sex marginals (AGESTART = AGEEND = *)")
+    if total:
+        raise InputError(problems, total)
 
 
 #: What `accuracy --release` compares: the manifest's mode.kind of a release of `run`

@@ -65,6 +65,36 @@ def test_a_bad_count_after_empty_lines_of_a_release_is_named_on_its_line(dataset
     assert not (tmp_path / "acc").exists()
 
 
+@pytest.mark.parametrize("table, change, fragment", [
+    ("t1", "repeat", "expected each population group once in t1/ (already on rel/t1/"),
+    ("t2", "repeat", "expected each T2 cell of a group once in t2/ (already on rel/t2/"),
+    ("t2", "drop", "expected a whole sex x age table of one binning"),
+])
+def test_a_release_with_a_repeated_row_or_a_partial_table_is_refused(dataset, tmp_path, capsys, table, change,
+                                                                     fragment):
+    # check-output refuses such a release; accuracy --release used to report it (exit 0),
+    # keeping one of two counts of a group or leaving a table with a missing cell out
+    dataset.persons = [person(block=BLOCKS[i % 5], age=i % 100, races=("1020",)) for i in range(100)]
+    dataset.write()
+    rel = tmp_path / "rel"
+    assert main(["run", str(dataset.params), str(dataset.data), str(rel), "--seed", "3", "--quiet"]) == 0
+    part = next(p for p in sorted((rel / table).glob("*.csv")) if p.name != "headers.csv"
+                and len(p.read_text().splitlines()) >= 3)
+    lines = part.read_text().splitlines()
+    if change == "repeat":
+        lines.insert(2, lines[1].rsplit("|", 1)[0] + "|12345")
+    else:
+        del lines[1]
+    part.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    for layout in ("studio", "production"):
+        assert main(["accuracy", str(dataset.params), str(dataset.data), str(tmp_path / "acc"), "--release", str(rel),
+                     "--layout", layout, "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert f"rel/{table}/{part.name}, line " in err and fragment in err, err
+        assert "Traceback" not in err and not (tmp_path / "acc").exists()
+
+
 def test_accuracy_refuses_a_folder_that_is_not_a_release_saying_what_it_is(dataset, tmp_path, capsys):
     dataset.persons = [person(block=BLOCKS[i % 5], age=i % 100, races=("1020",)) for i in range(100)]
     dataset.write()
