@@ -305,8 +305,8 @@ class _Checker:
                 line += batch.num_rows
         except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
             self.malformed = True
-            line, text = _first_bad_line(path, len(columns))
-            self.add(rel, line, None, text, f"UTF-8 rows of {len(columns)} pipe-separated fields"
+            line, text, what = _first_bad_line(path, len(columns))
+            self.add(rel, line, None, text, what or f"UTF-8 rows of {len(columns)} pipe-separated fields"
                      + ("" if line else f" ({_cut(exc)})"))
 
     def _bad(self, rel: str, line0: int, batch, column: str, bad: np.ndarray, expected: str,
@@ -494,17 +494,27 @@ def _read_json(path: Path):
     return json.loads(read_regular_file(path, _MAX_JSON_BYTES).decode("utf-8"))
 
 
-def _first_bad_line(path: Path, fields: int) -> tuple[int | None, str | None]:
-    """(line, text) of the first line that is not UTF-8 or lacks `fields` fields."""
+def _first_bad_line(path: Path, fields: int) -> tuple[int | None, str | None, str | None]:
+    """(line, text, what it should be) of the first line that is not UTF-8, lacks `fields`
+    fields or is longer than the reader's block (`_BLOCK`; read a block at a time, never
+    whole); what it should be is None for the first two."""
     with open(path, "rb") as fh:
-        for i, raw in enumerate(fh, start=1):
+        i = 0
+        while raw := fh.readline(_BLOCK + 1):
+            i += 1
+            if len(raw) > _BLOCK:
+                head, length = raw[:_SHOWN].decode("utf-8", "replace"), len(raw.rstrip(b"\r\n"))
+                while not raw.endswith(b"\n") and (raw := fh.readline(1 << 20)):
+                    length += len(raw.rstrip(b"\r\n"))
+                return i, head, f"lines of at most {_BLOCK:,} bytes (this one has {length:,}; a line break missing?)"
+            body = raw.rstrip(b"\r\n")
             try:
-                text = raw.rstrip(b"\r\n").decode("utf-8")
+                text = body.decode("utf-8")
             except UnicodeDecodeError:
-                return i, raw[:_SHOWN].decode("utf-8", "replace")
+                return i, body[:_SHOWN].decode("utf-8", "replace"), None
             if text.count("|") != fields - 1:
-                return i, text
-    return None, None
+                return i, text, None
+    return None, None, None
 
 
 def _regions_from_grf(params_dir: Path, data_dir: Path, cfg: SafeTabConfig) -> dict[str, list[str]]:

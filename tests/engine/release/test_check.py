@@ -124,6 +124,16 @@ CASES = {
     "duplicate group": (lambda out: _edit_line(_t1_part(out, "USA"), lambda l: l.startswith("1|USA|"),
                                                lambda l: l + "\n" + l),
                         "(this one appears more than once)"),
+    # a line longer than the reader's block (line breaks lost): its number and length, not
+    # pyarrow's "straddling object straddles two block boundaries" without a line
+    "line longer than a block": (lambda out: _edit_line(_t1_part(out, "USA"), lambda l: l.startswith("1|USA|"),
+                                                        lambda l: l + "7" * (9 << 20)),
+                                 "line 2: found '1|USA|"),
+    "line longer than a block, its length": (
+        lambda out: _edit_line(_t1_part(out, "USA"), lambda l: l.startswith("1|USA|"), lambda l: "9" * (9 << 20)),
+        "expected lines of at most 4,194,304 bytes (this one has 9,437,184; a line break missing?)"),
+    "not UTF-8": (lambda out: _t1_part(out, "USA").write_bytes(_t1_part(out, "USA").read_bytes() + b"1|USA|10\xff0|3\n"),
+                  "found '1|USA|10\ufffd0|3'; expected UTF-8 rows of 4 pipe-separated fields"),
     "no t2 folder": (lambda out: shutil.rmtree(out / "t2"), "t2/: a folder of pipe-delimited files"),
     "confidential in manifest": (lambda out: _manifest(out, confidential={"persons": {"counted": 90}}),
                                  "key confidential: found 'present'; expected no exact counts"),
