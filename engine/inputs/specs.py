@@ -192,21 +192,29 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
     # Codes of rows that have a problem of their own: mapping rows naming them are not
     # reported again (one bad flag must not make every mapping row of its code an error).
     rejected: set[str] = set()
+    rejected_codes: set[str] = set()
+    # Whether each file could be read at all: when one could not (missing, unreadable,
+    # wrong header), mapping rows are not checked against it (every row would be an error).
+    read_whole = True
 
     for fname, header, kind in (
         (RACE_ITERATIONS_FILE, RACE_ITERATION_HEADER, RACE),
         (ETHNICITY_ITERATIONS_FILE, ETHNICITY_ITERATION_HEADER, ETHNICITY),
     ):
-        for line, row in read_pipe_table(params_dir / fname, header, log):
+        rows = read_pipe_table(params_dir / fname, header, log)
+        read_whole &= rows is not None
+        for line, row in rows or []:
             code = row["ITERATION_CODE"]
             if not _ITERATION_CODE.fullmatch(code):
                 log.add(fname, line, "ITERATION_CODE", code, "an iteration code of four digits (e.g. 3001)")
+                rejected.add(code.strip())
                 continue
             if code in iterations:
                 log.add(fname, line, "ITERATION_CODE", code, f"a unique iteration code (already defined in {where[code]})")
                 continue
             if row["LEVEL"] not in ("0", "1", "2"):
                 log.add(fname, line, "LEVEL", row["LEVEL"], "0, 1 or 2")
+                rejected.add(code)
                 continue
             level = int(row["LEVEL"])
             flags: dict[str, bool] = {}
@@ -247,10 +255,15 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
             where[code] = f"{fname} line {line}"
 
     codes: dict[str, str] = {}
-    for line, row in read_pipe_table(params_dir / CODES_FILE, CODES_HEADER, log):
+    code_rows = read_pipe_table(params_dir / CODES_FILE, CODES_HEADER, log)
+    if code_rows == []:
+        log.add(CODES_FILE, None, None, None, "at least one race or ethnicity code (the file has only its header)")
+        code_rows = None
+    for line, row in code_rows or []:
         code = row["RACE_ETH_CODE"]
         if not _RACE_ETH_CODE.fullmatch(code):
             log.add(CODES_FILE, line, "RACE_ETH_CODE", code, "a code of four digits not starting with 0 (e.g. 1010)")
+            rejected_codes.add(code.strip())
         elif code in codes:
             log.add(CODES_FILE, line, "RACE_ETH_CODE", code, "a unique code (it appears twice)")
         else:
@@ -258,16 +271,18 @@ def load_specs(params_dir: str | Path, log: ProblemLog | None = None) -> Specs:
 
     mapping: dict[str, list[str]] = defaultdict(list)
     map_line: dict[tuple[str, str], int] = {}
-    for line, row in read_pipe_table(params_dir / CODE_TO_ITERATION_FILE, CODE_TO_ITERATION_HEADER, log):
+    for line, row in read_pipe_table(params_dir / CODE_TO_ITERATION_FILE, CODE_TO_ITERATION_HEADER, log) or []:
         it_code, code = row["ITERATION_CODE"], row["RACE_ETH_CODE"]
         if it_code in rejected:
             continue
         if it_code not in iterations:
-            log.add(CODE_TO_ITERATION_FILE, line, "ITERATION_CODE", it_code,
-                    f"an iteration code defined in {RACE_ITERATIONS_FILE} or {ETHNICITY_ITERATIONS_FILE}")
+            if read_whole:
+                log.add(CODE_TO_ITERATION_FILE, line, "ITERATION_CODE", it_code,
+                        f"an iteration code defined in {RACE_ITERATIONS_FILE} or {ETHNICITY_ITERATIONS_FILE}")
             continue
         if code not in codes:
-            log.add(CODE_TO_ITERATION_FILE, line, "RACE_ETH_CODE", code, f"a code listed in {CODES_FILE}")
+            if code_rows is not None and code not in rejected_codes:
+                log.add(CODE_TO_ITERATION_FILE, line, "RACE_ETH_CODE", code, f"a code listed in {CODES_FILE}")
             continue
         if (code, it_code) in map_line:
             if iterations[it_code].level in ITERATION_LEVELS:  # production counts it twice

@@ -19,8 +19,9 @@ MAX_SPEC_BYTES = 64 << 20
 
 def read_pipe_table(
     path: Path, expected_header: list[str], log: ProblemLog
-) -> list[tuple[int, dict[str, str]]]:
-    """Rows of a small pipe-delimited file as (line number, {column: value}).
+) -> list[tuple[int, dict[str, str]]] | None:
+    """Rows of a small pipe-delimited file as (line number, {column: value}); None if the
+    file could not be read at all (missing, unreadable, too large, wrong header).
 
     Problems (missing file, wrong header, wrong number of fields) go to `log`; rows
     with the wrong number of fields are skipped so later checks don't cascade. Header
@@ -30,13 +31,13 @@ def read_pipe_table(
     name = path.name
     if not path.is_file():
         log.add(name, None, None, None, expected_file(path))
-        return []
+        return None
     try:
         with open_input(path) as fh:
             raw = fh.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         log.add(name, None, None, None, f"a readable file (cannot read it: {exc.strerror or exc})")
-        return []
+        return None
     if len(raw) > MAX_SPEC_BYTES:
         try:
             size = f"{path.stat().st_size:,} bytes"
@@ -44,7 +45,7 @@ def read_pipe_table(
             size = "more bytes"
         log.add(name, None, None, None, f"found a file of {size}; expected a spec file of at most "
                                         f"{MAX_SPEC_BYTES:,} bytes (the 2020 files are under 200 kB); it was not read")
-        return []
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -62,11 +63,11 @@ def read_pipe_table(
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
     if not lines or not lines[0]:
         log.add(name, 1, None, "", "a header row " + "|".join(expected_header))
-        return []
+        return None
     header = lines[0].split("|")
     if header != expected_header:
         log.add(name, 1, None, lines[0], "the header " + "|".join(expected_header))
-        return []
+        return None
     rows = []
     width = len(expected_header)
     for i, line in enumerate(lines[1:], start=2):

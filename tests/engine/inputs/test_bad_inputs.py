@@ -196,15 +196,29 @@ CASES = {
     # values are read as written, as production's patterns read them (they used to be
     # stripped, so ' 3101' or a header 'RACE_ETH_CODE ' passed)
     "iteration code with a space": (replace("params", RACE_IT, b"3101|Angolan alone|", b" 3101|Angolan alone|"),
-                                    [RACE_IT, "line 14", "ITERATION_CODE", "found ' 3101'", "four digits"]),
+                                    [RACE_IT, "line 14", "ITERATION_CODE", "found ' 3101'", "four digits",
+                                     "Invalid input: 1 problem found."]),
     "LEVEL with a space": (replace("params", RACE_IT, b"3101|Angolan alone|2|", b"3101|Angolan alone|2 |"),
-                           [RACE_IT, "line 14", "LEVEL", "found '2 '", "0, 1 or 2"]),
+                           [RACE_IT, "line 14", "LEVEL", "found '2 '", "0, 1 or 2", "Invalid input: 1 problem found."]),
     "ALONE with a space": (replace("params", RACE_IT, b"3101|Angolan alone|2|True|", b"3101|Angolan alone|2| True|"),
                            [RACE_IT, "line 14", "ALONE", "found ' True'", "True or False"]),
     "mapping code with a space": (replace("params", MAPPING, b"3101|1020", b"3101| 1020"),
                                   [MAPPING, "RACE_ETH_CODE", "found ' 1020'", "a code listed in"]),
     "spec header with a space": (replace("params", CODES, b"RACE_ETH_CODE|", b"RACE_ETH_CODE |"),
                                  [CODES, "line 1", "found 'RACE_ETH_CODE |RACE_ETH_NAME'", "the header"]),
+    # a spec file that cannot be read at all is one problem: the mapping rows naming its
+    # codes used to be reported one by one (every row of the 2020 mapping file), hiding
+    # the problems of the other files behind them
+    "codes file with a wrong header": (replace("params", CODES, b"RACE_ETH_CODE|", b"RACE_CODE|"),
+                                       [CODES, "line 1", "found 'RACE_CODE|RACE_ETH_NAME'",
+                                        "Invalid input: 1 problem found."]),
+    "codes file missing": (lambda ds, mp: (ds.params / CODES).unlink(),
+                           [CODES, "found no file at", "Invalid input: 1 problem found."]),
+    "race iterations file missing": (lambda ds, mp: (ds.params / RACE_IT).unlink(),
+                                     [RACE_IT, "found no file at", "Invalid input: 1 problem found."]),
+    "codes file header only": (header_only("params", CODES),
+                               [CODES, "at least one race or ethnicity code (the file has only its header)",
+                                "Invalid input: 1 problem found."]),
     "spec file not UTF-8": (replace("params", CODES, b"Basque", b"Basqu\xe9"),
                             [CODES, "line 3", "0xe9", "UTF-8"]),
     # a spec file is held in memory whole: one of 1 GB took 4.4 GB; refused before it is read
