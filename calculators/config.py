@@ -470,8 +470,11 @@ def expected_file(path: str | Path, alternative: str = "") -> str:
     folder), what it is instead (it is not opened: a FIFO would block the read forever)."""
     try:
         what = special_file(os.stat(path).st_mode)
-    except OSError:
+    except OSError as exc:
         what = None
+        if os.path.islink(path):  # dangling, or a loop of links
+            return (f"found a symbolic link at {path} that leads to no file ({exc.strerror or exc}); expected this "
+                    "input file there")
     if what:
         return f"found {what} at {path} (it was not opened); expected a regular file"
     return f"found no file at {path}{alternative}; expected this input file there"

@@ -263,6 +263,22 @@ def test_unusable_input_files_and_a_non_release_are_said_as_found_and_expected(d
     err = capsys.readouterr().err
     assert f"- GRF-C.txt: found a folder at {grf} (it was not opened); expected a regular file" in err
     assert " to exist" not in err and "to be a regular file" not in err
+    # a link that leads nowhere (dangling, or a loop) is said as such, not as "no file"
+    grf.rmdir()
+    grf.symlink_to(tmp_path / "moved-away.txt")
+    codes = dataset.params / "race-and-ethnicity-codes.txt"
+    kept = codes.read_bytes()
+    codes.unlink()
+    codes.symlink_to(codes.name)
+    assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert (f"- GRF-C.txt: found a symbolic link at {grf} that leads to no file (No such file or directory); "
+            "expected this input file there") in err
+    assert (f"- race-and-ethnicity-codes.txt: found a symbolic link at {codes} that leads to no file (Too many "
+            "levels of symbolic links)") in err
+    assert "found no file" not in err
+    codes.unlink()
+    codes.write_bytes(kept)
     # check-output of a folder that is not a release says so plainly, not as a cut OS message
     empty = tmp_path / "empty"
     empty.mkdir()
