@@ -35,7 +35,6 @@ import json
 import math
 import os
 import stat
-import sys
 from collections import Counter
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -121,6 +120,19 @@ class _Literal(float):
         return obj
 
 
+class _LongInt(str):
+    """The text of a JSON whole number too long for Python's int() (more than 4,300
+    digits; only while `loads_unique` reads it)."""
+
+
+#: Python's limit of digits for int() from text (sys.get_int_max_str_digits()).
+_INT_DIGITS = 4300
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    return _LongInt(text) if len(text.lstrip("-")) > _INT_DIGITS else int(text)
+
+
 def loads_unique(text: str | bytes, **kwargs: Any) -> tuple[Any, list[str]]:
     """`json.loads(text, **kwargs)` and what it would change silently, in plain words:
     a key that appears more than once in one object (json.loads keeps its last value),
@@ -133,10 +145,17 @@ def loads_unique(text: str | bytes, **kwargs: Any) -> tuple[Any, list[str]]:
     def plain(key: str, v: Any) -> Any:
         if isinstance(v, _Literal):
             x = float(v)
-            if math.isfinite(x) and not reads_exactly(v.text, x):  # Infinity is the checks' to name
+            if not math.isfinite(x):  # 1e999 (the word Infinity is parse_constant's, for the checks to name)
+                problems.append(f"{echo(key)}: {shorten(v.text)} is beyond the largest number a value can "
+                                f"hold (about 1.8e308) and would be read as {x!r}")
+            elif not reads_exactly(v.text, x):
                 problems.append(f"{echo(key)}: {shorten(v.text)} cannot be used exactly (a number here holds "
                                 f"about 17 significant digits) and would be read as {x!r}")
             return x
+        if isinstance(v, _LongInt):
+            problems.append(f"{echo(key)}: {shorten(str(v))} is a whole number of {len(v.lstrip('-')):,} digits; "
+                            f"at most {_INT_DIGITS:,} digits are read")
+            return str(v)
         if isinstance(v, list):
             return [plain(key, item) for item in v]
         return v
@@ -149,16 +168,7 @@ def loads_unique(text: str | bytes, **kwargs: Any) -> tuple[Any, list[str]]:
             seen[k] = plain(k, v)
         return seen
 
-    try:
-        obj = json.loads(text, object_pairs_hook=pairs, parse_float=_Literal, **kwargs)
-    except json.JSONDecodeError:
-        raise
-    except ValueError as exc:
-        if "integer string conversion" not in str(exc):
-            raise
-        # Python's own words name sys.set_int_max_str_digits(), of no use to the reader of the file
-        raise ValueError(f"a whole number of more than {sys.get_int_max_str_digits():,} digits cannot be read "
-                         "(no value of a SafeTab-P file has more than 20)") from None
+    obj = json.loads(text, object_pairs_hook=pairs, parse_float=_Literal, parse_int=_parse_int, **kwargs)
     obj = plain("", obj)
     return obj, [f"the key {echo(k)} appears more than once" for k in dict.fromkeys(dups)] + problems
 

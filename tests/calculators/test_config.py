@@ -194,6 +194,34 @@ def test_a_number_a_float_cannot_hold_is_refused_not_read_as_another(literal, re
                                   f'holds about 17 significant digits) and would be read as {read_as}']
 
 
+@pytest.mark.parametrize("key, old, new, message", [
+    # Python's own words used to be the message, with no key: "not a SafeTab-P config.json:
+    # Exceeds the limit (4300 digits) for integer string conversion ... sys.set_int_max_str_digits()"
+    ("max_race_codes", "8", "9" * 5000, "is a whole number of 5,000 digits; at most 4,300 digits are read"),
+    ("(USA, 1)", "4971", "-" + "1" * 4301, "is a whole number of 4,301 digits; at most 4,300 digits are read"),
+    # 1e999 used to be named as "Infinity", which the file does not say
+    ("privacy_budget_p_level_2_usa", "2.134", "1e999",
+     "1e999 is beyond the largest number a value can hold (about 1.8e308) and would be read as inf"),
+])
+def test_a_number_beyond_what_python_reads_is_named_by_its_key(key, old, new, message):
+    text = json.dumps(_base()).replace(f'"{key}": {old}' if key[0] != "(" else f'"{key}": [{old}',
+                                       f'"{key}": {new}' if key[0] != "(" else f'"{key}": [{new}', 1)
+    assert new in text
+    with pytest.raises(ConfigError) as err:
+        SafeTabConfig.from_json(text)
+    assert len(err.value.problems) == 1
+    problem = err.value.problems[0]
+    assert problem.startswith(f'"{key}": ') and problem.endswith(message), problem
+    assert len(problem) < 300 and "set_int_max_str_digits" not in problem
+
+
+def test_a_whole_number_of_4300_digits_is_read_and_refused_by_range():
+    text = json.dumps(_base()).replace('"max_race_codes": 8', '"max_race_codes": -' + "9" * 4300, 1)
+    with pytest.raises(ConfigError) as err:
+        SafeTabConfig.from_json(text)
+    assert "max_race_codes must be a whole number from 1 to 8" in err.value.problems[0]
+
+
 def test_numbers_as_written_in_a_config_json_are_read_unchanged():
     text = json.dumps(_base()).replace('"privacy_budget_p_level_2_usa": 2.134',
                                        '"privacy_budget_p_level_2_usa": 2.1340', 1)

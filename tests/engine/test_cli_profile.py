@@ -225,7 +225,7 @@ def test_a_number_of_thousands_of_digits_is_named_in_plain_words(tmp_path, capsy
     prof.write_text(text)
     assert main(["project", str(SAMPLE / "params" / "config.json"), str(prof), str(tmp_path / "o.csv")]) == 1
     err = capsys.readouterr().err
-    assert "a whole number of more than 4,300 digits cannot be read" in err
+    assert '"persons": 9999' in err and "is a whole number of 5,000 digits; at most 4,300 digits are read" in err
     assert "set_int_max_str_digits" not in err
 
 
