@@ -44,6 +44,7 @@ from engine.release.publish import (
     NOT_FOR_RELEASE,
     TABLES,
     StagedOutput,
+    check_name_length,
     check_target,
     fsync_dir,
     is_own_output,
@@ -221,6 +222,8 @@ class ReleaseWriter:
         self.overwrite = overwrite
         #: False for the trials of a study: no file of exact counts is written anywhere.
         self.operator_file = operator_file
+        if operator_file:  # the longest name written beside OUT_DIR: said before the other checks
+            check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")
         self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description=TABLES,
                                    kind=tables_kind(mode_kind, not_safetab_p))
         if operator_file:  # under the lock, once an interrupted run's OUT_DIR is put back
@@ -487,6 +490,7 @@ def check_out_dir(out_dir: str | Path, overwrite: bool,
     not a symbolic link, clear of the inputs, empty or (with overwrite) an earlier
     output of this tool of the same `kind`; its operator file path free or (with
     overwrite) holding that output's operator file. UsageError or OutputError."""
+    check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")  # the longest name
     check_target(out_dir, overwrite, inputs, kind)
     _check_operator_path(out_dir, overwrite)
 
@@ -499,6 +503,9 @@ def _check_operator_path(out_dir: str | Path, overwrite: bool = False) -> None:
     left beside a folder that does not hold its output (it may be the only copy of the
     exact counts of an earlier release), with or without overwrite."""
     op = operator_path(out_dir)
+    # found before any work, not once the release is published (the operator file was
+    # then left under its hidden temporary name, which the next run removed as a leftover)
+    check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")
     if not os.path.lexists(op):
         return
     body = None if op.is_symlink() else _read_operator_file(op)

@@ -200,6 +200,29 @@ def sha256_of(path: str | Path) -> str:
 
 
 # ------------------------------------------------------------------ checks
+#: The characters the staging folder's name adds to OUT_DIR's: `.N.partial-XXXXXXXX`.
+STAGE_EXTRA = len("..partial-") + 8
+
+
+def check_name_length(out_dir: str | Path, extra: int, what: str) -> None:
+    """OutputError if OUT_DIR's name with `extra` more bytes (a name this tool writes
+    beside it: `what`) is longer than the file system allows, said before any work
+    instead of as an OS error on a hidden name half way."""
+    path = Path(os.path.abspath(out_dir))
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    name = len(os.fsencode(path.name))
+    if limit <= 0 or name + extra <= limit:
+        return
+    raise OutputError(f"OUT_DIR's name is {name:,} bytes long; {what} beside it adds {extra}, and this file system "
+                      f"allows names of at most {limit} bytes: choose a name of at most {limit - extra} bytes")
+
+
 def check_target(out_dir: str | Path, overwrite: bool = False,
                  inputs: Iterable[tuple[str, str | Path | None]] = (), kind: str | None = None) -> Path:
     """The checks made before anything is computed (module doc); returns OUT_DIR with its
@@ -210,6 +233,7 @@ def check_target(out_dir: str | Path, overwrite: bool = False,
     absolute = Path(os.path.abspath(raw))
     if absolute.name in ("", ".", ".."):
         raise UsageError(f"OUT_DIR {_short(raw)} must name a folder")
+    check_name_length(absolute, STAGE_EXTRA, "the hidden folder .OUT_DIR.partial-XXXXXXXX it is written in")
     if os.path.islink(absolute):
         dest = os.readlink(absolute)
         dangling = "" if os.path.exists(absolute) else ", which points nowhere"

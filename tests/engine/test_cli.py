@@ -299,3 +299,25 @@ def test_an_area_counting_a_block_twice_names_the_block_plainly_and_its_lines(da
     assert ("area.txt, line 2: found '010010001000001'; expected every block counted 0 or 1 times; this one is "
             "counted 2 times (lines 2 and 3 include it; 2 such blocks)") in err
     assert "np.str_" not in err and "Traceback" not in err
+
+
+def test_an_out_dir_name_too_long_for_what_is_written_beside_it_is_refused_before_any_work(dataset, tmp_path, capsys):
+    # A 229-byte name (allowed for a folder) used to publish the release, then fail on
+    # the operator file's name (+27 bytes), exit 1, and leave the exact counts under a
+    # hidden .partial name that the next run removed as a leftover; a 240-byte name
+    # failed on the hidden staging folder with "cannot write in the folder".
+    dataset.persons = [person()]
+    dataset.write()
+    p, d = str(dataset.params), str(dataset.data)
+    for n, argv, most in ((229, ["run", "--seed", "1"], 228), (240, ["truth"], 228), (240, ["sample"], 237)):
+        out = tmp_path / ("c" * n)
+        args = [argv[0], p, d, str(out), *argv[1:]] if argv[0] != "sample" else ["sample", "--persons", "1000",
+                                                                                  str(out)]
+        assert main([*args, "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert f"OUT_DIR's name is {n} bytes long;" in err and f"choose a name of at most {most} bytes" in err, err
+        assert "Traceback" not in err
+        assert sorted(q.name for q in tmp_path.iterdir()) == ["in"]  # nothing written, nothing left beside
+    out = tmp_path / ("c" * 228)
+    assert main(["run", p, d, str(out), "--seed", "1", "--quiet"]) == 0
+    assert (tmp_path / (out.name + ".CONFIDENTIAL-operator.json")).is_file()
