@@ -151,9 +151,10 @@ def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.Da
 
 def _refuse_repeated_rows_and_partial_tables(t1: pd.DataFrame, t2: pd.DataFrame) -> None:
     """InputError naming file and line of a group given twice in t1/ (or a T2 cell twice),
-    and of a T2 table that is not one whole binning (4, 9 or 23 age bins per sex and the
-    two sex marginals): the reports would silently keep one of two counts, or leave the
-    table out."""
+    of a T2 table that is not one whole binning (4, 9 or 23 age bins per sex and the two
+    sex marginals), and of a T2 table of a group with no T1 row: the reports would
+    silently keep one of two counts, leave the table out, or compare a group's cells
+    without its total."""
     from calculators.levels import STAT_LEVEL_AGE_EDGES, age_bins
     from engine.errors import InputError, Problem
 
@@ -191,12 +192,18 @@ def _refuse_repeated_rows_and_partial_tables(t1: pd.DataFrame, t2: pd.DataFrame)
             in_k = pairs.isin(pairs_k).to_numpy() & body
             ok |= (np.bincount(group[in_k], minlength=n) == n_body) & (n_body == 2 * len(pairs_k))
         ok &= n_marg == 2
+        first_row = pd.Series(np.arange(len(t2))).groupby(group).min().to_numpy()
         bad = np.flatnonzero(~ok)
         if len(bad):
-            first_row = pd.Series(np.arange(len(t2))).groupby(group).min().to_numpy()
             add(t2, first_row[bad],
                 lambda row: "a whole sex x age table of one binning: 8, 18 or 46 cells (age4, age9 or age23 for "
                             "each sex) and the two sex marginals (AGESTART = AGEEND = *)")
+        heads = t2.iloc[first_row]
+        released = pd.MultiIndex.from_frame(t1[KEY]) if len(t1) else pd.MultiIndex.from_tuples([], names=KEY)
+        orphan = ~pd.MultiIndex.from_frame(heads[KEY]).isin(released)
+        if orphan.any():
+            add(t2, first_row[orphan], "a table of a group whose total is in t1/ (only released groups have a T2 "
+                                       "table; this group has no T1 row)")
     if total:
         raise InputError(problems, total)
 

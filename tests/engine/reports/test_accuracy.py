@@ -69,6 +69,7 @@ def test_a_bad_count_after_empty_lines_of_a_release_is_named_on_its_line(dataset
     ("t1", "repeat", "expected each population group once in t1/ (already on rel/t1/"),
     ("t2", "repeat", "expected each T2 cell of a group once in t2/ (already on rel/t2/"),
     ("t2", "drop", "expected a whole sex x age table of one binning"),
+    ("t2", "orphan", "expected a table of a group whose total is in t1/"),
 ])
 def test_a_release_with_a_repeated_row_or_a_partial_table_is_refused(dataset, tmp_path, capsys, table, change,
                                                                      fragment):
@@ -83,8 +84,12 @@ def test_a_release_with_a_repeated_row_or_a_partial_table_is_refused(dataset, tm
     lines = part.read_text().splitlines()
     if change == "repeat":
         lines.insert(2, lines[1].rsplit("|", 1)[0] + "|12345")
-    else:
+    elif change == "drop":
         del lines[1]
+    else:  # the group's total taken out of t1/
+        key = "|".join(lines[1].split("|")[:3]) + "|"
+        t1_part = next(p for p in (rel / "t1").glob("*.csv") if key in p.read_text())
+        t1_part.write_text("".join(ln for ln in t1_part.read_text().splitlines(True) if not ln.startswith(key)))
     part.write_text("\n".join(lines) + "\n")
     capsys.readouterr()
     for layout in ("studio", "production"):
