@@ -1,11 +1,13 @@
 """Reading small pipe-delimited SafeTab-P files (SPEC section 4) with line numbers.
 
 The real 2020 spec files use CRLF line ends and end with a blank line; both are
-accepted. Large files (persons, geography) go through `engine.inputs.readers` instead.
+accepted, and so are CR line ends alone (pandas, production's reader, takes all three).
+Large files (persons, geography) go through `engine.inputs.readers` instead.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from calculators.config import expected_file
@@ -15,6 +17,8 @@ from engine.inputs.readers import open_input
 #: The most bytes of a spec file read: the 2020 files are under 200 kB; one that is
 #: larger is refused before it is read (it would be held in memory several times over).
 MAX_SPEC_BYTES = 64 << 20
+_LINE_END = re.compile("\r\n|\r|\n")
+_LINE_END_BYTES = re.compile(b"\r\n|\r|\n")
 
 
 def read_pipe_table(
@@ -52,15 +56,16 @@ def read_pipe_table(
         # Name every line that is not UTF-8, then go on with the others so that one bad
         # byte does not hide the file's other problems (or cascade into the next file).
         text = raw.decode("utf-8", errors="replace")
-        for i, line in enumerate(raw.split(b"\n"), start=1):
+        for i, line in enumerate(_LINE_END_BYTES.split(raw), start=1):
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as exc:
                 log.add(name, i, None, line.decode("utf-8", errors="replace"),
                         f"UTF-8 text (the byte 0x{line[exc.start]:02x} is not; SPEC §4: files are UTF-8)")
-    # Split on line feeds only (str.splitlines would also split inside a name at
-    # U+2028 or a form feed and shift every later line number).
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    # Lines end at CRLF, LF or a lone CR, as production's reader (pandas) ends them: a
+    # file saved with CR line ends alone used to be one line, refused as a wrong header.
+    # Not str.splitlines, which would also split inside a name at U+2028 or a form feed.
+    lines = _LINE_END.split(text)
     if not lines or not lines[0]:
         log.add(name, 1, None, "", "a header row " + "|".join(expected_header))
         return None

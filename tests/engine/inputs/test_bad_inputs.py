@@ -351,3 +351,18 @@ def test_qage_is_read_as_an_integer_as_production_does(dataset, capsys):
     path = dataset.data / PERSONS
     path.write_bytes(path.read_bytes().replace(b"\n030|", b"\n30|", 1))
     assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 0, capsys.readouterr().err
+
+
+def test_spec_files_with_cr_line_ends_are_read_as_production_reads_them(dataset, tmp_path, capsys):
+    # pandas (production's reader of the spec files) ends a line at CRLF, LF or a lone CR;
+    # a file saved with CR line ends used to be one line, refused as a wrong header
+    dataset.persons = _persons()
+    dataset.write()
+    for name in (RACE_IT, ETH_IT, CODES, MAPPING):
+        path = dataset.params / name
+        path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+    assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 0, capsys.readouterr().err
+    path = dataset.params / CODES
+    path.write_bytes(path.read_bytes().replace(b"\r1011|", b"\r1011|x|", 1))
+    assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 1
+    assert f"{CODES}, line 3: found '1011|x|Basque'; expected 2 fields" in capsys.readouterr().err
