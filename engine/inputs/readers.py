@@ -82,6 +82,20 @@ def _long_line(path: Path, limit: int) -> tuple[int, str, int] | None:
     return (number, head.decode("utf-8", "replace"), length) if length > limit else None
 
 
+def _flat_columns(df: DataFile, schema: pa.Schema | None, expected: list[str], log: ProblemLog,
+                  names: list[str]) -> list[str] | None:
+    """`names`, or None (logged) if a Parquet column it reads is a list, struct or map:
+    its cells hold no single value (pyarrow's reader stopped on one with a KeyError)."""
+    if schema is None:
+        return names
+    bad = [c for c in expected if pa.types.is_nested(schema.field(c).type)
+           or (pa.types.is_dictionary(schema.field(c).type) and pa.types.is_nested(schema.field(c).type.value_type))]
+    for c in bad:
+        log.add(df.name, None, c, str(schema.field(c).type),
+                "a column of one text, number or boolean per row (not a list, struct or map)")
+    return None if bad else names
+
+
 @dataclass(frozen=True)
 class DataFile:
     path: Path
@@ -125,9 +139,11 @@ def check_header(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
     production) the expected columns must each appear once, in this order, other
     columns between them allowed.
     """
+    schema = None
     try:
         if df.kind == "parquet":
-            names = pq.ParquetFile(df.path).schema_arrow.names
+            schema = pq.ParquetFile(df.path).schema_arrow
+            names = schema.names
             where, shown = None, "|".join(names)
         else:
             with open_input(df.path) as fh:
@@ -138,11 +154,11 @@ def check_header(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
         return None
     what = "columns" if df.kind == "parquet" else "header"
     if names == expected:
-        return names
+        return _flat_columns(df, schema, expected, log, names)
     if extra_ok and all(names.count(c) == 1 for c in expected):
         pos = [names.index(c) for c in expected]
         if pos == sorted(pos):
-            return names
+            return _flat_columns(df, schema, expected, log, names)
     wanted = "|".join(expected) + (" in this order (other columns may come between them)" if extra_ok else "")
     log.add(df.name, where, "columns" if where is None else None, shown, f"the {what} {wanted}")
     return None

@@ -91,6 +91,17 @@ def persons_as_parquet(row: int, column: str, value):
     return mutate
 
 
+def persons_parquet_with_list_column(column: str):
+    """person-records.parquet instead of .txt, `column` a list column (one value per list)."""
+    def mutate(ds, mp):
+        persons_as_parquet(0, column, "1")(ds, mp)
+        path = ds.data / "person-records.parquet"
+        t = pq.read_table(path)
+        i = t.column_names.index(column)
+        pq.write_table(t.set_column(i, column, pa.array([[v] for v in t[column].to_pylist()])), path)
+    return mutate
+
+
 def unreadable(folder: str, name: str):
     """The file exists but reading it fails as for a user without permission (root
     reads every file, so the one function that opens input files is made to fail)."""
@@ -243,6 +254,9 @@ CASES = {
                                   ["person-records.parquet, row 2, column QSEX", "the cell is null (empty); a value is required"]),
     "persons Parquet non-ASCII digits": (persons_as_parquet(2, "QAGE", "\u0663\u0660"),
                                          ["person-records.parquet, row 3, column QAGE", "ASCII digits"]),
+    # a list column stopped pyarrow's dictionary reader with a KeyError: a traceback
+    "persons Parquet list column": (persons_parquet_with_list_column("QSEX"),
+                                    ["person-records.parquet, column QSEX: found 'list<", "not a list, struct or map"]),
     "persons unreadable": (unreadable("data", PERSONS), [PERSONS, "cannot read it", "Permission denied"]),
     "persons huge field": (replace("data", PERSONS, b"|2000\n", b"|" + b"7" * HUGE + b"\n"),
                            [PERSONS, "line 2", "QSPAN", "1,000,000 characters"]),
