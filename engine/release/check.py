@@ -463,8 +463,17 @@ class _Checker:
         if not isinstance(stated, dict) or self.malformed:
             return
         for kind, n in self.summary.rows.items():
-            if kind in stated and stated[kind] != n:
-                self.add(MANIFEST, None, f"outputs.rows.{kind}", stated[kind], f"the rows in {kind}/ ({n:,})")
+            if kind in stated and not (type(stated[kind]) is int and stated[kind] == n):
+                # as JSON: the string "18449" was shown as 18449, the count it is not
+                value = stated[kind] if type(stated[kind]) is int else _json_text(stated[kind])
+                self.add(MANIFEST, None, f"outputs.rows.{kind}", value, f"the rows in {kind}/ ({n:,}), a whole number")
+
+
+def _json_text(value) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
 
 
 #: manifest.json and the operator file are read only up to this size (a manifest is ~25 kB).

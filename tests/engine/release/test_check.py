@@ -141,7 +141,14 @@ CASES = {
                        "NOT-FOR-RELEASE.txt: present: the manifest says this output is not for release"),
     "rows in manifest": (lambda out: _manifest(out, outputs={"rows": {"t1": 1, "t2": 0, "suppressed": 0}}),
                          "key outputs.rows.t1: found '1'; expected the rows in t1/"),
+    # shown as JSON: the string "18449" used to be shown as 18449, the very count expected
+    "rows in manifest as text": (lambda out: _manifest(out, outputs={"rows": {"t1": str(_rows(out, "t1"))}}),
+                                 "key outputs.rows.t1: found '\"{n}\"'; expected the rows in t1/ ({n:,}), a whole number"),
 }
+
+
+def _rows(out, kind):
+    return sum(len(p.read_text().splitlines()) - 1 for p in (out / kind).glob("*.csv"))
 
 
 def _drop_blank(path):
@@ -162,6 +169,8 @@ def test_damaged_outputs_are_named_precisely(made, tmp_path, case):
     damage(out)
     _resign(out)
     problems = _problems(made, out)
+    if "{n" in expected:
+        expected = expected.format(n=_rows(out, "t1"))
     assert any(expected in p for p in problems), problems
 
 
