@@ -309,7 +309,8 @@ def iter_batches(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
                                            f"reading stopped{where}: {exc}")
         return
     if rows == 0:
-        log.add(df.name, None, None, None, "at least one data row (the file has only its header; production "
+        log.add(df.name, None, None, None, "at least one data row (the file has "
+                                           f"{'no row' if df.kind == 'parquet' else 'only its header'}; production "
                                            "rejects empty person and GRF-C files)")
 
 

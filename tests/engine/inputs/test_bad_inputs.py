@@ -255,6 +255,10 @@ CASES = {
     "persons Parquet non-ASCII digits": (persons_as_parquet(2, "QAGE", "\u0663\u0660"),
                                          ["person-records.parquet, row 3, column QAGE", "ASCII digits"]),
     # a list column stopped pyarrow's dictionary reader with a KeyError: a traceback
+    # a Parquet file has no header line: it used to be said to have "only its header"
+    "persons Parquet without rows": (lambda ds, mp: (persons_as_parquet(0, "QAGE", "030")(ds, mp), pq.write_table(
+        pq.read_table(ds.data / "person-records.parquet").slice(0, 0), ds.data / "person-records.parquet")),
+                                     ["person-records.parquet: at least one data row (the file has no row;"]),
     "persons Parquet list column": (persons_parquet_with_list_column("QSEX"),
                                     ["person-records.parquet, column QSEX: found 'list<", "not a list, struct or map"]),
     "persons unreadable": (unreadable("data", PERSONS), [PERSONS, "cannot read it", "Permission denied"]),
