@@ -148,6 +148,9 @@ def check_header(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
         else:
             with open_input(df.path) as fh:
                 first = fh.readline(_HEADER_BYTES).decode("utf-8", errors="replace").rstrip("\r\n")
+            # a UTF-8 byte-order mark is skipped, as pyarrow's parser (and production's
+            # Spark and pandas readers) skip it
+            first = first.removeprefix("\ufeff")
             names, where, shown = first.split("|"), 1, first
     except (OSError, pa.ArrowException) as exc:
         log.add(df.name, None, None, None, f"a readable {'Parquet ' if df.kind == 'parquet' else ''}file ({exc})")

@@ -65,7 +65,7 @@ def read_pipe_table(
     # Lines end at CRLF, LF or a lone CR, as production's reader (pandas) ends them: a
     # file saved with CR line ends alone used to be one line, refused as a wrong header.
     # Not str.splitlines, which would also split inside a name at U+2028 or a form feed.
-    lines = _LINE_END.split(text)
+    lines = _LINE_END.split(text.removeprefix("\ufeff"))  # a byte-order mark is skipped, as pandas skips it
     if not lines or not lines[0]:
         log.add(name, 1, None, "", "a header row " + "|".join(expected_header))
         return None

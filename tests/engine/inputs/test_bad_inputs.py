@@ -384,3 +384,26 @@ def test_spec_files_with_cr_line_ends_are_read_as_production_reads_them(dataset,
     path.write_bytes(path.read_bytes().replace(b"\r1011|", b"\r1011|x|", 1))
     assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 1
     assert f"{CODES}, line 3: found '1011|x|Basque'; expected 2 fields" in capsys.readouterr().err
+
+
+def test_a_utf8_byte_order_mark_is_skipped_as_production_skips_it(dataset, tmp_path, capsys):
+    # pandas (spec files, GRF-C) and pyarrow skip a UTF-8 BOM; the header checks used to
+    # refuse such files ("found '\ufeffQAGE|...'; expected the header QAGE|...")
+    dataset.persons = _persons()
+    dataset.write()
+    plain = tmp_path / "plain"
+    assert main(["truth", str(dataset.params), str(dataset.data), str(plain), "--quiet"]) == 0
+    for path in [*(dataset.params / n for n in (RACE_IT, ETH_IT, CODES, MAPPING)), dataset.data / PERSONS,
+                 dataset.data / GRF]:
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 0, capsys.readouterr().err
+    bom = tmp_path / "bom"
+    assert main(["truth", str(dataset.params), str(dataset.data), str(bom), "--quiet"]) == 0
+    for sub in ("t1", "t2", "suppressed"):
+        a, b = sorted((plain / sub).glob("*.csv")), sorted((bom / sub).glob("*.csv"))
+        assert [p.name for p in a] == [p.name for p in b] and [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    # a problem after the header is still on its line
+    path = dataset.data / PERSONS
+    path.write_bytes(path.read_bytes().replace(b"\n040|2|", b"\n999|2|", 1))
+    assert main(["validate", str(dataset.params), str(dataset.data), "--quiet"]) == 1
+    assert f"{PERSONS}, line 3, column QAGE: found '999'" in capsys.readouterr().err
