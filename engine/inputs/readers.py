@@ -10,6 +10,7 @@ unreadable files, bytes that are not UTF-8, null Parquet cells, files that end e
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -148,9 +149,9 @@ def check_header(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
         else:
             with open_input(df.path) as fh:
                 first = fh.readline(_HEADER_BYTES).decode("utf-8", errors="replace").rstrip("\r\n")
-            # a UTF-8 byte-order mark is skipped, as pyarrow's parser (and production's
-            # Spark and pandas readers) skip it
-            first = first.removeprefix("\ufeff")
+            # a UTF-8 byte-order mark is skipped, and a lone CR ends the line, as pyarrow's
+            # parser (and production's Spark and pandas readers) take them
+            first = first.removeprefix("\ufeff").split("\r", 1)[0]
             names, where, shown = first.split("|"), 1, first
     except (OSError, pa.ArrowException) as exc:
         log.add(df.name, None, None, None, f"a readable {'Parquet ' if df.kind == 'parquet' else ''}file ({exc})")
@@ -170,13 +171,13 @@ def check_header(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
 class LineMap:
     """The file line of each row of a text data file, for messages.
 
-    pyarrow skips empty lines and ends a row at a lone carriage return (CR not followed
-    by LF), so "header line + 1 + the row's index" is the row's line only in a file with
-    neither, the usual case. Rows are numbered that way (`Batch.first_line`) and mapped
-    here to the line a text editor shows (lines end at LF). The file is looked at only
-    when a line is first asked for (problems only): one pass of byte counts finds whether
-    it has empty lines or lone CRs at all; only then is it read line by line, once, and
-    the rows where the two numberings part are kept.
+    Lines end at LF, CRLF or a lone CR, as pyarrow's parser (and production's Spark and
+    pandas readers) end them. pyarrow skips empty lines, so "header line + 1 + the row's
+    index" is the row's line only in a file without them, the usual case. Rows are
+    numbered that way (`Batch.first_line`) and mapped here to their lines. The file is
+    read only when a line is first asked for (problems only), once, 16 MiB at a time,
+    with byte operations: only its empty lines are looked at one by one, and only the
+    rows where the two numberings part are kept.
     """
 
     def __init__(self, path: Path):
@@ -187,26 +188,10 @@ class LineMap:
     def _load(self) -> None:
         if self._starts is not None:
             return
-        starts, shift = [0], [0]
         try:
-            if _irregular_lines(self.path):
-                row, off = 2, 0
-                with open(self.path, "rb") as fh:
-                    fh.readline()  # the header (checked already)
-                    for number, raw in enumerate(fh, start=2):
-                        body = raw[:-1] if raw.endswith(b"\n") else raw
-                        if body.endswith(b"\r"):
-                            body = body[:-1]
-                        for piece in body.split(b"\r") if b"\r" in body else (body,):
-                            if not piece:
-                                continue  # pyarrow skips an empty line
-                            if number - row != off:
-                                off = number - row
-                                starts.append(row)
-                                shift.append(off)
-                            row += 1
+            starts, shift = _empty_line_shifts(self.path)
         except OSError:
-            pass  # the rows' numbers stand
+            starts, shift = [0], [0]  # the rows' numbers stand
         self._starts, self._shift = np.array(starts, np.int64), np.array(shift, np.int64)
 
     def lines(self, rows: np.ndarray) -> np.ndarray:
@@ -219,20 +204,56 @@ class LineMap:
         return int(self.lines(np.array([row]))[0])
 
 
-def _irregular_lines(path: Path) -> bool:
-    """Whether the text file at `path` has, after its header, an empty line or a carriage
-    return not followed by a line feed (C-speed byte counts, 16 MiB at a time)."""
+_EMPTY_LINE = re.compile(b"(?<=\n)\n")
+#: Bytes read at a time by `_empty_line_shifts`.
+_LINE_MAP_CHUNK = 16 << 20
+
+
+def _empty_line_shifts(path: Path) -> tuple[list[int], list[int]]:
+    """([row numbers], [shifts]): from each row number on (header + 1 + index, rows as
+    pyarrow yields them), its line is the row number + the shift (the empty lines before
+    it). Line ends are made LF (CRLF first, then a lone CR) chunk by chunk; an empty line
+    is an LF that starts a line."""
+    starts, shift = [0], [0]
     with open(path, "rb") as fh:
-        fh.readline()
-        prev = b"\n"
-        while chunk := fh.read(16 << 20):
-            s = prev + chunk
-            if b"\n\n" in s or b"\n\r\n" in s:
-                return True
-            if s.count(b"\r") - s.count(b"\r\n") > (1 if s.endswith(b"\r") else 0):
-                return True
-            prev = s[-2:]
-    return False
+        head = fh.read(_HEADER_BYTES)
+        ends = [i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0]
+        if not ends:
+            return starts, shift
+        skip = min(ends) + (2 if head[min(ends):min(ends) + 2] == b"\r\n" else 1)
+        fh.seek(skip)
+        newlines = 0  # line ends read so far (after the header's)
+        empties = 0
+        at_line_start = True
+        carry = b""
+        while True:
+            chunk = fh.read(_LINE_MAP_CHUNK)
+            data = carry + chunk
+            carry = b""
+            if chunk and data.endswith(b"\r"):  # it may be the CR of a CRLF
+                data, carry = data[:-1], b"\r"
+            text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            hits = [m.start() for m in _EMPTY_LINE.finditer(text)]
+            if at_line_start and text[:1] == b"\n":
+                hits.insert(0, 0)
+            last, counted = 0, 0
+            for pos in hits:
+                counted += text.count(b"\n", last, pos)
+                last = pos
+                line = 2 + newlines + counted  # the empty line's number
+                row = line - empties  # the row number of the next row
+                empties += 1
+                if starts[-1] == row:
+                    shift[-1] = empties
+                else:
+                    starts.append(row)
+                    shift.append(empties)
+            newlines += text.count(b"\n")
+            if text:
+                at_line_start = text.endswith(b"\n")
+            if not chunk:
+                break
+    return starts, shift
 
 
 @dataclass

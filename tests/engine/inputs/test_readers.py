@@ -140,3 +140,29 @@ def test_the_first_line_longer_than_the_limit_is_found_with_its_number_and_lengt
     path = tmp_path / "f.txt"
     path.write_bytes(text)
     assert readers._long_line(path, limit) == want
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 20])
+def test_line_map_gives_every_row_its_line_whatever_the_line_ends_and_empty_lines(tmp_path, monkeypatch, chunk):
+    """Rows as pyarrow yields them (empty lines skipped; LF, CRLF and a lone CR end a
+    line) mapped to their lines, also when a CRLF or an empty line straddles two reads."""
+    import random
+
+    from engine.inputs.readers import LineMap
+
+    monkeypatch.setattr(readers, "_LINE_MAP_CHUNK", chunk)
+    rng = random.Random(7)
+    ends = [b"\n", b"\r\n", b"\r"]
+    for trial in range(20):
+        parts, want, line = [b"H" + rng.choice(ends)], [], 2
+        for i in range(30):
+            if rng.random() < 0.3:  # an empty line (an LF right after a CR would end that line instead)
+                parts.append(rng.choice(ends[1:] if parts[-1].endswith(b"\r") else ends))
+            else:
+                parts.append(b"r%d" % i + rng.choice(ends))
+                want.append(line)
+            line += 1
+        path = tmp_path / f"f{trial}.txt"
+        path.write_bytes(b"".join(parts))
+        got = LineMap(path).lines(np.arange(len(want)) + 2)
+        assert got.tolist() == want, b"".join(parts)
