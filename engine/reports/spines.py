@@ -479,7 +479,7 @@ def parse_area(text: str, geography: Geography, file: str = "area") -> np.ndarra
     ignored. The signed sum must count every block 0 or 1 times. Raises InputError
     naming the line and the value.
     """
-    lines = text.splitlines()
+    lines = text.removeprefix("\ufeff").splitlines()  # a byte-order mark, as the input files' readers skip it
     if len(lines) > MAX_AREA_LINES:  # bounded work and messages, whatever is pasted
         raise InputError([Problem(file, None, None, None, f"at most {MAX_AREA_LINES:,} lines (the list has "
                                                           f"{len(lines):,})")])

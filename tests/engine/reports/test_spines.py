@@ -181,6 +181,9 @@ def test_parse_area_signed_lines_and_levels(sample):
     assert np.flatnonzero(b).tolist() == [0, 1]
     pr = rs.parse_area("72001000100", geo)
     assert pr.sum() == np.char.startswith(keys, "72").sum()
+    # a UTF-8 byte-order mark (an area list saved by a Windows editor) used to make line 1
+    # "found '\ufeffplace 0600100'; expected [+|-] [LEVEL] ID"
+    assert np.array_equal(rs.parse_area("\ufeffplace 0600100   # a place\r\n\r\n- 06001000100\r\n", geo), a)
 
 
 @pytest.mark.parametrize("text, message", [
