@@ -10,6 +10,7 @@ unreadable files, bytes that are not UTF-8, null Parquet cells, files that end e
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,10 +196,12 @@ class LineMap:
         self._starts, self._shift = np.array(starts, np.int64), np.array(shift, np.int64)
 
     def lines(self, rows: np.ndarray) -> np.ndarray:
-        """The lines of rows numbered header + 1 + index."""
+        """The lines of rows numbered header + 1 + index (0 where unknown: past
+        `_MAX_SHIFTS` empty-line runs)."""
         self._load()
         rows = np.asarray(rows, np.int64)
-        return rows + self._shift[np.searchsorted(self._starts, rows, side="right") - 1]
+        shift = self._shift[np.searchsorted(self._starts, rows, side="right") - 1]
+        return np.where(shift >= 0, rows + shift, 0)
 
     def line(self, row: int) -> int:
         return int(self.lines(np.array([row]))[0])
@@ -207,6 +210,9 @@ class LineMap:
 _EMPTY_LINE = re.compile(b"(?<=\n)\n")
 #: Bytes read at a time by `_empty_line_shifts`.
 _LINE_MAP_CHUNK = 16 << 20
+#: The most places where the shift changes that a `LineMap` keeps (a double-spaced file
+#: changes it at every row); rows after the last are given no line.
+_MAX_SHIFTS = 1 << 18
 
 
 def _empty_line_shifts(path: Path) -> tuple[list[int], list[int]]:
@@ -233,11 +239,9 @@ def _empty_line_shifts(path: Path) -> tuple[list[int], list[int]]:
             if chunk and data.endswith(b"\r"):  # it may be the CR of a CRLF
                 data, carry = data[:-1], b"\r"
             text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            hits = [m.start() for m in _EMPTY_LINE.finditer(text)]
-            if at_line_start and text[:1] == b"\n":
-                hits.insert(0, 0)
+            first = [0] if at_line_start and text[:1] == b"\n" else []
             last, counted = 0, 0
-            for pos in hits:
+            for pos in itertools.chain(first, (m.start() for m in _EMPTY_LINE.finditer(text))):
                 counted += text.count(b"\n", last, pos)
                 last = pos
                 line = 2 + newlines + counted  # the empty line's number
@@ -245,9 +249,13 @@ def _empty_line_shifts(path: Path) -> tuple[list[int], list[int]]:
                 empties += 1
                 if starts[-1] == row:
                     shift[-1] = empties
-                else:
+                elif len(starts) < _MAX_SHIFTS:
                     starts.append(row)
                     shift.append(empties)
+                else:
+                    starts.append(row)
+                    shift.append(-1)  # unknown from here on
+                    return starts, shift
             newlines += text.count(b"\n")
             if text:
                 at_line_start = text.endswith(b"\n")
@@ -276,10 +284,13 @@ class Batch:
         if self.first_line is None:
             return None
         n = self.first_line + int(i)
-        return n if self.line_map is None else self.line_map.line(n)
+        if self.line_map is None:
+            return n
+        line = self.line_map.line(n)
+        return line if line > 0 else None
 
     def lines(self) -> np.ndarray | None:
-        """The line (Parquet: row) of every row, or None where unknown."""
+        """The line (Parquet: row) of every row (0 where unknown), or None if unknown."""
         if self.first_line is None:
             return None
         n = self.first_line + np.arange(self.table.num_rows, dtype=np.int64)

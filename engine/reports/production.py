@@ -133,7 +133,8 @@ def read_release(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, pd.Da
                     checks.append(("SEX", ~df["SEX"].isin(["1", "2"]), "1 or 2"))
                 for col, mask, expected in checks:
                     for i in np.flatnonzero(mask.to_numpy())[:20]:
-                        part.add(path.name, None if lines is None else int(lines[i]), col, df[col].iat[i], expected)
+                        line = None if lines is None or lines[i] <= 0 else int(lines[i])
+                        part.add(path.name, line, col, df[col].iat[i], expected)
                     part.count(max(0, int(mask.sum()) - 20))
                 if not part:
                     frames.append(df.assign(COUNT=df["COUNT"].astype(np.int64), _file=file,
@@ -165,7 +166,7 @@ def _refuse_repeated_rows_and_partial_tables(t1: pd.DataFrame, t2: pd.DataFrame)
         total += len(rows)
         for i in rows[: max(0, 20 - len(problems))]:
             row = df.iloc[int(i)]
-            problems.append(Problem(row["_file"], int(row["_line"]), "REGION_ID|REGION_TYPE|ITERATION_CODE",
+            problems.append(Problem(row["_file"], int(row["_line"]) or None, "REGION_ID|REGION_TYPE|ITERATION_CODE",
                                     f"{row['REGION_ID']}|{row['REGION_TYPE']}|{row['ITERATION_CODE']}",
                                     expected(row) if callable(expected) else expected))
 
@@ -328,7 +329,7 @@ def _refuse_unknown_groups(tables: list[tuple[pd.DataFrame, np.ndarray]]) -> Non
         total += len(bad)
         for i in bad[:20]:
             row = df.iloc[int(i)]
-            problems.append(Problem(row["_file"], int(row["_line"]), "REGION_ID|REGION_TYPE|ITERATION_CODE",
+            problems.append(Problem(row["_file"], int(row["_line"]) or None, "REGION_ID|REGION_TYPE|ITERATION_CODE",
                                     f"{row['REGION_ID']}|{row['REGION_TYPE']}|{row['ITERATION_CODE']}",
                                     "a population group of these inputs (PARAMS_DIR, DATA_DIR): is RELEASE_DIR a "
                                     "release of other inputs, e.g. another nation?"))

@@ -166,3 +166,15 @@ def test_line_map_gives_every_row_its_line_whatever_the_line_ends_and_empty_line
         path.write_bytes(b"".join(parts))
         got = LineMap(path).lines(np.arange(len(want)) + 2)
         assert got.tolist() == want, b"".join(parts)
+
+
+def test_line_map_memory_is_bounded_in_a_double_spaced_file(tmp_path, monkeypatch):
+    """Every row of a double-spaced file (CRLF made LF LF) moves the shift: past
+    `_MAX_SHIFTS` places the rows are given no line (0) instead of a list without end."""
+    from engine.inputs.readers import LineMap
+
+    monkeypatch.setattr(readers, "_MAX_SHIFTS", 4)
+    path = tmp_path / "double.txt"
+    path.write_bytes(b"H\n" + b"".join(b"r%d\n\n" % i for i in range(10)))
+    got = LineMap(path).lines(np.arange(10) + 2)
+    assert got[:4].tolist() == [2, 4, 6, 8] and set(got[5:].tolist()) == {0}
