@@ -160,6 +160,7 @@ class _Checker:
         self.summary = CheckSummary(out_dir)
         self.pairs = _pairs()
         self.malformed = False  # a table file could not be read whole: the universe is not checked
+        self.special: set[str] = set()  # files said to be links, FIFOs...: said once, never opened
 
     def add(self, file: str, line: int | None, column: str | None, value, expected: str) -> None:
         self.log.add(file, line, column, None if value is None else _cut(value), expected)
@@ -172,12 +173,13 @@ class _Checker:
         check forever), and so is a folder that holds no listed file."""
         what = _special(self.out_dir / MARKER) if os.path.lexists(self.out_dir / MARKER) else None
         if what:
-            self.add(MARKER, None, None, None, f"a regular file (this is {what}; it was not opened)")
+            self.add(MARKER, None, None, None, f"found {what} (it was not opened); expected a regular file")
             return
         found = marker_entries(self.out_dir)
         if found is None:
-            self.add(MARKER, None, None, None, "the completion marker of this tool (written last by a run that "
-                     "finished); without it the output is unfinished or was not made by SafeTab-P Studio")
+            self.add(MARKER, None, None, None, "found no readable completion marker; expected the one this tool "
+                     "writes last when a run finishes (without it the output is unfinished or was not made by "
+                     "SafeTab-P Studio)")
             return
         listed = found[1]
         actual, special, folders = set(), {}, []
@@ -194,23 +196,28 @@ class _Checker:
                     actual.add(rel)
         actual.discard(MARKER)
         for rel, what in sorted(special.items()):
-            self.add(rel, None, None, None, f"a regular file of the output (this is {what}; it was not opened)")
+            self.special.add(rel)
+            self.add(rel, None, None, None, f"found {what} (it was not opened); expected a regular file of the output")
         for rel in sorted(set(listed) - actual - set(special)):
-            self.add(MARKER, None, None, rel, "every listed file to exist (it is missing)")
+            self.add(rel, None, None, None, f"found no file; expected the file {MARKER} lists (it was removed after "
+                     "the run)")
         for rel in sorted(actual - set(listed)):
-            self.add(rel, None, None, None, f"only files listed in {MARKER} (this one was added after the run)")
+            self.add(rel, None, None, None, f"found a file {MARKER} does not list; expected only the files it lists "
+                     "(this one was added after the run)")
         for rel in sorted(folders):
             if not any(f.startswith(rel + "/") for f in listed):
-                self.add(rel + "/", None, None, None, f"only folders that hold files listed in {MARKER} (this one "
-                         "holds none: it was added after the run)")
+                self.add(rel + "/", None, None, None, f"found a folder that holds no file listed in {MARKER}; expected "
+                         "only the folders of listed files (this one was added after the run)")
         for rel in sorted(set(listed) & actual):
             try:
                 digest = sha256_of(self.out_dir / rel)
             except OSError as exc:  # replaced since the walk (sha256_of opens regular files only)
-                self.add(rel, None, None, None, f"a readable regular file ({exc.strerror or exc})")
+                self.add(rel, None, None, None, f"found a file that cannot be read ({exc.strerror or exc}); expected "
+                         "a readable regular file")
                 continue
             if digest != listed[rel]:
-                self.add(rel, None, None, None, f"the sha256 listed in {MARKER} (the file was changed or truncated)")
+                self.add(rel, None, None, None, f"found other contents than {MARKER} lists; expected the sha256 "
+                         "listed there (the file was changed or truncated after the run)")
             else:
                 self.summary.files_verified += 1
 
@@ -220,6 +227,8 @@ class _Checker:
             self.add(MANIFEST, None, None, None, f"found no {MANIFEST}: this is not a release folder (expected the "
                      "manifest every output of `run` or `truth` has)")
             return None
+        if MANIFEST in self.special:
+            return None  # a link, FIFO...: said once above, never opened
         try:
             man = _read_json(path)
         except (OSError, ValueError, RecursionError) as exc:
@@ -229,7 +238,8 @@ class _Checker:
                      "readable JSON manifest")
             return None
         if not isinstance(man, dict):
-            self.add(MANIFEST, None, None, None, "a JSON object")
+            self.add(MANIFEST, None, None, None, f"found JSON that is not an object ({type(man).__name__}); expected "
+                     "a JSON object")
             return None
         if "confidential" in man:
             self.add(MANIFEST, None, "confidential", "present", "no exact counts of the confidential input in the "
@@ -264,22 +274,31 @@ class _Checker:
     def _files(self, kind: str) -> list[Path]:
         folder = self.out_dir / kind
         if not folder.is_dir():
-            self.add(f"{kind}/", None, None, None, "a folder of pipe-delimited files (SPEC section 4)")
+            self.add(f"{kind}/", None, None, None, "found no such folder; expected a folder of pipe-delimited files "
+                     "(SPEC section 4)")
             return []
         files = []
         if folder.is_symlink():
-            self.add(f"{kind}/", None, None, None, "a folder of the output (this is a symbolic link)")
+            self.add(f"{kind}/", None, None, None, "found a symbolic link (it was not followed); expected a folder "
+                     "of the output")
             return []
         for p in sorted(folder.iterdir()):
             if p.name == NOT_FOR_RELEASE:
                 continue
-            if p.suffix != ".csv" or _special(p):
-                self.add(f"{kind}/{p.name}", None, None, None,
-                         "only .csv part files (regular files: no links, FIFOs or devices)")
+            rel = f"{kind}/{p.name}"
+            what = _special(p)
+            if what:
+                self.malformed = True  # a part file not read: missing groups would only echo it
+            if rel in self.special:
+                continue  # said once above, never opened
+            if what or p.suffix != ".csv":
+                self.add(rel, None, None, None, f"found {what + ' (it was not opened)' if what else 'a file that is not a .csv part file'}; "
+                         "expected only regular .csv part files")
                 continue
             files.append(p)
         if not files:
-            self.add(f"{kind}/", None, None, None, f"at least {HEADERS} with the header row")
+            self.add(f"{kind}/", None, None, None, f"found no .csv part file; expected at least {HEADERS} with the "
+                     "header row")
         return files
 
     def _batches(self, path: Path, columns: list[str]):

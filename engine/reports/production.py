@@ -226,16 +226,18 @@ def _check_release_inputs(prepared, release_dir: Path, name: str) -> None:
     from engine.inputs.readers import sha256_file
     from engine.release.outputs import MANIFEST
 
-    from engine.release.publish import open_regular
+    from engine.release.publish import open_regular, os_message
 
     path = release_dir / MANIFEST
     try:
         with open_regular(path) as fh:
             manifest = json.loads(fh.read(_MANIFEST_LIMIT).decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        why = os_message(exc) if isinstance(exc, OSError) else "not JSON in UTF-8"
         raise InputError([Problem(f"{name}/{MANIFEST}", None, None, None,
-                                  "a readable manifest.json naming the inputs of the release (RELEASE_DIR must be a "
-                                  "release written by `python -m engine run`)")]) from None
+                                  f"found no readable manifest.json ({why}); expected the manifest naming the inputs "
+                                  "of the release (RELEASE_DIR must be a release written by `python -m engine run`)")]
+                         ) from None
     mode = manifest.get("mode") if isinstance(manifest, dict) else None
     kind = mode.get("kind") if isinstance(mode, dict) else None
     if kind not in RELEASE_KINDS:

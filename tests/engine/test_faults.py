@@ -705,12 +705,14 @@ def test_check_output_does_not_open_a_fifo_listed_in_sha256sums(ds, tmp_path, ca
     proc = _run_cli(["check-output", ds.params, out], timeout=60)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     rel = part.relative_to(out).as_posix()
-    assert f"{rel}: a regular file of the output (this is a FIFO (named pipe); it was not opened)" in proc.stderr
+    assert f"{rel}: found a FIFO (named pipe) (it was not opened); expected a regular file of the output" in proc.stderr
+    assert proc.stderr.count(f"{rel}:") == 1  # said once, not again as a part file
+    assert "Invalid output: 1 problem found." in proc.stderr  # not every group of the file as missing
     (out / "SHA256SUMS").rename(tmp_path / "sums")
     os.mkfifo(out / "SHA256SUMS")
     proc = _run_cli(["check-output", ds.params, out], timeout=60)
-    assert proc.returncode == 1 and "SHA256SUMS: a regular file (this is a FIFO (named pipe); it was not opened)" \
-        in proc.stderr
+    assert proc.returncode == 1 and "SHA256SUMS: found a FIFO (named pipe) (it was not opened); expected a regular " \
+        "file" in proc.stderr
 
 
 # ---- item 12: no thread is left running when the command line returns
@@ -764,8 +766,8 @@ def test_check_output_refuses_a_part_file_that_links_to_an_identical_copy(ds, tm
     code, text = _cli(["check-output", ds.params, out], capsys)
     assert code == 1
     rel = part.relative_to(out).as_posix()
-    assert f"{rel}: a regular file of the output (this is a symbolic link to " in text  # the target, cut short
-    assert "; it was not opened)" in text
+    assert f"{rel}: found a symbolic link to " in text  # the target, cut short
+    assert "(it was not opened); expected a regular file of the output" in text
 
 
 def test_check_output_reports_an_extra_empty_folder(ds, tmp_path, capsys):
@@ -774,7 +776,7 @@ def test_check_output_reports_an_extra_empty_folder(ds, tmp_path, capsys):
     (out / "t1" / "extra").mkdir()
     code, text = _cli(["check-output", ds.params, out], capsys)
     assert code == 1
-    assert "t1/extra/: only folders that hold files listed in SHA256SUMS (this one holds none" in text
+    assert "t1/extra/: found a folder that holds no file listed in SHA256SUMS; expected only the folders" in text
 
 
 # ---- item 5: bounded work and messages for an area list

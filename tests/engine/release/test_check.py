@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 
 import numpy as np
@@ -134,7 +135,7 @@ CASES = {
         "expected lines of at most 4,194,304 bytes (this one has 9,437,184; a line break missing?)"),
     "not UTF-8": (lambda out: _t1_part(out, "USA").write_bytes(_t1_part(out, "USA").read_bytes() + b"1|USA|10\xff0|3\n"),
                   "found '1|USA|10\ufffd0|3'; expected UTF-8 rows of 4 pipe-separated fields"),
-    "no t2 folder": (lambda out: shutil.rmtree(out / "t2"), "t2/: a folder of pipe-delimited files"),
+    "no t2 folder": (lambda out: shutil.rmtree(out / "t2"), "t2/: found no such folder; expected a folder of pipe-delimited files"),
     "confidential in manifest": (lambda out: _manifest(out, confidential={"persons": {"counted": 90}}),
                                  "key confidential: found 'present'; expected no exact counts"),
     "marker removed": (lambda out: (out / "NOT-FOR-RELEASE.txt").unlink(),
@@ -180,7 +181,7 @@ def test_changed_or_added_files_fail_the_marker(made, tmp_path):
         fh.write("1|USA|3001|5\n")
     (out / "t1" / "extra.csv").write_text("REGION_ID|REGION_TYPE|ITERATION_CODE|COUNT\n")
     problems = _problems(made, out)
-    assert any("USA-" in p and "the sha256 listed in SHA256SUMS" in p for p in problems), problems
+    assert any("USA-" in p and "found other contents than SHA256SUMS lists; expected the sha256" in p for p in problems), problems
     assert any(p.startswith("t1/extra.csv") and "added after the run" in p for p in problems), problems
     (out / MARKER).unlink()
     assert any("completion marker" in p for p in _problems(made, out))
@@ -216,3 +217,16 @@ def test_cli_exit_codes_and_messages(made, tmp_path, capsys):
     assert main(["check-output", str(ds.params), str(bad)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("Invalid output:") and "manifest.json" in err and "Traceback" not in err
+
+
+def test_a_manifest_that_is_a_fifo_is_said_once_and_every_problem_says_found_and_expected(made, tmp_path):
+    out = _copy(made, tmp_path)
+    (out / "manifest.json").unlink()
+    os.mkfifo(out / "manifest.json")
+    (out / "t1" / "notes.txt").write_text("x")
+    problems = _problems(made, out)
+    manifest = [p for p in problems if p.startswith("manifest.json")]
+    assert manifest == ["manifest.json: found a FIFO (named pipe) (it was not opened); expected a regular file of "
+                        "the output"], problems
+    assert "t1/notes.txt: found a file that is not a .csv part file; expected only regular .csv part files" in problems
+    assert all("found" in p and "expected" in p for p in problems), problems

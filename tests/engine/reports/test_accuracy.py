@@ -122,7 +122,13 @@ def test_accuracy_refuses_a_folder_that_is_not_a_release_saying_what_it_is(datas
     assert main(["accuracy", p, d, str(tmp_path / "acc"), "--release", str(leg), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "found 'legacy cell-suppression study'" in err and "python -m engine legacy" in err
-    assert "a readable manifest.json" not in err and not (tmp_path / "acc").exists()
+    assert "no readable manifest.json" not in err and not (tmp_path / "acc").exists()
+    # a folder without a manifest: said as found and expected, with why
+    (leg / "manifest.json").unlink()
+    assert main(["accuracy", p, d, str(tmp_path / "acc"), "--release", str(leg), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "leg/manifest.json: found no readable manifest.json (No such file or directory" in err
+    assert "; expected the manifest naming the inputs of the release" in err and not (tmp_path / "acc").exists()
 
 
 def test_cells_kept_across_trials_change_no_report(tmp_path, monkeypatch):
