@@ -1070,12 +1070,16 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
     notes = [COTERMINOUS_NOTE]
     rows, figs = [], []
     missing = []
+    other_s: dict[int, list[str]] = {}
+    planner_s = int(budget.stability(config.max_race_codes))
     for lvl in config.tabulated_levels():
         lp = profile.levels.get(lvl)
         if lp is None:
             missing.append(lvl.key)
             continue
         S = lp.stability[config.max_race_codes - 1]
+        if S != planner_s:
+            other_s.setdefault(int(S), []).append(lvl.key)
         fig = _level_figures(lp, config, _scales(config, lvl, S))
         figs.append(fig)
         rows.append(_row(lvl.geo, lvl.iteration_level, fig))
@@ -1085,6 +1089,10 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
     if missing:
         notes.append(f"The profile has no groups of {', '.join(missing)} (its run was off or the data had no "
                      "such areas); those levels are left out.")
+    for S, keys in sorted(other_s.items()):
+        notes.append(f"The profile's spec files give S = {S} at {', '.join(keys)}, where the planner's MOEs assume "
+                     f"S = max(2, r) + 1 = {planner_s} (SPEC §1, as with the 2020 files): the projection uses the "
+                     "profile's S, so its noise and errors at those levels are not those of the planner's MOE.")
     if config.max_race_codes != profile.max_race_codes:
         notes.append(f"The profile counted persons with up to r = {profile.max_race_codes} race codes; the plan's "
                      f"r = {config.max_race_codes} is used for the noise (S) exactly, but the group sizes are "

@@ -238,6 +238,20 @@ def test_notes_say_what_the_projection_cannot_do():
         4 / (2 * 0.9 * 0.159))
 
 
+def test_a_profile_whose_stability_differs_from_the_planners_says_so():
+    """The planner's MOEs assume S = max(2, r) + 1; a profile counted with other spec files
+    may have another S, which the projection uses: a note says where."""
+    import dataclasses
+
+    config = presets.production_2020()
+    prof = _profile({COUNTY2: [1, 2, 50]})
+    assert not any("S = " in n for n in P.project(config, prof).notes)
+    lp = prof.levels[COUNTY2]
+    prof.levels[COUNTY2] = dataclasses.replace(lp, stability=tuple(s + 2 for s in lp.stability))
+    text = " ".join(P.project(config, prof).notes)
+    assert "S = 11 at (COUNTY, 2), where the planner's MOEs assume S = max(2, r) + 1 = 9" in text
+
+
 def test_no_binning_can_serve_every_plan():
     """Why the profile keeps every size: merging two sizes moves a figure by 100 %."""
     config = presets.production_2020()
