@@ -157,7 +157,7 @@ def _refuse_repeated_rows_and_partial_tables(t1: pd.DataFrame, t2: pd.DataFrame)
     silently keep one of two counts, leave the table out, or compare a group's cells
     without its total."""
     from calculators.levels import STAT_LEVEL_AGE_EDGES, age_bins
-    from engine.errors import InputError, Problem
+    from engine.errors import InputError
 
     problems, total = [], 0
 
@@ -166,9 +166,7 @@ def _refuse_repeated_rows_and_partial_tables(t1: pd.DataFrame, t2: pd.DataFrame)
         total += len(rows)
         for i in rows[: max(0, 20 - len(problems))]:
             row = df.iloc[int(i)]
-            problems.append(Problem(row["_file"], int(row["_line"]) or None, "REGION_ID|REGION_TYPE|ITERATION_CODE",
-                                    f"{row['REGION_ID']}|{row['REGION_TYPE']}|{row['ITERATION_CODE']}",
-                                    expected(row) if callable(expected) else expected))
+            problems.append(_group_problem(row, expected(row) if callable(expected) else expected))
 
     for df, cols, what in ((t1, KEY, "each population group once in t1/"),
                            (t2, KEY + ["AGESTART", "AGEEND", "SEX"], "each T2 cell of a group once in t2/")):
@@ -225,7 +223,6 @@ def _check_release_inputs(prepared, release_dir: Path, name: str) -> None:
     from engine.errors import InputError, Problem
     from engine.inputs.readers import sha256_file
     from engine.release.outputs import MANIFEST
-
     from engine.release.publish import open_regular, os_message
 
     path = release_dir / MANIFEST
@@ -320,21 +317,27 @@ def augmented_tables(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, p
     return t1, t2
 
 
+def _group_problem(row: pd.Series, expected: str):
+    """The Problem of one release row (`read_release`'s frames: `_file`, `_line`, 0 where
+    unknown), named by its population group."""
+    from engine.errors import Problem
+
+    return Problem(row["_file"], int(row["_line"]) or None, "|".join(KEY), "|".join(str(row[c]) for c in KEY),
+                   expected)
+
+
 def _refuse_unknown_groups(tables: list[tuple[pd.DataFrame, np.ndarray]]) -> None:
     """InputError naming file and line of rows (found < 0) that are not population
     groups of these inputs."""
-    from engine.errors import InputError, Problem
+    from engine.errors import InputError
 
     problems, total = [], 0
     for df, found in tables:
         bad = np.flatnonzero(found < 0)
         total += len(bad)
         for i in bad[:20]:
-            row = df.iloc[int(i)]
-            problems.append(Problem(row["_file"], int(row["_line"]) or None, "REGION_ID|REGION_TYPE|ITERATION_CODE",
-                                    f"{row['REGION_ID']}|{row['REGION_TYPE']}|{row['ITERATION_CODE']}",
-                                    "a population group of these inputs (PARAMS_DIR, DATA_DIR): is RELEASE_DIR a "
-                                    "release of other inputs, e.g. another nation?"))
+            problems.append(_group_problem(df.iloc[int(i)], "a population group of these inputs (PARAMS_DIR, "
+                                           "DATA_DIR): is RELEASE_DIR a release of other inputs, e.g. another nation?"))
     if total:
         raise InputError(problems, total)
 
