@@ -1,8 +1,8 @@
 """SafeTab-P Studio: tune, explain and run SafeTab-P (streamlit run app.py).
 
-The navigation has two sections: "SafeTab-P" (tune, explain and run it) and "Compare
-methods" (the other disclosure-avoidance methods, one page each, listed in
-`ui.compare.layout.METHODS`). Every page shares one configuration (`ui.core.state`); the address
+The navigation has three sections: "SafeTab-P" (tune, explain and run it), "Learn" (six
+lessons, `ui.learn.lessons.LESSONS`) and "Compare methods" (the other disclosure-avoidance
+methods, one page each, listed in `ui.compare.layout.METHODS`). Every page shares one configuration (`ui.core.state`); the address
 bar carries it as ?config=... whenever it differs from the 2020 production plan.
 """
 
@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ui.compare import layout as compare
 from ui.committee import plan_controls
 from ui.core import state, widgets
+from ui.learn import classroom, lessons
 
 st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
 st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kept in view, focus, contrast
@@ -47,6 +48,9 @@ SECTIONS = {
         st.Page("app_pages/committee/memo.py", url_path="memo", title="Decision memo", icon=":material/picture_as_pdf:"),
         st.Page("app_pages/safetab/glossary.py", url_path="glossary", title="Glossary", icon=":material/menu_book:"),
     ],
+    # "Learn SafeTab-P in an hour": six lessons, one page each (ui.learn.lessons)
+    "Learn": [st.Page(lesson.script, url_path=lesson.url_path, title=lesson.nav_title, icon=":material/school:")
+              for lesson in lessons.LESSONS],
     "Compare methods": [
         st.Page("app_pages/compare/index.py", url_path="compare_index", title="Methods at a glance",
                 icon=":material/compare_arrows:"),
@@ -60,8 +64,9 @@ OLD_OVERVIEW = st.Page("app_pages/safetab/overview.py", url_path="overview", tit
 SECTIONS["SafeTab-P"].append(OLD_OVERVIEW)
 
 page = st.navigation(SECTIONS, expanded=True)  # every page listed: no "View more" hiding methods
-widgets.sidebar_summary()
+classroom.sidebar_summary()  # the plan summary, hidden in the presenter view
 plan_controls.sidebar()
+classroom.sidebar()  # the presenter view toggle; "End the class" during a class
 state.show_flashes()
 page.run()
 state.sync_url()

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui.core import charts, planner, state, typed, widgets
+from ui.learn import layout as learn
 
 state.page_setup()
 cfg = state.config()
@@ -13,6 +14,7 @@ st.markdown(
     "2020 Census **Detailed DHC-A**: counts of people, and sex-by-age tables, for thousands of detailed "
     "race and ethnicity groups in the nation, every state, county, tract, place and tribal area."
 )
+learn.overview_links()  # the lessons, and "Start the class" (issue 41)
 
 _u = planner.units(cfg)
 _b = _u["budget"]
@@ -147,3 +149,6 @@ n = st.columns(3)
 n[0].page_link("app_pages/safetab/run.py", label="Run it on data", icon=":material/play_circle:")
 n[1].page_link("app_pages/safetab/configuration.py", label="Import, export, share", icon=":material/settings:")
 n[2].page_link("app_pages/safetab/glossary.py", label="Glossary of terms", icon=":material/menu_book:")
+n = st.columns(3)
+n[0].page_link("app_pages/committee/scenarios.py", label="Save and compare scenarios", icon=":material/folder_open:")
+n[1].page_link("app_pages/committee/memo.py", label="Write the decision memo", icon=":material/picture_as_pdf:")

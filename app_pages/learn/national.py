@@ -1,0 +1,65 @@
+"""Lesson 6: the national trade-off (a plan's national outcome, its change from the 2020
+plan, then the memo)."""
+
+import streamlit as st
+
+from calculators import presets
+from calculators.projection import project
+from ui.core import state
+from ui.learn import content, layout, lessons, national
+from ui.safetab import projection
+
+LESSON = lessons.by_number(6)
+cfg = layout.header(LESSON)
+profile = projection.shipped(projection.NATIONAL)
+if profile is None:
+    st.warning("The shipped national profile (sample_data/profiles/) is not there, so the national outcome cannot "
+               "be computed here.")
+    layout.footer(LESSON)
+    st.stop()
+
+ref_cfg = presets.production_2020()
+proj, ref_proj = project(cfg, profile), project(ref_cfg, profile)
+plan, ref = national.outcome(proj, cfg), national.outcome(ref_proj, ref_cfg)
+layout.worked_example("the current plan across the nation",
+                      national.outcome_sentences(plan, ref, state.source_label(), state.PRODUCTION, profile))
+
+st.markdown("**Why less budget can publish more tables** (the plan against the same plan with every budget halved):")
+half = national.variant(cfg, state.targets(), 0.5)
+st.markdown("\n".join(f"- {s}" for s in national.less_budget_more_tables(cfg, half, profile, pa=proj))
+            or "- Halving this plan's budgets gives no level more tables.")
+st.markdown("**Why re-deriving at a smaller r can suppress more** (the plan against the same MOE targets at r = 6):")
+r6 = national.variant(cfg, state.targets(), 1.0, r=min(6, max(cfg.max_race_codes - 1, 1)), rederive=True)
+st.markdown("\n".join(f"- {s}" for s in national.smaller_r_suppresses_more(cfg, r6, profile, pa=proj))
+            or "- For this plan, re-deriving at a smaller r hides no more totals.")
+
+with layout.try_this():
+    c = st.columns(3)
+    factor = c[0].select_slider("Multiply every budget by", options=[0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0], value=1.0,
+                                key="learn6_factor", format_func=content.num)
+    r = c[1].select_slider("Race codes counted, r", options=list(range(1, 9)), value=cfg.max_race_codes,
+                           key="learn6_r")
+    rederive = c[2].toggle("Re-derive budgets for the MOE targets", key="learn6_rederive",
+                           help="As the planner does when r changes: each level's budget is derived again from its "
+                                "MOE target at the new S.")
+    tried_cfg = national.variant(cfg, state.targets(), factor, r, rederive)
+    tried_proj = project(tried_cfg, profile)
+    tried = national.outcome(tried_proj, tried_cfg)
+    m = st.columns(len(national.FIGURES))
+    for col, (key, label, better) in zip(m, national.FIGURES, strict=True):
+        col.metric(label, content.num(round(tried.get(key))) if key != "mae" else content.num(tried.get(key), 3),
+                   delta=f"{national.change_text(key, ref.get(key), tried.get(key))} vs 2020",
+                   delta_color="normal" if better else "inverse")
+    why = (national.less_budget_more_tables(cfg, tried_cfg, profile, pa=proj, pb=tried_proj)
+           + national.smaller_r_suppresses_more(cfg, tried_cfg, profile, pa=proj, pb=tried_proj))
+    if why:
+        st.markdown("\n".join(f"- {s}" for s in why))
+    layout.use_in_planner(LESSON, cfg, {k: v for k, v in tried_cfg.to_dict().items() if k != "thresholds_p"},
+                          f"the tried plan (budgets × {content.num(factor)}, r = {r})")
+
+q, text, _values = national.question(cfg, profile, state.targets())
+layout.question(LESSON, content.Answer(q, text, _values))
+layout.learned(national.learned(plan, ref))
+st.page_link("app_pages/committee/memo.py", label="Then: the decision memo of the current plan",
+             icon=":material/picture_as_pdf:")
+layout.footer(LESSON)
