@@ -25,7 +25,7 @@ with layout.try_this():
     level = c[0].selectbox("Level", levels, key="learn2_level", format_func=lambda lvl: lvl.label,
                            index=levels.index(PopulationGroupLevel("TRACT", 2))
                            if PopulationGroupLevel("TRACT", 2) in levels else 0)
-    factor = c[1].select_slider("Multiply its budget by", options=[0.25, 0.5, 1.0, 2.0, 4.0], value=2.0,
+    factor = c[1].select_slider("Multiply its budget by", options=[0.25, 0.5, 1.0, 2.0, 4.0], value=1.0,
                                 key="learn2_factor", format_func=content.num)
     new_rho = float(f"{cfg.rho(level) * factor:.6g}")
     tried = content.budgets(cfg.with_rho(level, new_rho), state.delta())

@@ -34,7 +34,7 @@ LESSONS: tuple[Lesson, ...] = (
            "app_pages/learn/budgets.py", "app_pages/safetab/overview.py", "Overview (privacy accounting)",
            ("Population group level", "Sequential composition", "ε (epsilon)", "δ (delta)",
             "Bounded and unbounded neighbours"), 10),
-    Lesson(3, "learn_race", "Race multiplicity r and the stability S",
+    Lesson(3, "learn_race", "Race multiplicity r and S",
            "See why a person who reports several races makes every count noisier, through the stability S.",
            "app_pages/learn/race.py", "app_pages/safetab/budget.py", "Budget and MOE planner (race multiplicity)",
            ("Race multiplicity r", "Stability S", "Population group"), 8),

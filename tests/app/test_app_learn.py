@@ -1,0 +1,264 @@
+"""The "Learn" section (issue 41): every lesson renders with its parts; its answers equal
+the calculators' values (computed here from `calculators`, not from the lesson's helper);
+its "Try this" controls leave the plan alone until "Use this in the planner", which is one
+step of Undo; the class starts on the 2020 plan and gives the learner's plan back; the
+presenter view is kept across pages and hides the sidebar's plan summary."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from calculators import adaptive, budget, discrete_gaussian, suppression
+from calculators.presets import production_2020
+from tests.app.conftest import config, open_app, shown, texts
+from ui.learn import lessons
+
+TRACT2, COUNTY2 = "privacy_budget_p_level_2_tract", "privacy_budget_p_level_2_county"
+
+
+def _lesson(number: int, query: dict | None = None):
+    at = open_app(query=query)
+    at.switch_page(lessons.by_number(number).script).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _answer(at, number: int) -> str:
+    """Reveal the lesson's answer and return its text (shown as a reader sees it)."""
+    assert not [s for s in at.success if "lightbulb" in str(s.icon)]  # hidden until asked for
+    at.toggle(key=f"learn{number}_reveal").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    found = [shown(s.value) for s in at.success if s.icon == ":material/lightbulb:"]
+    assert len(found) == 1, [s.value for s in at.success]
+    return found[0]
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", text)]
+
+
+def _undo(at):
+    at.sidebar.button(key="sb_undo").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _metric(at, start: str) -> str:
+    found = [m.value for m in at.metric if m.label.startswith(start)]
+    assert found, [m.label for m in at.metric]
+    return found[0]
+
+
+@pytest.mark.parametrize("number", range(1, 7))
+def test_every_lesson_has_its_parts(number):
+    at = _lesson(number)
+    lesson = lessons.by_number(number)
+    assert at.title[0].value == f"Lesson {number}: {lesson.title}"
+    heads = [h.value for h in at.subheader]
+    assert heads[0].startswith("Worked example: ")
+    assert {"Try this", "Question", "What you learned", "Go further"} <= set(heads)
+    md = texts(at)
+    assert f"**Goal.** {lesson.goal}" in md
+    lists = [m.value for m in at.markdown if m.value.startswith("1. ")]
+    assert lists[-1].count("\n") == 2 and lists[-1].split("\n")[2].startswith("3. ")  # what you learned: 3 lines
+    assert at.button(key=f"learn{number}_use").disabled  # nothing tried yet: nothing to use
+    assert at.button(key=f"learn_start_{number}").label == "Start the class"
+    links = {(el.proto.label, el.proto.query_string) for el in at.get("page_link")}
+    assert any(label.startswith("The full page: ") for label, _q in links)
+    assert all(any(label == t and q.startswith("term=") for label, q in links) for t in lesson.terms)
+    prev, nxt = lessons.neighbours(lesson)
+    labels = {label for label, _q in links}
+    if prev is not None:
+        assert f"Previous: {prev.nav_title}" in labels
+    assert not any(label.startswith("Previous:") for label in labels) or prev is not None
+    assert (f"Next: {nxt.nav_title}" if nxt else "Next: write the decision memo") in labels
+
+
+def test_lesson_1_answer_and_try_this():
+    at = _lesson(1)
+    before = config(at)
+    # the worked example: a Detailed group of 40 persons in one tract, at rho 0.159
+    s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
+    moe = int(discrete_gaussian.moe(s2))
+    assert f"between **{40 - moe} and {40 + moe}**" in texts(at)
+    # the answer: four times the budget
+    ans = _answer(at, 1)
+    assert _numbers(ans)[0] == int(discrete_gaussian.moe(budget.sigma2_stage2(4 * 0.159, 0.1, 9))) == 5
+    # try another budget and group size: the plan does not move
+    at.select_slider(key="learn1_rho").set_value(0.5).run()
+    at.text_input(key="learn1_n").input("100").run()
+    assert _metric(at, "Exact 95 % MOE") == f"{int(discrete_gaussian.moe(budget.sigma2_stage2(0.5, 0.1, 9)))} persons"
+    assert _metric(at, "95 % of counts between").startswith(f"{100 - int(discrete_gaussian.moe(budget.sigma2_stage2(0.5, 0.1, 9)))} ")
+    assert config(at).to_dict() == before.to_dict()
+    # until it is used in the planner: one step, undone by Undo
+    at.button(key="learn1_use").click().run()
+    assert getattr(config(at), TRACT2) == 0.5
+    _undo(at)
+    assert config(at).to_dict() == before.to_dict()
+
+
+def test_lesson_2_answer_and_try_this():
+    at = _lesson(2)
+    before = config(at)
+    t = budget.plan_totals(before)
+    ans = _answer(at, 2)
+    assert f"ρ = {t.release_bounded:.4g}" in ans
+    assert f"ε = {float(budget.epsilon_tight(t.release_bounded, 1e-10)):.3g}" in ans
+    at.select_slider(key="learn2_factor").set_value(4.0).run()
+    assert _metric(at, "ρ of the release") == f"{t.release + 3 * 0.159:.4g}"
+    assert config(at).to_dict() == before.to_dict()
+    at.button(key="learn2_use").click().run()
+    assert getattr(config(at), TRACT2) == pytest.approx(0.636)
+    _undo(at)
+    assert config(at).to_dict() == before.to_dict()
+
+
+def test_lesson_3_answer_and_try_this():
+    at = _lesson(3)
+    before = config(at)
+    ans = _answer(at, 3)
+    s2 = budget.sigma2_stage2(0.159, 0.1, budget.stability(3))
+    assert f"**S = {budget.stability(3)}** and an exact MOE of **{int(discrete_gaussian.moe(s2))} persons**" in ans
+    at.select_slider(key="learn3_r").set_value(2).run()
+    assert _metric(at, "Stability S") == "3"
+    assert config(at).max_race_codes == 8
+    at.button(key="learn3_use").click().run()
+    assert config(at).max_race_codes == 2
+    _undo(at)
+    assert config(at).to_dict() == before.to_dict()
+
+
+def test_lesson_4_answer_and_try_this():
+    at = _lesson(4)
+    before = config(at)
+    ans = _answer(at, 4)
+    s1 = float(budget.sigma2_stage1(0.159, 0.1, 9))
+    p = adaptive.stat_level_probabilities(970, (971, 4971, 19971), s1)
+    assert ans.startswith(f"**{100 * (1 - p[0]):.1f} %**")
+    at.select_slider(key="learn4_gamma").set_value(0.3).run()
+    at.text_input(key="learn4_n").input("5000").run()
+    s1 = float(budget.sigma2_stage1(0.159, 0.3, 9))
+    p = adaptive.stat_level_probabilities(5000, (971, 4971, 19971), s1)
+    assert _metric(at, "Chance of a table") == f"{100 * (1 - p[0]):.3g} %"
+    assert _metric(at, "Stage-1 MOE") == f"{int(discrete_gaussian.moe(s1))} persons"
+    assert config(at).gamma == 0.1
+    at.button(key="learn4_use").click().run()
+    assert config(at).gamma == 0.3
+    _undo(at)
+    assert config(at).to_dict() == before.to_dict()
+
+
+def test_lesson_5_answer_and_try_this():
+    at = _lesson(5)
+    before = config(at)
+    s2 = float(budget.sigma2_stage2(0.159, 0.1, 9))
+    T = int(suppression.threshold(s2, 0.9999))
+    assert f"**T = {T}**" in texts(at) and T == 21
+    ans = _answer(at, 5)
+    p = float(suppression.suppression_probability(T, T, s2))
+    assert ans.startswith(f"**{100 * p:.1f} %**") and p > 0.5
+    at.select_slider(key="learn5_p").set_value(0.99).run()
+    assert _metric(at, "Threshold T") == str(int(suppression.threshold(s2, 0.99)))
+    assert config(at).suppression_chance == 0.9999
+    at.button(key="learn5_use").click().run()
+    assert config(at).suppression_chance == 0.99
+    _undo(at)
+    assert config(at).to_dict() == before.to_dict()
+
+
+def test_lesson_6_answer_and_try_this():
+    from calculators.projection import project
+    from ui.safetab import projection
+
+    profile = projection.shipped(projection.NATIONAL)
+    if profile is None:
+        pytest.skip("the shipped national profile is not there")
+    at = _lesson(6)
+    before = config(at)
+    full = project(before, profile).total
+    half = project(before.updated(**{lvl.budget_key: before.rho(lvl) / 2 for lvl in before.tabulated_levels()}),
+                   profile).total
+    ans = _answer(at, 6)
+    tables = lambda t: t["age4"] + t["age9"] + t["age23"]  # noqa: E731
+    assert f"{round(abs(tables(half) - tables(full))):,} groups" in ans
+    assert f"{round(half['suppressed']):,} instead of {round(full['suppressed']):,}" in ans
+    assert _metric(at, "Totals suppressed") == f"{round(full['suppressed']):,}"
+    # the two explanations are computed for this plan
+    md = texts(at)
+    assert "Θ₁ = 971 persons" in md and "T = 21 → 22" in md
+    at.select_slider(key="learn6_factor").set_value(0.5).run()
+    assert _metric(at, "Totals suppressed") == f"{round(half['suppressed']):,}"
+    assert config(at).to_dict() == before.to_dict()
+    at.button(key="learn6_use").click().run()
+    assert getattr(config(at), COUNTY2) == 0.0795
+    _undo(at)
+    assert config(at).to_dict() == before.to_dict()
+
+
+def test_the_class_starts_on_the_2020_plan_and_gives_the_learners_plan_back():
+    at = open_app("budget")
+    at.slider(key="w_r").set_value(3).run()
+    mine = config(at)
+    assert mine.max_race_codes == 3
+    at.switch_page(lessons.by_number(3).script).run()
+    at.button(key="learn_start_3").click().run()
+    assert config(at).to_dict() == production_2020().to_dict()
+    assert "The class has started at lesson 3" in texts(at)
+    assert "Class in progress" in texts(at)
+    # a change during the class, then the end of the class: the learner's plan is back
+    at.select_slider(key="learn3_r").set_value(5).run()
+    at.button(key="learn3_use").click().run()
+    assert config(at).max_race_codes == 5
+    at.sidebar.button(key="learn_end_sidebar").click().run()
+    assert config(at).to_dict() == mine.to_dict()
+    assert "2020 production plan, edited" in "\n".join(shown(m.value) for m in at.sidebar.markdown)
+    # Undo works as before: back to the class's last plan, then to the 2020 plan
+    _undo(at)
+    assert config(at).max_race_codes == 5
+    _undo(at)
+    assert config(at).to_dict() == production_2020().to_dict()
+    _undo(at)
+    assert config(at).to_dict() == mine.to_dict()
+
+
+def test_a_link_starts_the_class_at_its_lesson():
+    at = open_app("budget")
+    at.slider(key="w_r").set_value(4).run()
+    at.query_params["class"] = "start"
+    at.switch_page(lessons.by_number(5).script).run()
+    assert not at.exception
+    assert config(at).to_dict() == production_2020().to_dict()
+    assert "class" not in at.query_params or not at.query_params.get("class")
+    assert at.button(key="learn_end_5")
+    at.button(key="learn_end_5").click().run()
+    assert config(at).max_race_codes == 4
+
+
+def test_presenter_view_is_kept_across_pages_and_hides_the_plan_summary():
+    at = _lesson(1)
+    assert any("Current plan:" in m.value for m in at.sidebar.markdown)
+    at.sidebar.toggle(key="w_learn_presenter").set_value(True).run()
+    assert not any("Current plan:" in m.value for m in at.sidebar.markdown)
+    css = "\n".join(h.proto.body for h in at.get("html"))
+    assert "font-size: 20px" in css
+    at.switch_page(lessons.by_number(4).script).run()
+    assert at.sidebar.toggle(key="w_learn_presenter").value is True
+    assert not any("Current plan:" in m.value for m in at.sidebar.markdown)
+    assert "font-size: 20px" in "\n".join(h.proto.body for h in at.get("html"))
+    at.switch_page("app_pages/safetab/budget.py").run()
+    assert not at.exception
+    assert not any("Current plan:" in m.value for m in at.sidebar.markdown)
+    at.sidebar.toggle(key="w_learn_presenter").set_value(False).run()
+    assert any("Current plan:" in m.value for m in at.sidebar.markdown)
+
+
+def test_overview_links_to_the_lessons_scenarios_and_the_memo():
+    at = open_app()
+    assert "Learn SafeTab-P in an hour" in texts(at)
+    links = {el.proto.label: (el.proto.page, el.proto.query_string) for el in at.get("page_link")}
+    assert links["Start the class"] == ("learn_noise", "class=start")
+    for lesson in lessons.LESSONS:  # each lesson's link starts the class there
+        assert links[lesson.nav_title] == (lesson.url_path, "class=start")
+    assert links["Save and compare scenarios"][0] == "scenarios"
+    assert links["Write the decision memo"][0] == "memo"
