@@ -1,0 +1,90 @@
+"""Lesson 6 (ui.learn.national): the plan variants, the outcome against the projection,
+and the two explanations computed from the numbers, on a small profile built here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calculators import adaptive, budget, suppression
+from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
+from calculators.presets import production_2020
+from calculators.projection import LevelProfile, Profile, SizeHistogram, project
+from ui.core import planner
+from ui.learn import national
+
+CFG = production_2020()
+TRACT = PopulationGroupLevel("TRACT", 2)
+
+
+@pytest.fixture(scope="module")
+def profile() -> Profile:
+    """Tract Detailed groups: many empty or tiny groups, a few near and above Θ₁ = 971;
+    every other level of the plan one small group (so that the plan projects)."""
+    rng = np.random.default_rng(7)
+    sizes = np.concatenate([np.zeros(20_000, int), rng.integers(1, 40, 20_000), rng.integers(850, 980, 300),
+                            rng.integers(5000, 6000, 20)])
+    levels = {}
+    for lvl in POPULATION_GROUP_LEVELS:
+        if CFG.rho(lvl) <= 0:
+            continue
+        hist = SizeHistogram.of(sizes if lvl == TRACT else [3])
+        levels[lvl] = LevelProfile(lvl, regions=1, iterations=hist.groups, total_only_iterations=0,
+                                   stability=tuple(int(budget.stability(r)) for r in range(1, 9)),
+                                   adaptive=hist, total_only=SizeHistogram.of([]))
+    return Profile(name="lesson test", persons=int(sizes.sum()), persons_us=int(sizes.sum()), persons_pr=0,
+                   synthetic=True, max_race_codes=8, run_us=True, run_pr=True,
+                   state_filter_us=tuple(CFG.state_filter_us), levels=levels)
+
+
+def test_variants_scale_or_rederive_the_budgets():
+    half = national.variant(CFG, planner.production_targets(), 0.5)
+    assert half.rho(TRACT) == 0.0795 and half.max_race_codes == 8
+    r6 = national.variant(CFG, planner.production_targets(), 1.0, 6, rederive=True)
+    assert r6.max_race_codes == 6
+    assert r6.rho(TRACT) == planner.rho_for_target(11, 7, 0.1, planner.EXACT) == 0.1127
+    assert budget.moe_exact(budget.sigma2_stage2(r6.rho(TRACT), 0.1, 7)) == 11  # still meets the target
+
+
+def test_outcome_is_the_projections_total(profile):
+    proj = project(CFG, profile)
+    out = national.outcome(proj, CFG)
+    t = proj.total
+    assert out.tables == pytest.approx(t["age4"] + t["age9"] + t["age23"])
+    assert (out.suppressed, out.t1_rows, out.rho) == (t["suppressed"], t["t1_rows"], 4.944)
+    assert national.change_text("suppressed", 10.0, 1234.4) == "+1,224"
+    assert national.change_text("mae", 7.0, 6.5) == "−0.5" and national.change_text("tables", 3, 3.2) == "no change"
+
+
+def test_less_budget_more_tables_says_how_many_are_lifted(profile):
+    half = national.variant(CFG, planner.production_targets(), 0.5)
+    lines = national.less_budget_more_tables(CFG, half, profile)
+    assert lines, "halving the budget gives the tract level more tables on this profile"
+    gain = national._tables(project(half, profile).row(TRACT)) - national._tables(project(CFG, profile).row(TRACT))
+    assert gain > 0 and f"about **{round(gain):,} more groups a table**" in lines[0]
+    # the lifted groups: sum over sizes below Θ₁ of count x P(stat level >= 1), by hand
+    lp = profile.levels[TRACT]
+    s1 = float(budget.sigma2_stage1(0.0795, 0.1, 9))
+    p = adaptive.stat_level_probabilities(lp.adaptive.sizes, (971, 4971, 19971), s1)
+    below = lp.adaptive.sizes < 971
+    lifted = (lp.adaptive.counts[below] * (1 - p[below, 0])).sum()
+    assert f"about {round(lifted):,} groups under Θ₁ get a table" in lines[1]
+    assert national.less_budget_more_tables(half, CFG, profile) == []  # more budget: not this effect
+
+
+def test_smaller_r_suppresses_more_names_the_threshold(profile):
+    r6 = national.variant(CFG, planner.production_targets(), 1.0, 6, rederive=True)
+    lines = national.smaller_r_suppresses_more(CFG, r6, profile)
+    more = project(r6, profile).row(TRACT)["suppressed"] - project(CFG, profile).row(TRACT)["suppressed"]
+    assert more > 0 and f"about **{round(more):,} more at TRACT Detailed**" in lines[2]
+    t_after = int(suppression.threshold(budget.sigma2_stage2(0.1127, 0.1, 7), 0.9999))
+    assert t_after == 22 and "T = 21 → 22" in lines[1]
+    assert national.smaller_r_suppresses_more(r6, CFG, profile) == []  # a larger r is not this case
+
+
+def test_the_question_halves_every_budget(profile):
+    q, text, values = national.question(CFG, profile, planner.production_targets())
+    half = national.variant(CFG, planner.production_targets(), 0.5)
+    a, b = project(CFG, profile).total, project(half, profile).total
+    assert values["suppressed_change"] == pytest.approx(b["suppressed"] - a["suppressed"])
+    assert f"{round(b['suppressed']):,} instead of {round(a['suppressed']):,}" in text
