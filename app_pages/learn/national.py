@@ -34,18 +34,18 @@ st.markdown("\n".join(f"- {s}" for s in national.smaller_r_suppresses_more(cfg, 
             or "- For this plan, re-deriving at a smaller r hides no more totals.")
 
 with layout.try_this():
-    c = st.columns(3)
+    c = st.columns(2)
     factor = c[0].select_slider("Multiply every budget by", options=[0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0], value=1.0,
                                 key="learn6_factor", format_func=content.num)
     r = c[1].select_slider("Race codes counted, r", options=list(range(1, 9)), value=cfg.max_race_codes,
                            key="learn6_r")
-    rederive = c[2].toggle("Re-derive budgets for the MOE targets", key="learn6_rederive",
+    rederive = st.toggle("Re-derive budgets for the MOE targets", key="learn6_rederive",
                            help="As the planner does when r changes: each level's budget is derived again from its "
                                 "MOE target at the new S.")
     tried_cfg = national.variant(cfg, state.targets(), factor, r, rederive)
     tried_proj = project(tried_cfg, profile)
     tried = national.outcome(tried_proj, tried_cfg)
-    m = st.columns(len(national.FIGURES))
+    m = [*st.columns(2), *st.columns(2)]  # two by two: the labels stay whole in the presenter view
     for col, (key, label, better) in zip(m, national.FIGURES, strict=True):
         col.metric(label, content.num(round(tried.get(key))) if key != "mae" else content.num(tried.get(key), 3),
                    delta=f"{national.change_text(key, ref.get(key), tried.get(key))} vs 2020",
