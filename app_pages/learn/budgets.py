@@ -30,10 +30,11 @@ with layout.try_this():
     new_rho = float(f"{cfg.rho(level) * factor:.6g}")
     tried = content.budgets(cfg.with_rho(level, new_rho), state.delta())
     m = st.columns(3)
-    m[0].metric("ρ of the release", content.num(tried.release), delta=content.num(tried.release - b.release),
-                delta_color="inverse")
+    moved = tried.release != b.release  # a change is shown against the plan, none when there is none
+    m[0].metric("ρ of the release", content.num(tried.release),
+                delta=content.num(tried.release - b.release) if moved else None, delta_color="inverse")
     m[1].metric(f"ε at δ = {b.delta:.0e}", content.num(tried.eps_tight, 3),
-                delta=content.num(tried.eps_tight - b.eps_tight, 3), delta_color="inverse")
+                delta=content.num(tried.eps_tight - b.eps_tight, 3) if moved else None, delta_color="inverse")
     m[2].metric("ρ, bounded neighbours", content.num(tried.release_bounded))
     layout.use_in_planner(LESSON, cfg, {level.budget_key: new_rho}, f"ρ = {content.num(new_rho)} for {level.label}")
 

@@ -22,7 +22,8 @@ ref_cfg = presets.production_2020()
 proj, ref_proj = project(cfg, profile), project(ref_cfg, profile)
 plan, ref = national.outcome(proj, cfg), national.outcome(ref_proj, ref_cfg)
 layout.worked_example("the current plan across the nation",
-                      national.outcome_sentences(plan, ref, state.source_label(), state.PRODUCTION, profile))
+                      national.outcome_sentences(plan, ref, state.source_label(), state.PRODUCTION, profile,
+                                                 national.empty_share(cfg, profile)))
 
 st.markdown("**Why less budget can publish more tables** (the plan against the same plan with every budget halved):")
 half = national.variant(cfg, state.targets(), 0.5)
@@ -47,9 +48,10 @@ with layout.try_this():
     tried = national.outcome(tried_proj, tried_cfg)
     m = [*st.columns(2), *st.columns(2)]  # two by two: the labels stay whole in the presenter view
     for col, (key, label, better) in zip(m, national.FIGURES, strict=True):
+        change = national.change_text(key, ref.get(key), tried.get(key))
         col.metric(label, content.num(round(tried.get(key))) if key != "mae" else content.num(tried.get(key), 3),
-                   delta=f"{national.change_text(key, ref.get(key), tried.get(key))} vs 2020",
-                   delta_color="normal" if better else "inverse")
+                   delta=f"{change} vs 2020", delta_color="off" if change == "no change" else
+                   "normal" if better else "inverse", delta_arrow="off" if change == "no change" else "auto")
     why = (national.less_budget_more_tables(cfg, tried_cfg, profile, pa=proj, pb=tried_proj)
            + national.smaller_r_suppresses_more(cfg, tried_cfg, profile, pa=proj, pb=tried_proj))
     if why:

@@ -23,8 +23,9 @@ with layout.try_this():
     m[1].metric("Chance it is hidden", content.pct(tried.suppressed))
     m[2].metric("Average if published", content.num(tried.released_mean, 3))
     xs, ys = content.suppression_curve(tried)
-    layout.line_chart("Chance that a total is hidden", "true count n", "probability", xs, ys, "P(hidden)",
-                      key="learn5_chart", mark=n)
+    layout.line_chart("Chance that a total is hidden" + ("" if tried.T is None else f" (T = {tried.T})"),
+                      "true count n", "probability", xs, ys, "P(hidden)", key="learn5_chart", mark=n,
+                      mark_low=tried.T is not None and n <= tried.T)
     layout.use_in_planner(LESSON, cfg, {"zero_suppression_chance": p}, f"p = {p:g}")
 
 layout.question(LESSON, content.suppression_question(cfg))

@@ -93,12 +93,14 @@ def bar_chart(title: str, x: str, y: str, xs: list, ys: list, name: str, key: st
     chart(charts.style(fig, title, x, y, legend_room=60, showlegend=False), key)
 
 
-def line_chart(title: str, x: str, y: str, xs: list, ys: list, name: str, key: str, mark: Any = None) -> None:
-    """A line of ys against xs, with a dashed line at x = `mark`."""
+def line_chart(title: str, x: str, y: str, xs: list, ys: list, name: str, key: str, mark: Any = None,
+               mark_low: bool = False) -> None:
+    """A line of ys against xs, with a dashed line at x = `mark`, labelled at the bottom
+    (`mark_low`, where a falling line is high) or at the top."""
     fig = go.Figure(go.Scatter(x=xs, y=ys, name=name, mode="lines", line={"color": charts.COLORS[3], "width": 3}))
     if mark is not None:
-        fig.add_vline(x=mark, line_dash="dash", line_color=charts.COLORS[0],
-                      annotation_text=f"n = {content.num(mark)}", annotation_position="top right")
+        fig.add_vline(x=mark, line_dash="dash", line_color=charts.COLORS[0], annotation_text=f"n = {content.num(mark)}",
+                      annotation_position="bottom right" if mark_low else "top right")
     chart(charts.style(fig, title, x, y, legend_room=60, showlegend=False), key)
 
 

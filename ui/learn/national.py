@@ -19,6 +19,7 @@ from calculators.projection import Profile, Projection, project
 from ui.core import planner
 from ui.learn.content import num
 
+TRACT = PopulationGroupLevel("TRACT", 2)
 #: The figures of the lesson, in the order shown: (key, label, more is better).
 FIGURES = (("tables", "Groups with a sex × age table", True), ("suppressed", "Totals suppressed", False),
            ("t1_rows", "Totals published (T1 rows)", True), ("mae", "Mean |error| of a published total", False))
@@ -176,10 +177,26 @@ def change_text(key: str, before: float, after: float) -> str:
     return ("+" if d > 0 else "−") + (num(abs(d), 3) if digits else num(round(abs(d))))
 
 
-def outcome_sentences(plan: Outcome, ref: Outcome, plan_name: str, ref_name: str, profile: Profile) -> list[str]:
+def empty_share(cfg: SafeTabConfig, profile: Profile) -> float:
+    """The share of the groups of the levels the plan tabulates that have nobody in them
+    (size 0 in the profile's histograms)."""
+    groups = empty = 0
+    for lvl in cfg.tabulated_levels():
+        lp = profile.levels.get(lvl)
+        if lp is None:
+            continue
+        for hist in (lp.adaptive, lp.total_only):
+            groups += hist.groups
+            empty += int(hist.counts[hist.sizes == 0].sum())
+    return empty / groups if groups else 0.0
+
+
+def outcome_sentences(plan: Outcome, ref: Outcome, plan_name: str, ref_name: str, profile: Profile,
+                      empty: float) -> list[str]:
+    """The worked example of lesson 6: the plan's national outcome and its change from the reference."""
     same = all(abs(plan.get(k) - ref.get(k)) < 1e-9 for k, _l, _b in FIGURES)
-    lines = [f"On the shipped profile ({profile.name}: {num(profile.persons)} persons, {num(plan.groups)} population "
-             f"groups in all, most of them with nobody in them), the plan **{plan_name}** (ρ = {num(plan.rho)}) is "
+    lines = [f"On the shipped profile ({profile.name}; {num(plan.groups)} population groups in all, "
+             f"{100 * empty:.0f} % of them with nobody in them), the plan **{plan_name}** (ρ = {num(plan.rho)}) is "
              f"expected to give **{num(round(plan.tables))} groups a sex × age table**, publish "
              f"{num(round(plan.t1_rows))} totals and hide {num(round(plan.suppressed))} (suppressed); a published "
              f"total is off by {num(plan.mae, 3)} persons on average."]
@@ -194,17 +211,32 @@ def outcome_sentences(plan: Outcome, ref: Outcome, plan_name: str, ref_name: str
     return lines
 
 
+def _threshold_change(a: SafeTabConfig, b: SafeTabConfig, level: PopulationGroupLevel = TRACT) -> str:
+    """How the stage-1 noise and the suppression threshold T of a level change from plan a to b, in words."""
+    if a.rho(level) <= 0 or b.rho(level) <= 0:
+        return ""
+    S = int(budget.stability(a.max_race_codes)), int(budget.stability(b.max_race_codes))
+    s1 = [float(np.sqrt(budget.sigma2_stage1(c.rho(level), c.gamma, s))) for c, s in ((a, S[0]), (b, S[1]))]
+    t = [suppression.threshold(budget.sigma2_stage2(c.rho(level), c.gamma, s), c.suppression_chance)
+         for c, s in ((a, S[0]), (b, S[1]))]
+    name = planner.level_label(level)
+    said = f"At {name} the stage-1 noise goes from σ = {num(s1[0], 3)} to {num(s1[1], 3)} persons"
+    if None in t or t[0] == t[1]:
+        return said + "."
+    return said + f", and the suppression threshold from T = {t[0]} to {t[1]}."
+
+
 def question(cfg: SafeTabConfig, profile: Profile, targets: Mapping[str, int]) -> tuple[str, str, dict[str, float]]:
     """Halve every budget: how many more groups get a table, and how many more totals are hidden?"""
     half = variant(cfg, targets, 0.5)
     a, b = outcome(project(cfg, profile), cfg), outcome(project(half, profile), half)
-    q = ("Halve every budget of the plan (twice as private). Do more or fewer groups get a table, and how many more "
-         "totals are hidden?")
+    q = ("Halve every budget of the plan (half the privacy loss in ρ). Do more or fewer groups get a table, and how "
+         "many more totals are hidden?")
     dt, ds = b.tables - a.tables, b.suppressed - a.suppressed
     text = (f"**{'More' if dt > 0 else 'Fewer'} tables: {change_text('tables', a.tables, b.tables)} groups**, and "
             f"**{change_text('suppressed', a.suppressed, b.suppressed)} totals hidden** ({num(round(b.suppressed))} "
             f"instead of {num(round(a.suppressed))}); a published total is off by {num(b.mae, 3)} persons instead of "
-            f"{num(a.mae, 3)}. More noise lifts small groups over the thresholds, and it raises T.")
+            f"{num(a.mae, 3)}. {_threshold_change(cfg, half)}")
     return q, text, {"tables_change": dt, "suppressed_change": ds}
 
 

@@ -88,3 +88,10 @@ def test_the_question_halves_every_budget(profile):
     a, b = project(CFG, profile).total, project(half, profile).total
     assert values["suppressed_change"] == pytest.approx(b["suppressed"] - a["suppressed"])
     assert f"{round(b['suppressed']):,} instead of {round(a['suppressed']):,}" in text
+
+
+def test_empty_share_counts_the_groups_with_nobody(profile):
+    lp = profile.levels[TRACT]
+    groups = sum(p.adaptive.groups for lvl, p in profile.levels.items() if CFG.rho(lvl) > 0)
+    assert national.empty_share(CFG, profile) == pytest.approx(20_000 / groups)
+    assert lp.adaptive.counts[0] == 20_000 and lp.adaptive.sizes[0] == 0
