@@ -44,6 +44,18 @@ def _undo(at):
     assert not at.exception, [e.value for e in at.exception]
 
 
+def _used_then_undone(at, number: int, before, **expected) -> None:
+    """The tried values have left the plan as it was; "Use this in the planner" gives the
+    plan the `expected` config.json values, and one Undo puts it back."""
+    assert config(at).to_dict() == before.to_dict()
+    at.button(key=f"learn{number}_use").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = config(at).to_dict()
+    assert {k: after[k] for k in expected} == expected
+    _undo(at)
+    assert config(at).to_dict() == before.to_dict()
+
+
 def _metric(at, start: str) -> str:
     found = [m.value for m in at.metric if m.label.startswith(start)]
     assert found, [m.label for m in at.metric]
@@ -88,14 +100,10 @@ def test_lesson_1_answer_and_try_this():
     # try another budget and group size: the plan does not move
     at.select_slider(key="learn1_rho").set_value(0.5).run()
     at.text_input(key="learn1_n").input("100").run()
-    assert _metric(at, "Exact 95 % MOE") == f"{int(discrete_gaussian.moe(budget.sigma2_stage2(0.5, 0.1, 9)))} persons"
-    assert _metric(at, "95 % of counts between").startswith(f"{100 - int(discrete_gaussian.moe(budget.sigma2_stage2(0.5, 0.1, 9)))} ")
-    assert config(at).to_dict() == before.to_dict()
-    # until it is used in the planner: one step, undone by Undo
-    at.button(key="learn1_use").click().run()
-    assert getattr(config(at), TRACT2) == 0.5
-    _undo(at)
-    assert config(at).to_dict() == before.to_dict()
+    moe = int(discrete_gaussian.moe(budget.sigma2_stage2(0.5, 0.1, 9)))
+    assert _metric(at, "Exact 95 % MOE") == f"{moe} persons"
+    assert _metric(at, "95 % of counts between") == f"{100 - moe} and {100 + moe}"
+    _used_then_undone(at, 1, before, **{TRACT2: 0.5})
 
 
 def test_lesson_2_answer_and_try_this():
@@ -107,11 +115,7 @@ def test_lesson_2_answer_and_try_this():
     assert f"ε = {float(budget.epsilon_tight(t.release_bounded, 1e-10)):.3g}" in ans
     at.select_slider(key="learn2_factor").set_value(4.0).run()
     assert _metric(at, "ρ of the release") == f"{t.release + 3 * 0.159:.4g}"
-    assert config(at).to_dict() == before.to_dict()
-    at.button(key="learn2_use").click().run()
-    assert getattr(config(at), TRACT2) == pytest.approx(0.636)
-    _undo(at)
-    assert config(at).to_dict() == before.to_dict()
+    _used_then_undone(at, 2, before, **{TRACT2: 0.636})
 
 
 def test_lesson_3_answer_and_try_this():
@@ -122,11 +126,7 @@ def test_lesson_3_answer_and_try_this():
     assert f"**S = {budget.stability(3)}** and an exact MOE of **{int(discrete_gaussian.moe(s2))} persons**" in ans
     at.select_slider(key="learn3_r").set_value(2).run()
     assert _metric(at, "Stability S") == "3"
-    assert config(at).max_race_codes == 8
-    at.button(key="learn3_use").click().run()
-    assert config(at).max_race_codes == 2
-    _undo(at)
-    assert config(at).to_dict() == before.to_dict()
+    _used_then_undone(at, 3, before, max_race_codes=2)
 
 
 def test_lesson_4_answer_and_try_this():
@@ -142,11 +142,7 @@ def test_lesson_4_answer_and_try_this():
     p = adaptive.stat_level_probabilities(5000, (971, 4971, 19971), s1)
     assert _metric(at, "Chance of a table") == f"{100 * (1 - p[0]):.3g} %"
     assert _metric(at, "Stage-1 MOE") == f"{int(discrete_gaussian.moe(s1))} persons"
-    assert config(at).gamma == 0.1
-    at.button(key="learn4_use").click().run()
-    assert config(at).gamma == 0.3
-    _undo(at)
-    assert config(at).to_dict() == before.to_dict()
+    _used_then_undone(at, 4, before, privacy_budget_p_stage_1_fraction=0.3)
 
 
 def test_lesson_5_answer_and_try_this():
@@ -160,11 +156,7 @@ def test_lesson_5_answer_and_try_this():
     assert ans.startswith(f"**{100 * p:.1f} %**") and p > 0.5
     at.select_slider(key="learn5_p").set_value(0.99).run()
     assert _metric(at, "Threshold T") == str(int(suppression.threshold(s2, 0.99)))
-    assert config(at).suppression_chance == 0.9999
-    at.button(key="learn5_use").click().run()
-    assert config(at).suppression_chance == 0.99
-    _undo(at)
-    assert config(at).to_dict() == before.to_dict()
+    _used_then_undone(at, 5, before, zero_suppression_chance=0.99)
 
 
 def test_lesson_6_answer_and_try_this():
@@ -189,11 +181,7 @@ def test_lesson_6_answer_and_try_this():
     assert "Θ₁ = 971 persons" in md and "T = 21 → 22" in md
     at.select_slider(key="learn6_factor").set_value(0.5).run()
     assert _metric(at, "Totals suppressed") == f"{round(half['suppressed']):,}"
-    assert config(at).to_dict() == before.to_dict()
-    at.button(key="learn6_use").click().run()
-    assert getattr(config(at), COUNTY2) == 0.0795
-    _undo(at)
-    assert config(at).to_dict() == before.to_dict()
+    _used_then_undone(at, 6, before, **{COUNTY2: 0.0795})
 
 
 def test_the_class_starts_on_the_2020_plan_and_gives_the_learners_plan_back():

@@ -25,7 +25,7 @@ OVERLAPS = """() => {
   for (let a = 0; a < leaves.length; a++) for (let b = a + 1; b < leaves.length; b++) {
     const A = leaves[a].r, B = leaves[b].r;
     if (A.left < B.right - 2 && B.left < A.right - 2 && A.top < B.bottom - 2 && B.top < A.bottom - 2)
-      bad.push((leaves[a].e.innerText || '').trim().slice(0, 40) + ' / ' + (leaves[b].e.innerText || '').trim().slice(0, 40));
+      bad.push([a, b].map(i => (leaves[i].e.innerText || '').trim().slice(0, 40)).join(' / '));
   }
   return bad;
 }"""
@@ -34,10 +34,12 @@ OVERLAPS = """() => {
 #: with text), and the heights of its charts.
 SIZES = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
-  const texts = [...main.querySelectorAll('[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li')]
+  const md = '[data-testid="stMarkdownContainer"]';
+  const texts = [...main.querySelectorAll(md + ' p, ' + md + ' li')]
     .filter(e => (e.innerText || '').trim().length > 0 && !e.closest('[data-testid="stHeading"]'));
   const fonts = texts.map(e => parseFloat(getComputedStyle(e).fontSize));
-  const charts = [...main.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg')].map(s => s.getBoundingClientRect().height);
+  const charts = [...main.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg')]
+    .map(s => s.getBoundingClientRect().height);
   return {font: Math.min(...fonts), charts};
 }"""
 

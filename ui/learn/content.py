@@ -16,7 +16,7 @@ from typing import Any
 
 from calculators import adaptive, budget, discrete_gaussian, suppression
 from calculators.config import SafeTabConfig
-from calculators.levels import STAT_LEVEL_NAMES, PopulationGroupLevel
+from calculators.levels import PopulationGroupLevel
 
 #: The level of the worked examples of lessons 1, 3 and 5: "a detailed group in one tract".
 TRACT_DETAILED = PopulationGroupLevel("TRACT", 2)
@@ -342,7 +342,8 @@ def adaptive_question(cfg: SafeTabConfig) -> Answer:
     ex = adaptive_group(cfg, n)
     q = (f"A county Detailed group has {num(n)} persons, one short of Θ₁ = {num(th[0])}. What is the chance that it "
          "still gets a sex × age table?")
-    text = (f"**{pct(ex.table_chance)}**: its stage-1 total is {num(n)} + noise (σ = {num(math.sqrt(ex.sigma2_1), 3)}), "
+    sd = num(math.sqrt(ex.sigma2_1), 3)
+    text = (f"**{pct(ex.table_chance)}**: its stage-1 total is {num(n)} + noise (σ = {sd}), "
             f"and the noise lifts it to Θ₁ or more about as often as not. Stage 1 decides on a noisy count, so "
             "groups near a threshold may land on either side.")
     return Answer(q, text, {"table_chance": ex.table_chance, "n": n})

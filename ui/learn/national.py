@@ -104,9 +104,9 @@ def less_budget_more_tables(a: SafeTabConfig, b: SafeTabConfig, profile: Profile
     la, da, t1 = _lifted(a, profile, best)
     lb, db, _ = _lifted(b, profile, best)
     name = planner.level_label(best)
-    S = profile.levels[best].stability[b.max_race_codes - 1]
-    sa = np.sqrt(float(budget.sigma2_stage1(a.rho(best), a.gamma, profile.levels[best].stability[a.max_race_codes - 1])))
-    sb = np.sqrt(float(budget.sigma2_stage1(b.rho(best), b.gamma, S)))
+    stab = profile.levels[best].stability
+    sa = np.sqrt(float(budget.sigma2_stage1(a.rho(best), a.gamma, stab[a.max_race_codes - 1])))
+    sb = np.sqrt(float(budget.sigma2_stage1(b.rho(best), b.gamma, stab[b.max_race_codes - 1])))
     return [
         f"At {name}, the second plan spends less (ρ = {num(b.rho(best))} instead of {num(a.rho(best))}) and yet "
         f"gives about **{num(round(gain))} more groups a table**.",
