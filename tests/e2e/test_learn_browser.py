@@ -30,12 +30,12 @@ OVERLAPS = """() => {
   return bad;
 }"""
 
-#: The smallest font size of the body text of the main area (paragraphs and list items
-#: with text), and the heights of its charts.
+#: The smallest font size of the body text of the main area (paragraphs, list items and
+#: captions with text), and the heights of its charts.
 SIZES = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
-  const md = '[data-testid="stMarkdownContainer"]';
-  const texts = [...main.querySelectorAll(md + ' p, ' + md + ' li')]
+  const md = '[data-testid="stMarkdown"]';
+  const texts = [...main.querySelectorAll(md + ' p, ' + md + ' li, [data-testid="stCaptionContainer"] p')]
     .filter(e => (e.innerText || '').trim().length > 0 && !e.closest('[data-testid="stHeading"]'));
   const fonts = texts.map(e => parseFloat(getComputedStyle(e).fontSize));
   const charts = [...main.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg')]

@@ -41,6 +41,9 @@ K_DELTA = "delta"
 K_FLASH = "flash_messages"
 K_CHANGE = "plan_change"
 K_SIDEBAR = "sidebar_signature"
+#: The presenter view is on (`ui.learn.classroom`): charts are drawn at least PRESENTER_CHART_PX tall.
+K_PRESENTER = "learn_presenter"
+PRESENTER_CHART_PX = 600
 
 PRODUCTION = "2020 production plan"
 SAMPLE = "sample-data plan"

@@ -273,6 +273,9 @@ def plotly(fig: go.Figure, key: str, summary: str | None = None) -> None:
     with Streamlit's theme, whose template the browser would merge into the figure on
     every redraw (about 25 ms per chart and change); with a one-sentence text summary
     under it (`charts.summary` unless given), for readers who cannot see the chart."""
+    if st.session_state.get(state.K_PRESENTER):  # a projector: every chart at least this tall
+        # a copy: a page may draw a cached figure again after the view is switched off
+        fig = go.Figure(fig).update_layout(height=max(fig.layout.height or 0, state.PRESENTER_CHART_PX))
     st.plotly_chart(charts.fit(fig), key=key, config=PLOTLY_CONFIG, theme=None)
     st.caption(plain(summary or charts.summary(fig)))  # series are named after plans: shown as typed
 

@@ -8,9 +8,10 @@ each is one step of Undo, as every other change of the plan).
 * "End the class" makes the kept plan the current one again (its name, MOE targets and
   "edited" mark as they were).
 * A link opens a lesson with ``?class=start`` (`START_PARAM`) to start the class there.
-* The presenter view (`K_PRESENTER`, kept for the session) enlarges text (`PRESENTER_CSS`:
-  body text 20 px) and the lessons' charts (`chart_height`: 600 px), and hides the
-  sidebar's plan summary.
+* The presenter view (`K_PRESENTER`, kept for the session) enlarges body text on every
+  page (`PRESENTER_CSS`: 20 px) and every chart (`ui.core.widgets.plotly`: 600 px), labels,
+  buttons and key numbers of the lessons (`LESSON_PRESENTER_CSS`), and hides the sidebar's
+  plan summary.
 """
 
 from __future__ import annotations
@@ -22,29 +23,33 @@ from ui.core import history, planner, state, widgets
 from ui.learn import lessons
 
 K_SAVED = "learn_saved_plan"
-K_PRESENTER = "learn_presenter"
+K_PRESENTER = state.K_PRESENTER
 W_PRESENTER = "w_learn_presenter"
 START_PARAM = "class"
 START_VALUE = "start"
 #: Body text in the presenter view, px (a projector at the back of a room).
 PRESENTER_TEXT_PX = 20
 #: Charts of the lessons, px: in the presenter view and otherwise.
-PRESENTER_CHART_PX = 600
+PRESENTER_CHART_PX = state.PRESENTER_CHART_PX
 CHART_PX = 380
+#: The presenter view on every page: body text (paragraphs, lists, captions, messages) at
+#: PRESENTER_TEXT_PX. Controls, buttons and key numbers keep their size there: the pages'
+#: columns are laid out for it (larger, their labels would be cut at 1280 px).
 PRESENTER_CSS = f"""<style>
-[data-testid='stMain'] [data-testid='stMarkdownContainer'] p,
-[data-testid='stMain'] [data-testid='stMarkdownContainer'] li,
+[data-testid='stMain'] [data-testid='stMarkdown'] p, [data-testid='stMain'] [data-testid='stMarkdown'] li,
 [data-testid='stMain'] [data-testid='stCaptionContainer'] p,
+[data-testid='stMain'] [data-testid='stAlert'] p {{font-size: {PRESENTER_TEXT_PX}px !important; line-height: 1.45;}}
+</style>"""
+#: The presenter view of a lesson, laid out for it: titles, labels, buttons, links and key
+#: numbers larger too.
+LESSON_PRESENTER_CSS = f"""<style>
 [data-testid='stMain'] [data-testid='stWidgetLabel'] p,
-[data-testid='stMain'] [data-testid='stAlertContentInfo'] p,
-[data-testid='stMain'] [data-testid='stAlertContentSuccess'] p,
 [data-testid='stMain'] button p,
-[data-testid='stMain'] [data-testid='stPageLink'] p {{font-size: {PRESENTER_TEXT_PX}px !important;
-  line-height: 1.45;}}
+[data-testid='stMain'] [data-testid='stPageLink'] p,
+[data-testid='stMain'] [data-testid='stMetricLabel'] p {{font-size: {PRESENTER_TEXT_PX}px !important;}}
 [data-testid='stMain'] h1 {{font-size: 2.8rem !important;}}
 [data-testid='stMain'] h3 {{font-size: 1.8rem !important;}}
 [data-testid='stMain'] [data-testid='stMetricValue'] {{font-size: 2.6rem !important;}}
-[data-testid='stMain'] [data-testid='stMetricLabel'] p {{font-size: {PRESENTER_TEXT_PX}px !important;}}
 </style>"""
 
 
@@ -104,6 +109,12 @@ def class_bar(lesson: lessons.Lesson) -> None:
 # ------------------------------------------------------------------ presenter view
 def presenter() -> bool:
     return bool(st.session_state.get(K_PRESENTER, False))
+
+
+def lesson_style() -> None:
+    """A lesson's own presenter view (call on a lesson page)."""
+    if presenter():
+        st.html(LESSON_PRESENTER_CSS)
 
 
 def chart_height() -> int:

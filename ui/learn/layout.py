@@ -30,6 +30,7 @@ def header(lesson: lessons.Lesson) -> SafeTabConfig:
     if st.query_params.get(classroom.START_PARAM) == classroom.START_VALUE:
         classroom.start_from_link(lesson)
         st.rerun()  # the sidebar was drawn with the plan before
+    classroom.lesson_style()
     st.title(f"Lesson {lesson.number}: {lesson.title}")
     st.markdown(f"**Goal.** {lesson.goal}")
     st.caption(f"Lesson {lesson.number} of {len(lessons.LESSONS)}, about {lesson.minutes} minutes.")
