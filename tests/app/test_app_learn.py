@@ -6,6 +6,7 @@ presenter view is kept across pages and hides the sidebar's plan summary."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from calculators import adaptive, budget, discrete_gaussian, suppression
 from calculators.presets import production_2020
 from tests.app.conftest import config, open_app, shown, texts
-from ui.learn import lessons
+from ui.learn import classroom, lessons
 
 TRACT2, COUNTY2 = "privacy_budget_p_level_2_tract", "privacy_budget_p_level_2_county"
 
@@ -223,22 +224,30 @@ def test_a_link_starts_the_class_at_its_lesson():
     assert config(at).max_race_codes == 4
 
 
+def _chart_heights(at) -> list[int]:
+    return [json.loads(c.proto.spec)["layout"]["height"] for c in at.get("plotly_chart")]
+
+
 def test_presenter_view_is_kept_across_pages_and_hides_the_plan_summary():
     at = _lesson(1)
     assert any("Current plan:" in m.value for m in at.sidebar.markdown)
+    assert _chart_heights(at) == [classroom.CHART_PX]
     at.sidebar.toggle(key="w_learn_presenter").set_value(True).run()
     assert not any("Current plan:" in m.value for m in at.sidebar.markdown)
+    assert _chart_heights(at) == [600]
     css = "\n".join(h.proto.body for h in at.get("html"))
     assert "font-size: 20px" in css
     at.switch_page(lessons.by_number(4).script).run()
     assert at.sidebar.toggle(key="w_learn_presenter").value is True
     assert not any("Current plan:" in m.value for m in at.sidebar.markdown)
     assert "font-size: 20px" in "\n".join(h.proto.body for h in at.get("html"))
-    at.switch_page("app_pages/safetab/budget.py").run()
+    at.switch_page("app_pages/safetab/suppression.py").run()  # every page's charts, not only the lessons'
     assert not at.exception
     assert not any("Current plan:" in m.value for m in at.sidebar.markdown)
+    assert _chart_heights(at) and min(_chart_heights(at)) >= 600
     at.sidebar.toggle(key="w_learn_presenter").set_value(False).run()
     assert any("Current plan:" in m.value for m in at.sidebar.markdown)
+    assert min(_chart_heights(at)) < 600
 
 
 def test_overview_links_to_the_lessons_scenarios_and_the_memo():
