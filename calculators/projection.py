@@ -123,6 +123,7 @@ __all__ = [
     "Projection",
     "SizeHistogram",
     "max_distinct_sizes",
+    "noise_crossings",
     "profile_lines",
     "project",
 ]
@@ -1189,3 +1190,27 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
                      "cells' counts, which a profile does not hold, so a level with tables gives an upper bound of "
                      "the mean |error| (mean_abs_error_bound).")
     return Projection(rows, total, profile, notes, profile.confidential)
+
+
+def noise_crossings(config: SafeTabConfig, profile: Profile) -> dict[PopulationGroupLevel, dict[str, float]]:
+    """Per level the plan tabulates and the profile holds, how stage-1 noise moves groups
+    across Theta_1 (the threshold of the first table, fixed in persons; SPEC §1): `below`
+    (groups with n < Theta_1, which get a table only by noise) and `lifted` (expected
+    groups among them that get one: sum count(n) P(X1 >= Theta_1 - n)), `lifted_empty` (of
+    those, groups with no person), `above` (n >= Theta_1) and `dropped` (expected groups
+    among them that get no table: sum count(n) P(X1 < Theta_1 - n)). Adaptive groups only
+    (TotalOnly groups never get a table). Exact sums, as `project`."""
+    out = {}
+    for lvl in config.tabulated_levels():
+        lp = profile.levels.get(lvl)
+        if lp is None:
+            continue
+        sc = _scales(config, lvl, lp.stability[config.max_race_codes - 1])
+        theta = int(config.thresholds(lvl)[0])
+        n, c = lp.adaptive.sizes, lp.adaptive.counts.astype(np.float64)
+        up, down = _law_table(sc.stage1, sc.noise).cdf_pair(n - theta)  # P(X1 >= theta - n), P(X1 < theta - n)
+        below = n < theta
+        out[lvl] = {"theta1": float(theta), "below": float(c[below].sum()), "above": float(c[~below].sum()),
+                    "lifted": float(c[below] @ up[below]), "lifted_empty": float(c[n == 0] @ up[n == 0]),
+                    "dropped": float(c[~below] @ down[~below])}
+    return out
