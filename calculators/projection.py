@@ -41,7 +41,17 @@ standard deviation sqrt(sum p (1 - p)) (for t2_rows sqrt(sum Var(rows of a group
 mean_abs_error = E[sum of |error| over published totals] / E[number of published
 totals], and mean_abs_error_sd the standard deviation of one release's mean absolute
 error by the delta method (independent groups); mean_abs_error_bound says whether
-mean_abs_error is exact (false) or an upper bound (true: counts clamped, see above). Coterminous copying (SPEC §1) is
+mean_abs_error is exact (false) or an upper bound (true: counts clamped, see above).
+
+The occupancy split (`OCCUPANCY_COLUMNS`, `SHARE_COLUMNS`; after the columns above, which
+are unchanged): occupied (groups with n >= 1; fixed by the profile, no ``_sd``),
+occupied_published (occupied groups with a T1 row: sum over n >= 1 of P(T1 row | n)),
+occupied_suppressed, occupied_with_table (any sex x age table: 1 - P_0), occupied_age4 /
+_age9 / _age23, empty_published (groups with n = 0 that publish a total), each with ``_sd``;
+persons_published_share = sum n P(T1 row | n) / sum n (the share of the level's
+person-group memberships whose group publishes a total) and persons_with_table_share
+likewise, with ``_sd`` = sqrt(sum n^2 p (1 - p)) / sum n. TotalOnly groups always publish
+their total and never a table. Coterminous copying (SPEC §1) is
 ignored (`COTERMINOUS_NOTE`): the figures are those of ``python -m engine run ...
 --no-coterminous``.
 
@@ -104,6 +114,8 @@ __all__ = [
     "COLUMNS",
     "COUNT_COLUMNS",
     "COTERMINOUS_NOTE",
+    "OCCUPANCY_COLUMNS",
+    "SHARE_COLUMNS",
     "PROFILE_KIND",
     "LevelProfile",
     "Profile",
@@ -111,6 +123,7 @@ __all__ = [
     "Projection",
     "SizeHistogram",
     "max_distinct_sizes",
+    "noise_crossings",
     "profile_lines",
     "project",
 ]
@@ -128,9 +141,18 @@ MAX_PROFILE_SIZES = 4_000_000
 MAX_PROFILE_COUNT = 10**13
 #: Counted figures of a row, in order; each also has a ``_sd`` column.
 COUNT_COLUMNS = ("groups", "total_only", "age4", "age9", "age23", "suppressed", "t1_rows", "t2_rows")
-#: Every column of a projection row (`Projection.frame`, ``python -m engine project``).
+#: Counted figures about groups that exist (at least one person) and empty groups (issue 40):
+#: occupied is fixed by the profile (no ``_sd``), the others each have a ``_sd`` column.
+OCCUPANCY_COLUMNS = ("occupied", "occupied_published", "occupied_suppressed", "occupied_with_table",
+                     "occupied_age4", "occupied_age9", "occupied_age23", "empty_published")
+#: Shares of person-group memberships (sum n P(...) / sum n), each with a ``_sd`` column.
+SHARE_COLUMNS = ("persons_published_share", "persons_with_table_share")
+#: Every column of a projection row (`Projection.frame`, ``python -m engine project``): the
+#: columns of before issue 40 first and unchanged, the occupancy split after them.
 COLUMNS = ("geo", "iteration_level", *COUNT_COLUMNS, *(f"{c}_sd" for c in COUNT_COLUMNS),
-           "mean_abs_error", "mean_abs_error_sd", "mean_abs_error_bound")
+           "mean_abs_error", "mean_abs_error_sd", "mean_abs_error_bound",
+           "occupied", *(x for c in OCCUPANCY_COLUMNS[1:] for x in (c, f"{c}_sd")),
+           *(x for c in SHARE_COLUMNS for x in (c, f"{c}_sd")))
 #: What every projection says about coterminous geographies.
 COTERMINOUS_NOTE = ("Coterminous copying is ignored: entities of different levels that cover the same blocks "
                     "(a county with one tract, DC) publish their own tabulation here, as `python -m engine run "
@@ -866,6 +888,7 @@ def _compress(sizes: np.ndarray, counts: np.ndarray, windows: list[tuple[int, in
     are kept as they are."""
     if len(sizes) <= _SMALL or not windows:
         return sizes, counts  # a few sizes: evaluating them all is cheaper than sorting them out
+    # `counts` may be a matrix of weights, one row per size (summed alike)
     lo = np.sort(np.array([a for a, _ in windows], dtype=np.int64))
     hi = np.sort(np.array([b for _, b in windows], dtype=np.int64))
     started = np.searchsorted(lo, sizes, side="right")  # windows with lo <= n
@@ -877,7 +900,7 @@ def _compress(sizes: np.ndarray, counts: np.ndarray, windows: list[tuple[int, in
     key = started[out]
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     rep_sizes = sizes[out[first]]
-    rep_counts = np.add.reduceat(counts[out], first)
+    rep_counts = np.add.reduceat(counts[out], first, axis=0)
     n = np.concatenate([sizes[active], rep_sizes])
     c = np.concatenate([counts[active], rep_counts])
     order = np.argsort(n, kind="stable")
@@ -928,7 +951,8 @@ _level_figures_cached.cache_clear = _clear_level_figures  # type: ignore[attr-de
 
 def _level_figures_of(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _Scales,
                       clamp: bool) -> dict[str, float]:
-    out = dict.fromkeys(COUNT_COLUMNS + tuple(f"{c}_var" for c in COUNT_COLUMNS) + _SUMS + ("bound",), 0.0)
+    out = dict.fromkeys(COUNT_COLUMNS + tuple(f"{c}_var" for c in COUNT_COLUMNS) + _SUMS + ("bound",)
+                        + _OCC_KEYS, 0.0)
     out["groups"] = float(lp.groups)
     h = lp.adaptive
     if len(h.sizes):
@@ -938,7 +962,8 @@ def _level_figures_of(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _S
             windows.append((sc.threshold - l2.reach - 1, sc.threshold + l2.reach + 1))
         if clamp:  # max(X, -n): n within the reach of 0 (or of T < 0)
             windows.append((-1, l2.reach + abs(sc.threshold or 0) + 2))
-        n, w = _compress(h.sizes, h.counts, windows)
+        n, W = _compress(h.sizes, _weights(h), windows)
+        w = W[:, 0]
         # Stage 1: level = #{j : Theta_j <= n + X1}. up[j] = P(X1 >= Theta_j - n) = F(n - Theta_j) (symmetry),
         # down[j] = 1 - up[j] = F(Theta_j - n - 1), each from its small side; differences likewise.
         up, down = l1.cdf_pair(n[None, :] - np.array(thresholds, dtype=np.int64)[:, None])
@@ -965,19 +990,63 @@ def _level_figures_of(lp: LevelProfile, thresholds: tuple[int, int, int], sc: _S
         out["t1_rows"] = out["B"]
         out["bound"] = float(clamp and out["age4"] + out["age9"] + out["age23"] > 0)
         out["t1_rows_var"] = out["suppressed_var"]
+        _add_occupancy(out, W, p, supp)
     h = lp.total_only
     if len(h.sizes):
         l0 = _law_table(sc.total_only, sc.noise)
-        n, w = _compress(h.sizes, h.counts, [(-1, l0.reach + 2)] if clamp else [(-1, -1)])
-        w = w.astype(np.float64)
+        n, W = _compress(h.sizes, _weights(h), [(-1, l0.reach + 2)] if clamp else [(-1, -1)])
+        w = W[:, 0]
         _, abs_, sq_ = _published_error(l0, n, None, clamp)
         g = float(w.sum())
+        occ, nsum = float(W[:, 1].sum()), float(W[:, 2].sum())  # a TotalOnly group always publishes its total
+        out["occupied"] += occ
+        out["occupied_published"] += occ
+        out["empty_published"] += g - occ
+        out["persons"] += nsum
+        out["persons_published"] += nsum
         out["total_only"] += g
         out["t1_rows"] += g
         A_, A2_, AA_ = (w @ np.column_stack([abs_, sq_, abs_ * abs_])).tolist()
         for k, v in (("A", A_), ("A2", A2_), ("B", g), ("AA", AA_), ("AB", A_), ("BB", g)):
             out[k] += v
     return out
+
+
+#: Sums of the occupancy split kept per level (`_add_occupancy`): expected numbers, their
+#: variances, and the persons (sum of n) of all groups, of published ones, of ones with a table.
+_OCC_KEYS = ("occupied", *(x for c in OCCUPANCY_COLUMNS[1:] for x in (c, f"{c}_var")),
+             "persons", "persons_published", "persons_published_var", "persons_with_table",
+             "persons_with_table_var")
+
+
+def _weights(h: SizeHistogram) -> np.ndarray:
+    """Per size: the number of groups, of groups with at least one person, and the sums of
+    n and n^2 over the groups (float64 columns, summed alike when sizes are merged)."""
+    c = h.counts.astype(np.float64)
+    n = h.sizes.astype(np.float64)
+    return np.column_stack([c, np.where(h.sizes > 0, c, 0.0), n * c, n * n * c])
+
+
+def _add_occupancy(out: dict[str, float], W: np.ndarray, p: np.ndarray, supp: np.ndarray) -> None:
+    """The occupancy split of the adaptive groups (issue 40): per size, P(T1 row) = 1 - P(suppressed),
+    P(table) = 1 - P_0 and P(table j) = P_j, weighted by the groups with a person (occupied_*),
+    without one (empty_published), and by n (persons_*; the variance of sum n 1{...} is
+    sum n^2 p (1 - p))."""
+    occ, emp, wn, wn2 = W[:, 1], W[:, 0] - W[:, 1], W[:, 2], W[:, 3]
+    pub, tab = 1.0 - supp, 1.0 - p[:, 0]
+    vpub, vtab = pub * (1.0 - pub), tab * p[:, 0]
+    figures = {"occupied_published": (occ, pub, vpub), "occupied_suppressed": (occ, supp, vpub),
+               "occupied_with_table": (occ, tab, vtab), "empty_published": (emp, pub, vpub),
+               **{f"occupied_age{a}": (occ, p[:, j], p[:, j] * (1.0 - p[:, j])) for j, a in ((1, 4), (2, 9), (3, 23))}}
+    for key, (weight, prob, var) in figures.items():
+        out[key] += float(weight @ prob)
+        out[f"{key}_var"] += float(weight @ var)
+    out["occupied"] += float(occ.sum())
+    out["persons"] += float(wn.sum())
+    out["persons_published"] += float(wn @ pub)
+    out["persons_published_var"] += float(wn2 @ vpub)
+    out["persons_with_table"] += float(wn @ tab)
+    out["persons_with_table_var"] += float(wn2 @ vtab)
 
 
 def _mae(sums: Mapping[str, float]) -> tuple[float, float]:
@@ -1024,7 +1093,12 @@ class Projection:
                      "groups included; age4/age9/age23: groups with that sex x age table), of suppressed groups, of "
                      "T1 and T2 rows; *_sd their standard deviations; mean_abs_error: expected |published - true| "
                      "of published totals (T1; an upper bound where mean_abs_error_bound is true), "
-                     "mean_abs_error_sd its standard deviation in one release.")
+                     "mean_abs_error_sd its standard deviation in one release. Occupancy: occupied = groups with at least "
+                     "one person; occupied_published / occupied_suppressed / occupied_with_table / occupied_age4-23 "
+                     "= expected occupied groups with a total, suppressed, with any or each sex x age table; "
+                     "empty_published = expected groups with no person that publish a total; "
+                     "persons_published_share / persons_with_table_share = sum n P(total | n) / sum n "
+                     "(and with a table), n the group's persons.")
         return lines
 
     def to_csv(self) -> str:
@@ -1055,6 +1129,14 @@ def _row(geo: str, iteration_level: int | None, fig: Mapping[str, float]) -> dic
     row["mean_abs_error_bound"] = bool(fig.get("bound", 0.0) > 0)
     if row["mean_abs_error_bound"]:
         row["mean_abs_error_sd"] = math.nan  # the spread of a bound is not the spread of the error
+    row["occupied"] = fig["occupied"]
+    for c in OCCUPANCY_COLUMNS[1:]:
+        row[c] = fig[c]
+        row[f"{c}_sd"] = math.sqrt(max(fig[f"{c}_var"], 0.0))
+    persons = fig["persons"]
+    for c, key in zip(SHARE_COLUMNS, ("persons_published", "persons_with_table")):
+        row[c] = fig[key] / persons if persons > 0 else math.nan
+        row[f"{c}_sd"] = math.sqrt(max(fig[f"{key}_var"], 0.0)) / persons if persons > 0 else math.nan
     return row
 
 
@@ -1084,7 +1166,8 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
         figs.append(fig)
         rows.append(_row(lvl.geo, lvl.iteration_level, fig))
     total_fig = {k: sum(f[k] for f in figs) for k in figs[0]} if figs else {
-        **{c: 0.0 for c in COUNT_COLUMNS}, **{f"{c}_var": 0.0 for c in COUNT_COLUMNS}, **{k: 0.0 for k in _SUMS}, "bound": 0.0}
+        **{c: 0.0 for c in COUNT_COLUMNS}, **{f"{c}_var": 0.0 for c in COUNT_COLUMNS}, **{k: 0.0 for k in _SUMS}, "bound": 0.0,
+        **dict.fromkeys(_OCC_KEYS, 0.0)}
     total = _row("TOTAL", None, total_fig)
     if missing:
         notes.append(f"The profile has no groups of {', '.join(missing)} (its run was off or the data had no "
@@ -1107,3 +1190,27 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
                      "cells' counts, which a profile does not hold, so a level with tables gives an upper bound of "
                      "the mean |error| (mean_abs_error_bound).")
     return Projection(rows, total, profile, notes, profile.confidential)
+
+
+def noise_crossings(config: SafeTabConfig, profile: Profile) -> dict[PopulationGroupLevel, dict[str, float]]:
+    """Per level the plan tabulates and the profile holds, how stage-1 noise moves groups
+    across Theta_1 (the threshold of the first table, fixed in persons; SPEC §1): `below`
+    (groups with n < Theta_1, which get a table only by noise) and `lifted` (expected
+    groups among them that get one: sum count(n) P(X1 >= Theta_1 - n)), `lifted_empty` (of
+    those, groups with no person), `above` (n >= Theta_1) and `dropped` (expected groups
+    among them that get no table: sum count(n) P(X1 < Theta_1 - n)). Adaptive groups only
+    (TotalOnly groups never get a table). Exact sums, as `project`."""
+    out = {}
+    for lvl in config.tabulated_levels():
+        lp = profile.levels.get(lvl)
+        if lp is None:
+            continue
+        sc = _scales(config, lvl, lp.stability[config.max_race_codes - 1])
+        theta = int(config.thresholds(lvl)[0])
+        n, c = lp.adaptive.sizes, lp.adaptive.counts.astype(np.float64)
+        up, down = _law_table(sc.stage1, sc.noise).cdf_pair(n - theta)  # P(X1 >= theta - n), P(X1 < theta - n)
+        below = n < theta
+        out[lvl] = {"theta1": float(theta), "below": float(c[below].sum()), "above": float(c[~below].sum()),
+                    "lifted": float(c[below] @ up[below]), "lifted_empty": float(c[n == 0] @ up[n == 0]),
+                    "dropped": float(c[~below] @ down[~below])}
+    return out

@@ -421,3 +421,60 @@ def test_a_profile_no_longer_held_is_freed_with_its_figures():
         P._level_figures_of = real
     assert not calls  # still held: its figures were kept
     pd.testing.assert_frame_equal(first, again)
+
+
+@pytest.mark.parametrize("defn", ["zcdp", "puredp"])
+def test_occupancy_split_equals_group_by_group_sums(defn):
+    """Issue 40 item 1: the figures about groups that exist, and the persons' shares, are the
+    sums over groups of the single-group probabilities, weighted by n >= 1, n = 0 or n."""
+    from calculators import budget, noise_family
+
+    sizes = np.array([0, 0, 0, 0, 1, 2, 3, 5, 8, 13, 40, 90, 200, 971, 4000, 30000])
+    config = presets.production_2020().updated(privacy_defn=defn)
+    row = P.project(config, _profile({COUNTY2: sizes})).row(COUNTY2)
+    noise = noise_family.family_of(defn)
+    S = max(2, config.max_race_codes) + 1
+    s1 = float(budget.noise_scale_exact(config.rho_exact(COUNTY2), S, config.gamma_exact, noise))
+    s2 = budget.noise_scale_exact(config.rho_exact(COUNTY2), S, 1 - config.gamma_exact, noise)
+    T = suppression.threshold(s2, config.zero_suppression_chance, noise=noise)
+    want = dict.fromkeys(("occupied_published", "occupied_suppressed", "occupied_with_table", "occupied_age4",
+                          "occupied_age9", "occupied_age23", "empty_published", "pp", "pt"), 0.0)
+    for n in sizes:
+        p = adaptive.stat_level_probabilities(int(n), config.thresholds(COUNTY2), s1, noise)
+        sup = p[0] * float(suppression.suppression_probability(int(n), T, float(s2), noise))
+        if n == 0:
+            want["empty_published"] += 1 - sup
+            continue
+        want["occupied_published"] += 1 - sup
+        want["occupied_suppressed"] += sup
+        want["occupied_with_table"] += 1 - p[0]
+        for j, a in ((1, 4), (2, 9), (3, 23)):
+            want[f"occupied_age{a}"] += p[j]
+        want["pp"] += n * (1 - sup)
+        want["pt"] += n * (1 - p[0])
+    assert row["occupied"] == 12
+    for col in ("occupied_published", "occupied_suppressed", "occupied_with_table", "occupied_age4",
+                "occupied_age9", "occupied_age23", "empty_published"):
+        assert row[col] == pytest.approx(want[col], rel=1e-9, abs=1e-9), col
+    assert row["persons_published_share"] == pytest.approx(want["pp"] / sizes.sum(), rel=1e-9)
+    assert row["persons_with_table_share"] == pytest.approx(want["pt"] / sizes.sum(), rel=1e-9)
+    # the split adds up: published + suppressed = occupied; empty + occupied published = T1 rows
+    assert row["occupied_published"] + row["occupied_suppressed"] == pytest.approx(12)
+    assert row["occupied_published"] + row["empty_published"] == pytest.approx(row["t1_rows"])
+    assert row["occupied_suppressed"] < row["suppressed"]  # the empty groups' suppressions are not counted
+
+
+def test_total_only_groups_publish_and_count_as_occupied_or_empty():
+    config = presets.production_2020()
+    proj = P.project(config, _profile({USA2: [5, 500, 5000]}, total_only={USA2: [0, 7, 123456]}))
+    row = proj.row(USA2)
+    assert row["occupied"] == 5 and row["empty_published"] == pytest.approx(0 + 1)
+    assert row["occupied_published"] == pytest.approx(5) and row["persons_published_share"] == pytest.approx(1.0)
+    tot = proj.total
+    assert tot["occupied"] == 5 and tot["persons_published_share"] == pytest.approx(1.0)
+    # the columns of before come first, unchanged (a CSV reader by position keeps working)
+    assert P.COLUMNS[:21] == ("geo", "iteration_level", *P.COUNT_COLUMNS, *(f"{c}_sd" for c in P.COUNT_COLUMNS),
+                              "mean_abs_error", "mean_abs_error_sd", "mean_abs_error_bound")
+    assert P.COLUMNS[21:] == ("occupied", *(x for c in P.OCCUPANCY_COLUMNS[1:] for x in (c, f"{c}_sd")),
+                              "persons_published_share", "persons_published_share_sd",
+                              "persons_with_table_share", "persons_with_table_share_sd")

@@ -27,7 +27,8 @@ def test_help_names_the_commands_and_their_columns():
     out = subprocess.run([sys.executable, "-m", "engine", "project", "--help"], cwd=REPO, capture_output=True,
                          text=True)
     for word in ("geo, iteration_level, groups, total_only, age4, age9, age23, suppressed, t1_rows",
-                 "_sd", "mean_abs_error", "Coterminous copying is ignored", "comment='#'"):
+                 "_sd", "mean_abs_error", "Coterminous copying is ignored", "comment='#'", "occupied_published",
+                 "empty_published", "persons_published_share"):
         assert word in out.stdout, word
     out = subprocess.run([sys.executable, "-m", "engine", "profile", "--help"], cwd=REPO, capture_output=True,
                          text=True)

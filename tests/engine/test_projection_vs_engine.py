@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from calculators.config import SafeTabConfig
-from calculators.projection import COUNT_COLUMNS, project
+from calculators.projection import COUNT_COLUMNS, OCCUPANCY_COLUMNS, SHARE_COLUMNS, project
 from engine.cli import main
 from engine.reports.profile import compute_profile
 
@@ -55,7 +55,25 @@ def outcome(release: Path, truth: Path, level_keys) -> dict[tuple[str, int], dic
         groups = len(t1) + len(sup)
         out[(geo, lvl)] = {"groups": groups, **tables, "total_only": groups - len(rows), "suppressed": len(sup),
                            "t1_rows": len(t1), "t2_rows": len(t2),
-                           "mean_abs_error": float(err.mean()) if len(err) else math.nan}
+                           "mean_abs_error": float(err.mean()) if len(err) else math.nan,
+                           **_occupancy(true, pub.index, sup, rows)}
+    return out
+
+
+def _occupancy(true: pd.Series, published: pd.Index, sup: pd.DataFrame, rows: pd.Series) -> dict[str, float]:
+    """The occupancy split of one level of a release, from the true counts of its groups
+    (the truth's T1 holds every group of the universe, empty ones with 0)."""
+    sup_idx = sup.set_index(["REGION_ID", "ITERATION_CODE"]).index
+    assert len(true) == len(published) + len(sup_idx), "the truth lists every group, published or suppressed"
+    n_pub, n_sup, n_tab = (true.reindex(ix) for ix in (published, sup_idx, rows.index))
+    persons = float(true.sum())
+    out = {"occupied": int((true > 0).sum()), "occupied_published": int((n_pub > 0).sum()),
+           "occupied_suppressed": int((n_sup > 0).sum()), "occupied_with_table": int((n_tab > 0).sum()),
+           "empty_published": int((n_pub == 0).sum()),
+           "persons_published_share": float(n_pub.sum()) / persons if persons else math.nan,
+           "persons_with_table_share": float(n_tab.sum()) / persons if persons else math.nan}
+    for k, c in (("age4", 10), ("age9", 20), ("age23", 48)):
+        out[f"occupied_{k}"] = int((n_tab[(rows == c).to_numpy()] > 0).sum())
     return out
 
 
@@ -96,7 +114,9 @@ def _agree(tmp_path: Path, config: SafeTabConfig, runs: int, check_error: bool =
     report = []
     for row in proj.rows:
         key = (row["geo"], row["iteration_level"])
-        for col in COUNT_COLUMNS + (("mean_abs_error",) if check_error else ()):
+        for col in COUNT_COLUMNS + OCCUPANCY_COLUMNS + SHARE_COLUMNS + (("mean_abs_error",) if check_error else ()):
+            if col in SHARE_COLUMNS and math.isnan(row[col]):
+                continue  # a level without persons has no share
             values = np.array([s[key][col] for s in seen], dtype=float)
             if col == "mean_abs_error":
                 values = values[~np.isnan(values)]
@@ -111,7 +131,7 @@ def _agree(tmp_path: Path, config: SafeTabConfig, runs: int, check_error: bool =
                 report.append({"level": key, "figure": "mean_abs_error (bound)", "projected": row[col],
                                "mean of runs": mean, "sd": sd, "tolerance": tol, "ok": mean <= row[col] + tol})
                 continue
-            sd = row[f"{col}_sd"]
+            sd = row.get(f"{col}_sd", 0.0)  # occupied: fixed by the data
             tol = Z * sd / math.sqrt(len(values)) + 1e-9 * max(1.0, abs(row[col]))
             report.append({"level": key, "figure": col, "projected": row[col], "mean of runs": mean, "sd": sd,
                            "tolerance": tol, "ok": abs(mean - row[col]) <= tol})
@@ -153,7 +173,7 @@ def test_a_plan_without_noise_agrees_exactly(tmp_path):
     would show here although sampling error hides it in the tests above)."""
     config = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"), budget=1e6)
     df = _agree(tmp_path, config, runs=1)
-    counts = df[df["figure"] != "mean_abs_error"]
+    counts = df[(df["figure"] != "mean_abs_error") & ~df["figure"].isin(SHARE_COLUMNS)]
     assert (counts["sd"] < 1e-9).all()
     assert (counts["projected"] - counts["projected"].round()).abs().max() < 1e-9
     assert (counts["projected"] == counts["mean of runs"]).all()

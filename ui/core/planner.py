@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -29,6 +27,24 @@ import pandas as pd
 
 from calculators import budget, noise_family
 from calculators.config import BUDGET_RANGE, ConfigError, SafeTabConfig
+# The plan model (calculators.plan) computes a plan's figures; this module lays them out.
+from calculators.plan import (  # noqa: F401  (re-exported: the pages call them planner.X)
+    BOUND,
+    BUDGET_DIGITS,
+    DEFAULT_DELTA,
+    EXACT,
+    achieved_moe,
+    achieved_target,
+    epsilon_of,
+    level_moe,
+    level_name,
+    noise_of,
+    resolve_targets,
+    rho_for_target,
+    round_sig,
+    round_up,
+    stability_of,
+)
 from calculators.levels import (
     ITERATION_LEVEL_NAMES,
     POPULATION_GROUP_LEVELS,
@@ -37,8 +53,6 @@ from calculators.levels import (
 from calculators.presets import PRODUCTION_MOE_TARGETS, PRODUCTION_THRESHOLDS
 from ui.core import typed
 
-BOUND = "bound"
-EXACT = "exact"
 METHODS = (EXACT, BOUND)
 #: The planner's default: the exact MOE is the true 95% half-width of the noise, so a
 #: target is met when the noise really stays within it 95% of the time.
@@ -88,7 +102,6 @@ TARGET_BUDGET = {
 FALLBACK_TARGET = {1: 50, 2: 11}
 
 DELTAS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14)
-DEFAULT_DELTA = 1e-10
 
 #: Largest accepted MOE target (persons): a margin of error of millions hides every
 #: count. A smaller target can still be refused when its budget falls below BUDGET_MIN.
@@ -104,26 +117,6 @@ MOE_HUGE = 1_000           # exact cell MOE (persons) from which noise swamps mo
 
 
 # ----------------------------------------------------------------------- basics
-def stability_of(config: SafeTabConfig) -> int:
-    """S = max(2, r) + 1 (SPEC §1 with h_r = h_e = 1): the stability of every population
-    group level on spec files production accepts (its hierarchy check allows one
-    iteration per code and slice, counted per tabulation class) in which each class has
-    race and ethnicity iterations, as the 2020 files do. A run reports the engine's own
-    S per level in its manifest (`ui.core.files.stability_differences`)."""
-    return _stability(config.max_race_codes)
-
-
-@lru_cache(maxsize=16)
-def _stability(max_race_codes: int) -> int:
-    # a pure function of r, asked for every level of every plan a page compares
-    return int(budget.stability(max_race_codes))
-
-
-def noise_of(config: SafeTabConfig) -> str:
-    """The noise law of the configuration: "gaussian" (zCDP) or "geometric" (pure DP)."""
-    return noise_family.family_of(config.privacy_defn)
-
-
 def units(config: SafeTabConfig) -> dict[str, Any]:
     """What the pages call the budget and the noise scale under the configuration's
     privacy definition (SPEC §1): rho and sigma2 (zCDP), epsilon and b (pure DP)."""
@@ -157,94 +150,7 @@ def relabel(df: pd.DataFrame, config: SafeTabConfig) -> pd.DataFrame:
     return df.rename(columns=lambda c: label(str(c), config))
 
 
-def level_label(level: PopulationGroupLevel) -> str:
-    return f"{level.geo} {ITERATION_LEVEL_NAMES[level.iteration_level]}"
-
-
-@lru_cache(maxsize=8192)
-def _moe(rho: float, S: int, gamma: float, exact: bool, stage: str, noise: str) -> int:
-    # the exact MOE is a bisection of exact tail sums: cache it, pages ask for the same
-    # (rho, S, gamma) many times per redraw and again on every redraw
-    return int(budget.moe_for_rho(rho, S, gamma, stage=stage, exact=exact, noise=noise))
-
-
-def level_moe(rho: float, S: int, gamma: float, method: str, stage: str = "stage2",
-              noise: str = "gaussian") -> int | None:
-    """MOE of one cell of a stage at level budget rho (epsilon under pure DP; None if
-    it is 0: not tabulated): `budget.moe_for_rho` (SPEC §2), exact or design bound."""
-    if not rho or rho <= 0:
-        return None
-    return _moe(float(rho), int(S), float(gamma), method == EXACT, stage, noise)
-
-
-def achieved_moe(config: SafeTabConfig, level: PopulationGroupLevel, method: str) -> int | None:
-    return level_moe(config.rho(level), stability_of(config), config.gamma, method, noise=noise_of(config))
-
-
-def achieved_target(config: SafeTabConfig, level: PopulationGroupLevel, method: str) -> int | None:
-    """The MOE target a level gets from its budget: the MOE it achieves, but at least 1
-    person (a target is a whole number of persons from 1, `urlcodec.target_problem`; a
-    budget so large that its MOE is 0 meets a target of 1)."""
-    m = achieved_moe(config, level, method)
-    return None if m is None else max(m, 1)
-
-
-#: Significant digits of a budget derived from a MOE target (`rho_for_target`).
-BUDGET_DIGITS = 4
-
-
-@lru_cache(maxsize=4096)
-def _rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str) -> float:
-    if method == EXACT:
-        return float(budget.rho_level_for_exact_moe(int(moe), S, gamma, noise=noise))
-    return float(budget.rho_level_for_moe(moe, S, gamma, noise=noise))
-
-
-def round_sig(value: float, up: bool, digits: int = BUDGET_DIGITS) -> float:
-    """The nearest number of `digits` significant digits at or above `value` (`up`) or at
-    or below it (0.12267539 -> 0.1227 or 0.1226; 0.159 stays 0.159): exact decimal
-    arithmetic, so the float returned reads back as those digits."""
-    if value <= 0:
-        return float(value)
-    d = Decimal(repr(float(value)))
-    step = Decimal(1).scaleb(d.adjusted() - digits + 1)
-    return float((d / step).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR) * step)
-
-
-def round_up(value: float) -> float:
-    """`value` rounded up to BUDGET_DIGITS significant digits (`round_sig`)."""
-    return round_sig(value, up=True)
-
-
-def rho_for_target(moe: int, S: int, gamma: float, method: str, noise: str = "gaussian") -> float:
-    """Level rho (epsilon under pure DP) whose stage-2 cells have MOE `moe` (design-paper
-    or exact inversion, SPEC §2; `TARGET_BUDGET`), written with BUDGET_DIGITS significant
-    digits (the 2020 plan's budgets have 3 decimals: 2.134, 0.159, 0.008; the inversion's
-    0.15874 is written 0.1587), so that the plan and its config.json read exactly
-    as they are used: the inversion's budget rounded down if that still gives MOE `moe`
-    (the design bound's inversion sits at 1.96 sigma = moe exactly, where rounding up
-    would give moe - 1), else rounded up (a larger budget never gives a larger MOE)."""
-    exact = _rho_for_target(int(moe), int(S), float(gamma), method, noise)
-    down = round_sig(exact, up=False)
-    if down > 0 and level_moe(down, S, gamma, method, noise=noise) <= moe:
-        return down
-    return round_sig(exact, up=True)
-
-
-@lru_cache(maxsize=4096)
-def _epsilon(rho: float, delta: float, tight: bool) -> float:
-    if tight:
-        return float(budget.epsilon_tight(rho, delta))
-    return float(budget.epsilon_classic(rho, delta))
-
-
-def epsilon_of(budget_value: float, delta: float, privacy_defn: str = "zcdp", tight: bool = True) -> float:
-    """The epsilon a budget gives (SPEC §1): under zCDP the (epsilon, delta)-DP
-    conversion of rho at `delta` (tight Canonne-Kamath-Steinke, or classic
-    rho + 2 sqrt(rho ln 1/delta)); under pure DP the budget is epsilon itself (delta 0)."""
-    if privacy_defn == "puredp" or budget_value <= 0:
-        return float(budget_value)
-    return _epsilon(float(budget_value), float(delta), tight)
+level_label = level_name  # the planner's name of a level ("USA Regional"), as everywhere
 
 
 def production_targets() -> dict[str, int]:
@@ -649,17 +555,6 @@ def _power_of_e(eps: float) -> str:
     if eps < 700:
         return f"{math.exp(eps):.2g}"
     return f"10^{eps / math.log(10):.0f}"
-
-
-def resolve_targets(config: SafeTabConfig, targets: Mapping[str, int], method: str) -> SafeTabConfig:
-    """Recompute rho of every tabulated level from its target (after r or gamma changed)."""
-    S, g, nz = stability_of(config), config.gamma, noise_of(config)
-    changes: dict[str, float] = {}
-    for lvl in POPULATION_GROUP_LEVELS:
-        m = targets.get(lvl.key)
-        if config.rho(lvl) > 0 and m is not None:
-            changes[lvl.budget_key] = rho_for_target(int(m), S, g, method, nz)
-    return config.updated(**changes) if changes else config
 
 
 def convert_privacy(config: SafeTabConfig, targets: Mapping[str, int], method: str,

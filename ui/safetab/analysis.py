@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calculators import adaptive, budget, noise_family, suppression
+from calculators import adaptive, noise_family, suppression
 from calculators.config import SafeTabConfig
 from calculators.levels import (
     GEO_LEVELS,
@@ -22,6 +22,7 @@ from calculators.levels import (
     STAT_LEVEL_CELLS,
     PopulationGroupLevel,
 )
+from calculators.plan import sigmas, threshold_for  # noqa: F401  (the plan model; re-exported)
 from ui.core.planner import (
     DEFAULT_DELTA,
     GEO,
@@ -29,10 +30,8 @@ from ui.core.planner import (
     RHO,
     epsilon_label,
     epsilon_of,
-    noise_of,
     relabel,
     resolve_targets,
-    stability_of,
 )
 
 #: Names of the stage-2 tables by stat level (SPEC §1).
@@ -46,28 +45,6 @@ RULES = {
     "average_cell": "every cell of the table, at its average size, meets the target",
     "total": "the group total built from the table meets the target",
 }
-
-
-# ------------------------------------------------------------------- sigma^2
-def sigmas(config: SafeTabConfig, level: PopulationGroupLevel) -> dict[str, Any]:
-    """Noise scale of stage 1, stage 2 and TotalOnly groups (SPEC §1) as floats: sigma^2
-    = S / (2 share rho) under zCDP, the geometric scale b = S / (share epsilon) under pure
-    DP; the exact rational stage-2 scale the engine uses (for suppression thresholds);
-    and "noise", the law ("gaussian" or "geometric") every calculator call needs."""
-    return dict(_sigmas(config.rho(level), config.rho_exact(level), stability_of(config), config.gamma,
-                        config.gamma_exact, noise_of(config)))
-
-
-@lru_cache(maxsize=4096)
-def _sigmas(rho: float, rho_exact: Fraction, S: int, g: float, g_exact: Fraction, nz: str) -> tuple:
-    # exact rational arithmetic on every redraw is avoidable: cache by the level's numbers
-    return (
-        ("noise", nz),
-        ("stage1", float(budget.noise_scale(rho, S, g, nz))),
-        ("stage2", float(budget.noise_scale(rho, S, 1 - g, nz))),
-        ("total_only", float(budget.noise_scale(rho, S, 1.0, nz))),
-        ("stage2_exact", budget.noise_scale_exact(rho_exact, S, Fraction(1) - g_exact, nz)),
-    )
 
 
 # --------------------------------------------------------------- adaptive
@@ -219,21 +196,6 @@ def thresholds_table(config: SafeTabConfig) -> pd.DataFrame:
 
 
 # -------------------------------------------------------------- suppression
-def threshold_for(config: SafeTabConfig, level: PopulationGroupLevel, p: float | None = None) -> int | None:
-    """The level's suppression threshold T (SPEC §1): `suppression.threshold` with the
-    exact stage-2 sigma^2 (the geometric scale under pure DP), as the engine computes
-    it; None if p = 0 (off)."""
-    p = config.zero_suppression_chance if p is None else p
-    s = sigmas(config, level)
-    return _threshold(s["stage2_exact"], float(p), s["noise"])
-
-
-@lru_cache(maxsize=1024)
-def _threshold(stage2_exact: Fraction, p: float, noise: str) -> int | None:
-    t = suppression.threshold(stage2_exact, p, noise=noise)
-    return None if t is None else int(t)
-
-
 def _n_released_95(t: int, s2: float, noise: str = "gaussian") -> int:
     """Smallest true count n >= 0 released with probability >= 95%: P(released) = sf(T - n)
     grows with n, so an integer bisection finds it in O(log) calls at any noise scale."""
