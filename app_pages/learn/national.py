@@ -1,15 +1,24 @@
 """Lesson 6: the national trade-off (a plan's national outcome, its change from the 2020
-plan, then the memo)."""
+plan, why less budget can publish more tables and why re-deriving at a smaller r can
+suppress more (`calculators.explain`), then the memo)."""
 
 import streamlit as st
 
-from calculators import presets
+from calculators import explain, presets
 from calculators.projection import project
 from ui.core import state
 from ui.learn import content, layout, lessons, national
 from ui.safetab import projection
 
 LESSON = lessons.by_number(6)
+#: The smaller r of the lesson's second explanation.
+SMALLER_R = 6
+
+
+def _sentences(lines: list[str], none: str) -> None:
+    st.markdown("\n".join(f"- {line}" for line in lines) if lines else f"- {none}")
+
+
 cfg = layout.header(LESSON)
 profile = projection.shipped(projection.NATIONAL)
 if profile is None:
@@ -19,20 +28,20 @@ if profile is None:
     st.stop()
 
 ref_cfg = presets.production_2020()
-proj, ref_proj = project(cfg, profile), project(ref_cfg, profile)
-plan, ref = national.outcome(proj, cfg), national.outcome(ref_proj, ref_cfg)
+proj = project(cfg, profile)
+plan, ref = national.outcome(proj, cfg), national.outcome(project(ref_cfg, profile), ref_cfg)
 layout.worked_example("the current plan across the nation",
-                      national.outcome_sentences(plan, ref, state.source_label(), state.PRODUCTION, profile,
-                                                 national.empty_share(cfg, profile)))
+                      national.outcome_sentences(proj, ref, state.source_label(), state.PRODUCTION, profile,
+                                                 national.empty_share(cfg, profile), cfg))
 
 st.markdown("**Why less budget can publish more tables** (the plan against the same plan with every budget halved):")
-half = national.variant(cfg, state.targets(), 0.5)
-st.markdown("\n".join(f"- {s}" for s in national.less_budget_more_tables(cfg, half, profile, pa=proj))
-            or "- Halving this plan's budgets gives no level more tables.")
-st.markdown("**Why re-deriving at a smaller r can suppress more** (the plan against the same MOE targets at r = 6):")
-r6 = national.variant(cfg, state.targets(), 1.0, r=min(6, max(cfg.max_race_codes - 1, 1)), rederive=True)
-st.markdown("\n".join(f"- {s}" for s in national.smaller_r_suppresses_more(cfg, r6, profile, pa=proj))
-            or "- For this plan, re-deriving at a smaller r hides no more totals.")
+_sentences(explain.less_budget_more_tables(cfg, national.variant(cfg, state.targets(), 0.5), profile),
+           "Halving this plan's budgets publishes no more tables.")
+smaller_r = min(SMALLER_R, cfg.max_race_codes - 1)
+st.markdown(f"**Why re-deriving at a smaller r can suppress more** (the plan at r = {smaller_r}, its budgets kept "
+            "or re-derived from the MOE targets):")
+_sentences(explain.smaller_r_suppresses_more(cfg, smaller_r, state.targets(), state.method(), profile)
+           if smaller_r >= 1 else [], "For this plan, re-deriving at a smaller r suppresses no more.")
 
 with layout.try_this():
     c = st.columns(2)
@@ -41,26 +50,27 @@ with layout.try_this():
     r = c[1].select_slider("Race codes counted, r", options=list(range(1, 9)), value=cfg.max_race_codes,
                            key="learn6_r")
     rederive = st.toggle("Re-derive budgets for the MOE targets", key="learn6_rederive",
-                           help="As the planner does when r changes: each level's budget is derived again from its "
-                                "MOE target at the new S.")
-    tried_cfg = national.variant(cfg, state.targets(), factor, r, rederive)
-    tried_proj = project(tried_cfg, profile)
-    tried = national.outcome(tried_proj, tried_cfg)
+                         help="As the planner does when r changes: each level's budget is derived again from its "
+                              "MOE target at the new S.")
+    tried_cfg = national.variant(cfg, state.targets(), factor, r, rederive, state.method())
+    tried = national.outcome(project(tried_cfg, profile), tried_cfg)
     m = [*st.columns(2), *st.columns(2)]  # two by two: the labels stay whole in the presenter view
     for col, (key, label, better) in zip(m, national.FIGURES, strict=True):
         change = national.change_text(key, ref.get(key), tried.get(key))
         col.metric(label, content.num(round(tried.get(key))) if key != "mae" else content.num(tried.get(key), 3),
                    delta=f"{change} vs 2020", delta_color="off" if change == "no change" else
                    "normal" if better else "inverse", delta_arrow="off" if change == "no change" else "auto")
-    why = (national.less_budget_more_tables(cfg, tried_cfg, profile, pa=proj, pb=tried_proj)
-           + national.smaller_r_suppresses_more(cfg, tried_cfg, profile, pa=proj, pb=tried_proj))
+    why = explain.less_budget_more_tables(cfg, tried_cfg, profile)
+    if rederive and factor == 1:
+        why += explain.smaller_r_suppresses_more(cfg, r, state.targets(), state.method(), profile)
     if why:
-        st.markdown("\n".join(f"- {s}" for s in why))
+        _sentences(why, "")
     layout.use_in_planner(LESSON, cfg, {k: v for k, v in tried_cfg.to_dict().items() if k != "thresholds_p"},
-                          f"the tried plan (budgets × {content.num(factor)}, r = {r})")
+                          f"the tried plan (budgets × {content.num(factor)}, r = {r}"
+                          f"{', re-derived' if rederive else ''})")
 
-q, text, _values = national.question(cfg, profile, state.targets())
-layout.question(LESSON, content.Answer(q, text, _values))
+q, text, values = national.question(cfg, profile, state.targets())
+layout.question(LESSON, content.Answer(q, text, values))
 layout.learned(national.learned(plan, ref))
 st.page_link("app_pages/committee/memo.py", label="Then: the decision memo of the current plan",
              icon=":material/picture_as_pdf:")

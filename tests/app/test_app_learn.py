@@ -177,9 +177,16 @@ def test_lesson_6_answer_and_try_this():
     assert f"{round(abs(tables(half) - tables(full))):,} groups" in ans
     assert f"{round(half['suppressed']):,} instead of {round(full['suppressed']):,}" in ans
     assert _metric(at, "Totals suppressed") == f"{round(full['suppressed']):,}"
-    # the two explanations are computed for this plan
+    # the two explanations are calculators.explain's, for this plan
+    from calculators import explain
+    from ui.core import planner
+
     md = texts(at)
-    assert "Θ₁ = 971 persons" in md and "T = 21 → 22" in md
+    why = explain.less_budget_more_tables(before, before.updated(**{
+        lvl.budget_key: float(f"{before.rho(lvl) / 2:.4g}") for lvl in before.tabulated_levels()}), profile)
+    why_r = explain.smaller_r_suppresses_more(before, 6, planner.production_targets(), planner.EXACT, profile)
+    assert why and why_r
+    assert all(f"- {line}" in md for line in why + why_r), [line for line in why + why_r if line not in md]
     at.select_slider(key="learn6_factor").set_value(0.5).run()
     assert _metric(at, "Totals suppressed") == f"{round(half['suppressed']):,}"
     _used_then_undone(at, 6, before, **{COUNTY2: 0.0795})

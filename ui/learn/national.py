@@ -1,22 +1,22 @@
 """Lesson 6, the national trade-off (pure; no Streamlit): a plan's expected national
 outcome (`calculators.projection.project` on a group-size profile), its change from a
-reference plan, plan variants a learner can try, and the two explanations computed from
-the numbers: why less budget can publish more tables, and why re-deriving the budgets
-at a smaller r can suppress more (SPEC §1: stage 1 against thresholds fixed in persons;
-suppression threshold T from the stage-2 noise)."""
+reference plan, the plan variants a learner can try, and the lesson's question. The two
+explanations (why less budget can publish more tables, why re-deriving the budgets at a
+smaller r can suppress more) are `calculators.explain`'s, as on the planner.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
+import math
 
-from calculators import adaptive, budget, suppression
+from calculators import budget, explain
+from calculators import plan as plan_model
 from calculators.config import SafeTabConfig
 from calculators.levels import PopulationGroupLevel
 from calculators.projection import Profile, Projection, project
-from ui.core import planner
 from ui.learn.content import num
 
 TRACT = PopulationGroupLevel("TRACT", 2)
@@ -51,120 +51,16 @@ def outcome(proj: Projection, cfg: SafeTabConfig) -> Outcome:
 
 
 def variant(cfg: SafeTabConfig, targets: Mapping[str, int], factor: float = 1.0, r: int | None = None,
-            rederive: bool = False) -> SafeTabConfig:
-    """The plan with every budget times `factor` (to 4 significant digits), or at race
-    multiplicity r; with `rederive`, each level's budget is derived again from its MOE
-    target at the new S (`planner.rho_for_target`, exact MOE), as the planner does."""
-    r = cfg.max_race_codes if r is None else int(r)
-    changes: dict = {"max_race_codes": r}
-    S = int(budget.stability(r))
-    for lvl in cfg.tabulated_levels():
-        rho = cfg.rho(lvl) * factor
-        if rederive and lvl.key in targets:
-            rho = planner.rho_for_target(int(targets[lvl.key]), S, cfg.gamma, planner.EXACT) * factor
-        changes[lvl.budget_key] = float(f"{rho:.4g}")
-    return cfg.updated(**changes)
-
-
-# ------------------------------------------------------------------ the explanations
-def _lifted(cfg: SafeTabConfig, profile: Profile, level: PopulationGroupLevel) -> tuple[float, float, int]:
-    """Expected groups of the level with fewer than Theta_1 persons that get a table
-    (noise lifted their stage-1 total over Theta_1), those with Theta_1 or more that do
-    not, and Theta_1 (SPEC §1 stage 1): sums over the level's histogram of group sizes
-    of count(n) P(stat level >= 1 | n), resp. count(n) P(stat level 0 | n)."""
-    lp = profile.levels[level]
-    th = cfg.thresholds(level)
-    S = lp.stability[cfg.max_race_codes - 1]
-    s1 = float(budget.sigma2_stage1(cfg.rho(level), cfg.gamma, S))
-    sizes, counts = lp.adaptive.sizes, lp.adaptive.counts.astype(float)
-    below = sizes < th[0]
-    p0 = adaptive.stat_level_probabilities(sizes, th, s1)[..., 0]
-    lifted = float((counts[below] * (1 - p0[below])).sum())  # the histogram lists empty groups as size 0
-    dropped = float((counts[~below] * p0[~below]).sum())
-    return lifted, dropped, th[0]
-
-
-def less_budget_more_tables(a: SafeTabConfig, b: SafeTabConfig, profile: Profile,
-                            pa: Projection | None = None, pb: Projection | None = None) -> list[str]:
-    """Why plan b, with less budget than plan a at some level, gives more groups a table
-    there: sentences with the numbers of the level where it gains most (empty if no level
-    of b has less budget and more tables)."""
-    pa = pa or project(a, profile)
-    pb = pb or project(b, profile)
-    best, gain = None, 0.5
-    for lvl in b.tabulated_levels():
-        ra, rb = pa.row(lvl), pb.row(lvl)
-        if ra is None or rb is None or lvl not in profile.levels or not 0 < b.rho(lvl) < a.rho(lvl):
-            continue
-        d = _tables(rb) - _tables(ra)
-        if d > gain:
-            best, gain = lvl, d
-    if best is None:
-        return []
-    la, da, t1 = _lifted(a, profile, best)
-    lb, db, _ = _lifted(b, profile, best)
-    name = planner.level_label(best)
-    stab = profile.levels[best].stability
-    sa = np.sqrt(float(budget.sigma2_stage1(a.rho(best), a.gamma, stab[a.max_race_codes - 1])))
-    sb = np.sqrt(float(budget.sigma2_stage1(b.rho(best), b.gamma, stab[b.max_race_codes - 1])))
-    return [
-        f"At {name}, the second plan spends less (ρ = {num(b.rho(best))} instead of {num(a.rho(best))}) and yet "
-        f"gives about **{num(round(gain))} more groups a table**.",
-        f"Less budget means more stage-1 noise (σ = {num(sb, 3)} persons instead of {num(sa, 3)}), while the "
-        f"threshold stays at Θ₁ = {num(t1)} persons. Most groups are far smaller than Θ₁, so the extra noise lifts "
-        f"more of them over it than it drops larger groups below: about {num(round(lb))} groups under Θ₁ get a "
-        f"table (instead of {num(round(la))}), and {num(round(db))} groups of Θ₁ or more get none (instead of "
-        f"{num(round(da))}).",
-        "Those extra tables belong to small groups, whose cells are mostly noise: more tables is not more accuracy.",
-    ]
-
-
-def smaller_r_suppresses_more(a: SafeTabConfig, b: SafeTabConfig, profile: Profile,
-                              pa: Projection | None = None, pb: Projection | None = None) -> list[str]:
-    """Why plan b, at a smaller r than plan a with its budgets derived again, hides more
-    totals: sentences with the numbers of the level where it hides most (empty if b's r
-    is not smaller or it hides no more)."""
-    if b.max_race_codes >= a.max_race_codes:
-        return []
-    pa = pa or project(a, profile)
-    pb = pb or project(b, profile)
-    best, more = None, 0.5
-    for lvl in b.tabulated_levels():
-        ra, rb = pa.row(lvl), pb.row(lvl)
-        if ra is None or rb is None or lvl.is_state_or_above:
-            continue
-        d = rb["suppressed"] - ra["suppressed"]
-        if d > more:
-            best, more = lvl, d
-    if best is None:
-        return []
-    total = pb.total["suppressed"] - pa.total["suppressed"]
-    lp = profile.levels[best]
-    Sa, Sb = lp.stability[a.max_race_codes - 1], lp.stability[b.max_race_codes - 1]
-    s2a = float(budget.sigma2_stage2(a.rho(best), a.gamma, Sa))
-    s2b = float(budget.sigma2_stage2(b.rho(best), b.gamma, Sb))
-    ta = suppression.threshold(s2a, a.suppression_chance)
-    tb = suppression.threshold(s2b, b.suppression_chance)
-    ma, mb = int(budget.moe_exact(s2a)), int(budget.moe_exact(s2b))
-    name = planner.level_label(best)
-    if ta == tb:
-        why = (f"the suppression threshold stays at T = {ta}, but the stage-1 noise grows too, so more small groups "
-               "get a total only, which is what can be suppressed")
-    else:
-        why = f"and with it the suppression threshold, T = {ta} → {tb}"
-    return [
-        f"At r = {b.max_race_codes} a person changes at most S = {Sb} counts of a level instead of {Sa}, so the "
-        f"planner derives smaller budgets for the same MOE targets: at {name}, ρ = {num(b.rho(best))} instead of "
-        f"{num(a.rho(best))}.",
-        (f"Re-derived budgets are the smallest that meet the targets; the first plan's had room to spare. At S = "
-         f"{Sa}, ρ = {num(a.rho(best))} gives σ² = {num(s2a)} (exact MOE {ma}); at S = {Sb}, ρ = {num(b.rho(best))} "
-         f"gives σ² = {num(s2b)} (exact MOE {mb}): more noise within the same target; {why}.") if s2b > s2a else
-        (f"At S = {Sb}, ρ = {num(b.rho(best))} gives σ² = {num(s2b)} (exact MOE {mb}), against σ² = {num(s2a)} "
-         f"(exact MOE {ma}) before; the stage-1 noise changes too, and with it how many groups get a total only, "
-         f"which is what can be suppressed (T = {ta} → {tb})."),
-        f"More small totals are hidden: about **{num(round(more))} more at {name}**, "
-        f"{num(round(total))} more in all.",
-    ]
+            rederive: bool = False, method: str = plan_model.EXACT) -> SafeTabConfig:
+    """The plan at race multiplicity r, its budgets re-derived from the MOE targets at the
+    new S if `rederive` (`calculators.plan.resolve_targets`, as the planner does), then
+    every budget times `factor` (to 4 significant digits)."""
+    out = cfg.updated(max_race_codes=cfg.max_race_codes if r is None else int(r))
+    if rederive:
+        out = plan_model.resolve_targets(out, targets, method)
+    if factor != 1:
+        out = out.updated(**{lvl.budget_key: float(f"{out.rho(lvl) * factor:.4g}") for lvl in out.tabulated_levels()})
+    return out
 
 
 # ------------------------------------------------------------------ the lesson
@@ -191,15 +87,18 @@ def empty_share(cfg: SafeTabConfig, profile: Profile) -> float:
     return empty / groups if groups else 0.0
 
 
-def outcome_sentences(plan: Outcome, ref: Outcome, plan_name: str, ref_name: str, profile: Profile,
-                      empty: float) -> list[str]:
-    """The worked example of lesson 6: the plan's national outcome and its change from the reference."""
+def outcome_sentences(proj: Projection, ref: Outcome, plan_name: str, ref_name: str, profile: Profile,
+                      empty: float, cfg: SafeTabConfig) -> list[str]:
+    """The worked example of lesson 6: the plan's national outcome (`proj`, of `cfg`), about
+    the groups that exist too (`explain.headline_sentence`), and its change from the reference."""
+    plan = outcome(proj, cfg)
     same = all(abs(plan.get(k) - ref.get(k)) < 1e-9 for k, _l, _b in FIGURES)
     lines = [f"On the shipped profile ({profile.name}; {num(plan.groups)} population groups in all, "
              f"{100 * empty:.0f} % of them with nobody in them), the plan **{plan_name}** (ρ = {num(plan.rho)}) is "
              f"expected to give **{num(round(plan.tables))} groups a sex × age table**, publish "
              f"{num(round(plan.t1_rows))} totals and hide {num(round(plan.suppressed))} (suppressed); a published "
              f"total is off by {num(plan.mae, 3)} persons on average."]
+    lines.append(explain.headline_sentence(proj))
     if same:
         lines.append(f"This is the {ref_name} itself: every change below is measured from it. Try another plan "
                      "underneath.")
@@ -212,14 +111,13 @@ def outcome_sentences(plan: Outcome, ref: Outcome, plan_name: str, ref_name: str
 
 
 def _threshold_change(a: SafeTabConfig, b: SafeTabConfig, level: PopulationGroupLevel = TRACT) -> str:
-    """How the stage-1 noise and the suppression threshold T of a level change from plan a to b, in words."""
+    """How the stage-1 noise and the suppression threshold T of a level change from plan a
+    to b, in words (SPEC §1: sigma2_1 = S / (2 gamma rho); T from the stage-2 noise)."""
     if a.rho(level) <= 0 or b.rho(level) <= 0:
         return ""
-    S = int(budget.stability(a.max_race_codes)), int(budget.stability(b.max_race_codes))
-    s1 = [float(np.sqrt(budget.sigma2_stage1(c.rho(level), c.gamma, s))) for c, s in ((a, S[0]), (b, S[1]))]
-    t = [suppression.threshold(budget.sigma2_stage2(c.rho(level), c.gamma, s), c.suppression_chance)
-         for c, s in ((a, S[0]), (b, S[1]))]
-    name = planner.level_label(level)
+    s1 = [math.sqrt(float(plan_model.sigmas(c, level)["stage1"])) for c in (a, b)]
+    t = [plan_model.threshold_for(c, level) for c in (a, b)]
+    name = plan_model.level_name(level)
     said = f"At {name} the stage-1 noise goes from σ = {num(s1[0], 3)} to {num(s1[1], 3)} persons"
     if None in t or t[0] == t[1]:
         return said + "."

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calculators import adaptive, budget, suppression
+from calculators import budget, suppression
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from calculators.presets import production_2020
 from calculators.projection import LevelProfile, Profile, SizeHistogram, project
@@ -44,6 +44,8 @@ def test_variants_scale_or_rederive_the_budgets():
     assert r6.max_race_codes == 6
     assert r6.rho(TRACT) == planner.rho_for_target(11, 7, 0.1, planner.EXACT) == 0.1127
     assert budget.moe_exact(budget.sigma2_stage2(r6.rho(TRACT), 0.1, 7)) == 11  # still meets the target
+    both = national.variant(CFG, planner.production_targets(), 0.5, 6, rederive=True)
+    assert both.rho(TRACT) == 0.05635 and both.max_race_codes == 6
 
 
 def test_outcome_is_the_projections_total(profile):
@@ -56,38 +58,14 @@ def test_outcome_is_the_projections_total(profile):
     assert national.change_text("mae", 7.0, 6.5) == "−0.5" and national.change_text("tables", 3, 3.2) == "no change"
 
 
-def test_less_budget_more_tables_says_how_many_are_lifted(profile):
-    half = national.variant(CFG, planner.production_targets(), 0.5)
-    lines = national.less_budget_more_tables(CFG, half, profile)
-    assert lines, "halving the budget gives the tract level more tables on this profile"
-    gain = national._tables(project(half, profile).row(TRACT)) - national._tables(project(CFG, profile).row(TRACT))
-    assert gain > 0 and f"about **{round(gain):,} more groups a table**" in lines[0]
-    # the lifted groups: sum over sizes below Θ₁ of count x P(stat level >= 1), by hand
-    lp = profile.levels[TRACT]
-    s1 = float(budget.sigma2_stage1(0.0795, 0.1, 9))
-    p = adaptive.stat_level_probabilities(lp.adaptive.sizes, (971, 4971, 19971), s1)
-    below = lp.adaptive.sizes < 971
-    lifted = (lp.adaptive.counts[below] * (1 - p[below, 0])).sum()
-    assert f"about {round(lifted):,} groups under Θ₁ get a table" in lines[1]
-    assert national.less_budget_more_tables(half, CFG, profile) == []  # more budget: not this effect
-
-
-def test_smaller_r_suppresses_more_names_the_threshold(profile):
-    r6 = national.variant(CFG, planner.production_targets(), 1.0, 6, rederive=True)
-    lines = national.smaller_r_suppresses_more(CFG, r6, profile)
-    more = project(r6, profile).row(TRACT)["suppressed"] - project(CFG, profile).row(TRACT)["suppressed"]
-    assert more > 0 and f"about **{round(more):,} more at TRACT Detailed**" in lines[2]
-    t_after = int(suppression.threshold(budget.sigma2_stage2(0.1127, 0.1, 7), 0.9999))
-    assert t_after == 22 and "T = 21 → 22" in lines[1]
-    assert national.smaller_r_suppresses_more(r6, CFG, profile) == []  # a larger r is not this case
-
-
 def test_the_question_halves_every_budget(profile):
     q, text, values = national.question(CFG, profile, planner.production_targets())
     half = national.variant(CFG, planner.production_targets(), 0.5)
     a, b = project(CFG, profile).total, project(half, profile).total
     assert values["suppressed_change"] == pytest.approx(b["suppressed"] - a["suppressed"])
     assert f"{round(b['suppressed']):,} instead of {round(a['suppressed']):,}" in text
+    t = [int(suppression.threshold(budget.sigma2_stage2(rho, 0.1, 9), 0.9999)) for rho in (0.159, 0.0795)]
+    assert t[1] > t[0] and f"suppression threshold from T = {t[0]} to {t[1]}" in text
 
 
 def test_empty_share_counts_the_groups_with_nobody(profile):
