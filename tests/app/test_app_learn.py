@@ -198,8 +198,10 @@ def test_the_class_starts_on_the_2020_plan_and_gives_the_learners_plan_back():
     mine = config(at)
     assert mine.max_race_codes == 3
     at.switch_page(lessons.by_number(3).script).run()
+    assert at.select_slider(key="learn3_r").value == 3  # the lesson's control starts from the plan
     at.button(key="learn_start_3").click().run()
     assert config(at).to_dict() == production_2020().to_dict()
+    assert at.select_slider(key="learn3_r").value == 8  # ... and again from the class's plan
     assert "The class has started at lesson 3" in texts(at)
     assert "Class in progress" in texts(at)
     # a change during the class, then the end of the class: the learner's plan is back
@@ -266,3 +268,15 @@ def test_overview_links_to_the_lessons_scenarios_and_the_memo():
         assert links[lesson.nav_title] == (lesson.url_path, "class=start")
     assert links["Save and compare scenarios"][0] == "scenarios"
     assert links["Write the decision memo"][0] == "memo"
+
+
+def test_a_pure_dp_plan_is_told_to_start_the_class():
+    at = open_app()
+    at.session_state["config"] = production_2020().updated(privacy_defn="puredp")
+    at.switch_page(lessons.by_number(1).script).run()
+    assert not at.exception
+    assert "the current plan uses pure DP" in texts(at)
+    assert not at.get("plotly_chart")  # no zCDP figures for a pure-DP plan
+    at.button(key="learn_start_1").click().run()
+    assert config(at).privacy_defn == "zcdp"
+    assert at.get("plotly_chart") and "Exact 95 % MOE" in [m.label for m in at.metric]

@@ -16,6 +16,8 @@ each is one step of Undo, as every other change of the plan).
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from calculators import presets
@@ -62,10 +64,19 @@ def saved_plan() -> history.Snapshot | None:
     return st.session_state.get(K_SAVED)
 
 
+def _reset_lesson_controls() -> None:
+    """Forget the lessons' own "Try this" values and revealed answers (keys ``learn<N>_...``),
+    so that they start again from the plan the class now uses."""
+    ss = st.session_state
+    for key in [k for k in ss if re.match(r"learn\d+_", str(k))]:
+        del ss[key]
+
+
 def start(lesson: lessons.Lesson | None = None) -> None:
     """Keep the learner's plan (unless a class is running already) and load the lesson's
     plan, the 2020 production plan: one step of Undo."""
     ss = st.session_state
+    _reset_lesson_controls()
     if K_SAVED not in ss:
         ss[K_SAVED] = state.snapshot()
     state.set_config(presets.production_2020(), state.PRODUCTION, planner.production_targets())
@@ -79,6 +90,7 @@ def end() -> None:
     snap = st.session_state.pop(K_SAVED, None)
     if snap is None:
         return
+    _reset_lesson_controls()
     state.set_config(snap.config, snap.source, snap.targets, snap.edited)
     state.flash("success", f"The class has ended: your plan ({snap.source}) is back.")
 
