@@ -82,8 +82,10 @@ def use_in_planner(lesson: lessons.Lesson, cfg: SafeTabConfig, changes: dict[str
 
 
 def chart(fig: go.Figure, key: str) -> None:
-    """A lesson's chart: the app's layout, 600 px tall in the presenter view."""
+    """A lesson's chart: the app's layout; in the presenter view 600 px tall, its text larger."""
     fig.update_layout(height=classroom.chart_height())
+    if classroom.presenter():  # a projector: chart text as large as the body text
+        fig.update_layout(font_size=classroom.PRESENTER_TEXT_PX - 2, title_font_size=classroom.PRESENTER_TEXT_PX + 2)
     widgets.plotly(fig, key)
 
 
