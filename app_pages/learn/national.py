@@ -6,7 +6,7 @@ import streamlit as st
 
 from calculators import explain, presets
 from calculators.projection import project
-from ui.core import state
+from ui.core import state, widgets  # the plan's name is the user's: shown as typed (widgets.plain)
 from ui.learn import content, layout, lessons, national
 from ui.safetab import projection
 
@@ -30,8 +30,9 @@ if profile is None:
 ref_cfg = presets.production_2020()
 proj = project(cfg, profile)
 plan, ref = national.outcome(proj, cfg), national.outcome(project(ref_cfg, profile), ref_cfg)
+name = widgets.plain(state.source_label())
 layout.worked_example("the current plan across the nation",
-                      national.outcome_sentences(proj, ref, state.source_label(), state.PRODUCTION, profile,
+                      national.outcome_sentences(proj, ref, name, state.PRODUCTION, profile,
                                                  national.empty_share(cfg, profile), cfg))
 
 st.markdown("**Why less budget can publish more tables** (the plan against the same plan with every budget halved):")

@@ -280,3 +280,13 @@ def test_a_pure_dp_plan_is_told_to_start_the_class():
     at.button(key="learn_start_1").click().run()
     assert config(at).privacy_defn == "zcdp"
     assert at.get("plotly_chart") and "Exact 95 % MOE" in [m.label for m in at.metric]
+
+
+def test_a_plan_name_that_looks_like_markdown_is_shown_as_typed():
+    at = open_app()
+    at.session_state["config_source"] = "**bold** [link](http://example.com)"
+    at.switch_page(lessons.by_number(6).script).run()
+    assert not at.exception
+    example = next(m.value for m in at.markdown if m.value.startswith("1. On the shipped profile"))
+    assert "\\*\\*bold\\*\\*" in example and "](http" not in example
+    assert "**bold** [link](http://example.com)" in shown(example)
