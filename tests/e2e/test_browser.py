@@ -100,7 +100,7 @@ def _screenshot(page, name: str, width: int = WIDTH):
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": width, "height": min(int(height) + 20, 7000)})
-    time.sleep(1.5)  # charts re-layout to the new size
+    _settle(page, 0.6)  # charts re-layout to the new size
     page.screenshot(path=str(SHOTS / f"{name}.png"))
     page.set_viewport_size({"width": width, "height": 1000})
 
