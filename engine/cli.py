@@ -219,8 +219,10 @@ def _parser() -> argparse.ArgumentParser:
                                        "spine, before and after its optimisation; compose an area from published units")
     common(sp, out=False)
     sp.add_argument("--fanout-cutoff", type=_whole_in(0, _SPINE_OPTION_MAX), default=None, metavar="N",
-                    help="block groups and tract groups hold at most floor(sqrt(n) + N) units, N from 0 to "
-                         f"{_SPINE_OPTION_MAX:,} (more units than any county has; default 12; not with --area)")
+                    help="as the production code: a block group holds at most int(sqrt(n) + N + 1) of its tract's n "
+                         "blocks, a tract group at most int(sqrt(T) + N) of its county's T tracts (the paper's "
+                         f"example: sqrt(100) = 10); N from 0 to {_SPINE_OPTION_MAX:,} (more units than any county "
+                         "has; default 12; not with --area)")
     sp.add_argument("--entity-threshold", type=_whole_in(0, _SPINE_OPTION_MAX), default=None, metavar="N",
                     help=f"tract groups are optimised for entities farther than N, from 0 to {_SPINE_OPTION_MAX:,} "
                          "(default 9; not with --area)")
