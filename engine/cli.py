@@ -120,7 +120,19 @@ def _parser() -> argparse.ArgumentParser:
                     help="reproducible noise for demos and tests; the manifest then says NOT FOR RELEASE "
                          "(default: a cryptographically secure random source)")
     sp.add_argument("--no-coterminous", dest="coterminous", action="store_false",
-                    help="skip the coterminous-geography post-processing (on by default)")
+                    help="skip the coterminous-geography post-processing. By default (on) the engine follows the "
+                         "SafeTab-P paper (Section 5.3.3, Algorithm 4: a standalone program run after SafeTab-P, "
+                         "so the published tables agree for entities covering the same blocks); the Census "
+                         "Bureau's released SafeTab-P code (DAS_2020_DDHCA_Production_Code) does not contain it, "
+                         "and it is --no-coterminous output that matches that code's output "
+                         "(docs/production-differences.md)")
+    sp.add_argument("--tabulation-suppression", action="store_true",
+                    help="after the release is computed, apply the Decennial Tabulation System's suppression "
+                         "(SafeTab-P paper, Section 5.3.4; outside the DAS, no privacy cost by Lemma 4): remove "
+                         "groups with a negative published count, and Alone groups whose noisy total exceeds the "
+                         "Alone-or-in-any-combination total of the same race and geography (pairs read from "
+                         "race-characteristic-iterations.txt). Removed groups are listed in "
+                         "suppressed/tabulation-system.csv with the rule as REASON; the manifest counts them")
     sp.add_argument("--consistency", choices=["none", "least-squares", "tree-dp"], default="none",
                     help="make nested levels add up (USA > STATE > COUNTY > TRACT, per iteration): "
                          "least-squares = weighted least squares + consistent rounding; tree-dp = exact "
@@ -515,11 +527,20 @@ def _dispatch(args, progress: _Progress) -> int:
         truth = args.command == "truth"
         res = run(args.params_dir, args.data_dir, args.out_dir, seed=None if truth else args.seed, truth=truth,
                   coterminous=args.coterminous, overwrite=args.overwrite, progress=progress,
-                  consistency=getattr(args, "consistency", "none"), invariant=getattr(args, "invariant", None))
+                  consistency=getattr(args, "consistency", "none"), invariant=getattr(args, "invariant", None),
+                  tabulation_suppression=getattr(args, "tabulation_suppression", False))
         progress.close()
         m = res.manifest
         print(f"Wrote {res.out_dir}: {m['outputs']['rows']['t1']:,} T1 rows, {m['outputs']['rows']['t2']:,} T2 rows, "
               f"{m['outputs']['rows']['suppressed']:,} suppressed groups.")
+        tab = m["postprocessing"].get("tabulation_suppression")
+        if tab:
+            removed = tab["groups_removed"]
+            print("Tabulation System suppression (outside the DAS, no privacy cost): "
+                  + ", ".join(f"{n:,} groups removed by {rule}" for rule, n in removed.items())
+                  + " (suppressed/tabulation-system.csv).")
+            if tab.get("pairs_note"):
+                print(tab["pairs_note"])
         if not m["mode"]["for_release"]:
             print(m["mode"]["note"])
         if m["mode"].get("warning"):
