@@ -163,6 +163,10 @@ def _parser() -> argparse.ArgumentParser:
                          "Census production layouts, error_report.csv (per population group, first trial) and "
                          "multi_run_error_report.csv (all trials); both: all three from the same releases "
                          "(default studio; not with --invariant or --consistency, which write their own reports)")
+    sp.add_argument("--tabulation-suppression", action="store_true",
+                    help="apply the Tabulation System's suppression to every trial (as `run "
+                         "--tabulation-suppression`) and report how many groups each rule removed; with --release, "
+                         "the release's own suppressed/tabulation-system.csv is counted without this option")
     sp.add_argument("--keep-trials", action="store_true",
                     help="also keep each trial's release under OUT_DIR/single_runs/trial_<i> (marked NOT FOR "
                          "RELEASE as trials of a study; no operator file). By default the reports are computed "
@@ -571,6 +575,9 @@ def _dispatch(args, progress: _Progress) -> int:
         if args.jobs > 1 and (args.invariant or args.consistency is not None or args.release is not None):
             raise ValueError("--jobs runs the trials of a plain study in parallel; it does not apply with "
                              "--invariant, --consistency or --release")
+        if args.tabulation_suppression and (args.invariant or args.consistency is not None):
+            raise ValueError("--tabulation-suppression applies to the trials of a plain study; it does not apply "
+                             "with --invariant or --consistency")
         if args.keep_trials and (args.invariant or args.consistency is not None or args.release is not None):
             raise ValueError("--keep-trials keeps the releases of a study's trials; it does not apply with "
                              "--invariant, --consistency or --release")
@@ -602,7 +609,8 @@ def _dispatch(args, progress: _Progress) -> int:
             return EXIT_OK
         report = accuracy_report(args.params_dir, args.data_dir, args.out_dir, trials=args.trials, seed=args.seed,
                                  release_dir=args.release, overwrite=args.overwrite, progress=progress,
-                                 layout=args.layout, keep_trials=args.keep_trials, jobs=args.jobs)
+                                 layout=args.layout, keep_trials=args.keep_trials, jobs=args.jobs,
+                                 tabulation_suppression=args.tabulation_suppression)
         progress.close()
         if args.layout != "production":
             print(format_report(report))

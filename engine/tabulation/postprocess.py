@@ -86,6 +86,8 @@ class GroupRows:
     stat: np.ndarray
     true_total: np.ndarray | None
     tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
+    #: Groups of this set the Tabulation System's rules removed, per rule (None: not applied).
+    removed_by_rule: dict[str, int] | None = None
 
 
 @dataclass
@@ -312,10 +314,11 @@ class TabulationSuppression:
         removed = np.flatnonzero(neg | exceed)
         rule = np.where(neg[removed], 0, 1).astype(np.int8)
         st = self.counts.setdefault(f"({rows.geo}, {rows.iteration_level})", dict.fromkeys(TABULATION_RULES, 0))
-        st[NONNEGATIVITY] += int(neg.sum())
-        st[ALONE_EXCEEDS_AOIC] += int(exceed.sum())
+        by_rule = {NONNEGATIVITY: int(neg.sum()), ALONE_EXCEEDS_AOIC: int(exceed.sum())}
+        for r, n in by_rule.items():
+            st[r] += n
         if not len(removed):
-            return rows, removed, rule
+            return replace(rows, removed_by_rule=by_rule), removed, rule
         released = rows.released.copy()
         released[removed] = False
         gone = np.zeros(len(key), bool)
@@ -326,7 +329,7 @@ class TabulationSuppression:
             keep = ~gone[at]
             if keep.any():
                 tables[k] = (r[keep], c[keep], cells[keep], marg[keep], None if true is None else true[keep])
-        return replace(rows, released=released, tables=tables), removed, rule
+        return replace(rows, released=released, tables=tables, removed_by_rule=by_rule), removed, rule
 
     def totals(self) -> dict[str, int]:
         """Groups removed by each rule, over every level."""

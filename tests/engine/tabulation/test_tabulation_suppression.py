@@ -186,3 +186,31 @@ def test_a_spec_without_pairs_says_so(dataset, tmp_path):
     m = json.loads((tmp_path / "rel" / "manifest.json").read_text())["postprocessing"]["tabulation_suppression"]
     assert m["pairs"] == 0 and m["pairs_note"] == NO_PAIRS_NOTE
     assert m["groups_removed"][ALONE_EXCEEDS_AOIC] == 0
+
+
+def test_accuracy_reports_how_many_groups_each_rule_removed(two_releases, tmp_path):
+    """Of an existing release: counted from its suppressed/tabulation-system.csv; of drawn
+    trials: the same counts as `run` writes with the same seed (trial 0 is seed + 0)."""
+    from engine.reports.accuracy import accuracy_report, format_report
+
+    ds, plain, tab = two_releases
+    reasons = pd.read_csv(tab.out_dir / "suppressed" / "tabulation-system.csv", sep="|", dtype=str)
+    want = reasons["REASON"].value_counts().to_dict()
+    df = accuracy_report(ds.params, ds.data, tmp_path / "acc", release_dir=tab.out_dir)
+    got = json.loads((tmp_path / "acc" / "accuracy.json").read_text())["mode"]["tabulation_suppression"]
+    assert {k: v for k, v in got["groups_removed"].items() if v} == want
+    text = format_report(df)
+    assert f"{want[NONNEGATIVITY]:,} groups removed by {NONNEGATIVITY}" in text
+    # the plain release applied no rule: nothing to report
+    df = accuracy_report(ds.params, ds.data, tmp_path / "acc0", release_dir=plain.out_dir)
+    assert "tabulation_suppression" not in json.loads((tmp_path / "acc0" / "accuracy.json").read_text())["mode"]
+    assert "Tabulation System" not in format_report(df)
+    # drawn trials with the rules: two trials, seeds 11 and 12; the first is the release above
+    df = accuracy_report(ds.params, ds.data, tmp_path / "acc2", trials=2, seed=11, tabulation_suppression=True)
+    got = json.loads((tmp_path / "acc2" / "accuracy.json").read_text())["mode"]["tabulation_suppression"]
+    second = run(ds.params, ds.data, tmp_path / "rel12", seed=12, tabulation_suppression=True).manifest
+    removed12 = second["postprocessing"]["tabulation_suppression"]["groups_removed"]
+    assert got["trials"] == 2
+    assert got["groups_removed"] == {r: want.get(r, 0) + removed12[r] for r in (NONNEGATIVITY, ALONE_EXCEEDS_AOIC)}
+    with pytest.raises(ValueError, match="--release"):
+        accuracy_report(ds.params, ds.data, tmp_path / "acc3", release_dir=tab.out_dir, tabulation_suppression=True)
