@@ -232,8 +232,12 @@ def test_the_post_processing_choices_reach_the_release_and_are_said():
     assert man["coterminous"] is False
     removed = man["tabulation_suppression"]["groups_removed"]
     info = next(i.value for i in at.info if "Tabulation System suppression" in i.value)
+    from engine.tabulation.postprocess import TABULATION_RULES
+    from ui.safetab import runner
+
+    assert set(runner.RULE_WORDS) == set(TABULATION_RULES) == set(removed)
     for rule, n in removed.items():
-        assert f"**{n:,}** groups removed by {rule.replace('-', ' ')}" in info
+        assert f"**{n:,}** groups removed by {runner.RULE_WORDS[rule]}" in info
     listed = at.session_state["run"].release_dir / "suppressed" / "tabulation-system.csv"
     assert sum(1 for _ in open(listed)) - 1 == sum(removed.values()) > 0
     assert any("Post-processing of this run: no coterminous step" in c.value for c in at.caption)

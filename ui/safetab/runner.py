@@ -105,6 +105,11 @@ TABULATION_HELP = (
     "suppressed/tabulation-system.csv with the rule.")
 
 
+#: The rules of `engine.tabulation.postprocess.TABULATION_RULES`, as the page says them.
+RULE_WORDS = {"nonnegativity": "non-negativity (a negative count)",
+              "alone-exceeds-alone-or-in-any-combination": "Alone above Alone or in any combination"}
+
+
 def postprocessing_words(coterminous: bool, tabulation_suppression: bool) -> str:
     """Which output the Run page's choices give, in one sentence."""
     which = ("the paper's coterminous step is applied (as published, not the released code's output)" if coterminous
@@ -121,7 +126,7 @@ def tabulation_summary(manifest: dict) -> tuple[str, str | None] | None:
         return None
     removed = tab["groups_removed"]
     text = ("Tabulation System suppression (outside the DAS, no privacy cost): "
-            + ", ".join(f"**{n:,}** groups removed by {rule.replace('-', ' ')}" for rule, n in removed.items())
+            + ", ".join(f"**{n:,}** groups removed by {RULE_WORDS.get(rule, rule)}" for rule, n in removed.items())
             + f" ({tab['pairs']:,} Alone / Alone-or-in-any-combination pairs in the spec files); listed in "
             "suppressed/tabulation-system.csv with the rule.")
     return text, tab.get("pairs_note")
