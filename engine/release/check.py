@@ -13,7 +13,8 @@ and `t2.json`): the formats of every column, the state filter, no negative count
    config.json, and NOT-FOR-RELEASE.txt is present exactly when the manifest says the
    output is not for release; its row counts match the files;
 3. `t1/`, `t2/`, `suppressed/` exist, each file starts with the exact header row
-   (SPEC section 4);
+   (SPEC section 4); `suppressed/tabulation-system.csv` (`run --tabulation-suppression`)
+   has a fourth column REASON, one of the Tabulation System's rules;
 4. every row: REGION_TYPE one of the 10 geography levels, REGION_ID of that level's form
    (USA `1`, STATE 2 digits, COUNTY 5, TRACT 11, PLACE 7, AIANNH 4, PR-* starting with
    72; production's pattern accepts any of these lengths for any type), ITERATION_CODE

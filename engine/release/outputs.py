@@ -5,7 +5,9 @@
 - `t2/`: REGION_ID|REGION_TYPE|ITERATION_CODE|AGESTART|AGEEND|SEX|COUNT; the two sex
   marginal rows of a table have AGESTART = AGEEND = "*".
 - `suppressed/`: REGION_ID|REGION_TYPE|ITERATION_CODE of groups whose total was
-  suppressed, so that every population group of the universe is accounted for.
+  suppressed, so that every population group of the universe is accounted for; with
+  `run --tabulation-suppression`, `suppressed/tabulation-system.csv` lists the groups the
+  Tabulation System's rules removed, with a fourth column REASON (the rule).
 - each of the three also holds `headers.csv`, the header row alone, so a table with no
   rows still has its header (as production's t1/headers.csv and t2/headers.csv).
 - `manifest.json`: what the run did (`engine.release.manifest`), WITHOUT the exact
