@@ -214,3 +214,12 @@ def test_accuracy_reports_how_many_groups_each_rule_removed(two_releases, tmp_pa
     assert got["groups_removed"] == {r: want.get(r, 0) + removed12[r] for r in (NONNEGATIVITY, ALONE_EXCEEDS_AOIC)}
     with pytest.raises(ValueError, match="--release"):
         accuracy_report(ds.params, ds.data, tmp_path / "acc3", release_dir=tab.out_dir, tabulation_suppression=True)
+
+
+def test_run_help_says_which_output_matches_the_released_code():
+    out = subprocess.run([sys.executable, "-m", "engine", "run", "--help"], cwd=REPO, capture_output=True,
+                         text=True).stdout
+    flat = " ".join(out.split())
+    assert "it is --no-coterminous output that matches that code's output" in flat
+    assert "DAS_2020_DDHCA_Production_Code" in flat and "Section 5.3.3" in flat
+    assert "--tabulation-suppression" in flat and "Lemma 4" in flat and "suppressed/tabulation-system.csv" in flat
