@@ -173,7 +173,8 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
 def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Report | None = None) -> pd.DataFrame:
     """`engine.reports.accuracy.accuracy_report` on the run's prepared inputs: `trials` fresh
     releases (seeded from the run's seed + 1000 if the run was seeded) against the truth.
-    Both layouts: the project's table is returned, production's two reports are written
+    The trials post-process as the run did (coterminous step, Tabulation System's
+    suppression). Both layouts: the project's table is returned, production's two reports are written
     into work_dir (`production_reports` reads them back). The table is also kept on the
     output (`output.trials`) for the downloads and the memo."""
     from engine.reports.accuracy import accuracy_report
@@ -190,9 +191,12 @@ def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Repor
             frac = (k - 1 + frac) / n
         report(f"{stage} ({int(done):,} of {int(total):,})", frac)
 
+    # the trials post-process as the run did (the Run page's coterminous and Tabulation System choices)
+    post = output.manifest.get("postprocessing", {})
     output.trials = accuracy_report(output.params_dir, output.data_dir, work_dir, trials=int(trials), seed=seed,
                                     overwrite=True, progress=cb if report else None, prepared=output.prepared,
-                                    layout="both")
+                                    layout="both", coterminous=bool(post.get("coterminous", True)),
+                                    tabulation_suppression=bool(post.get("tabulation_suppression")))
     return output.trials
 
 
