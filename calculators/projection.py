@@ -159,6 +159,11 @@ COTERMINOUS_NOTE = ("Coterminous copying is ignored: entities of different level
                     "--no-coterminous` does; with the copy (SPEC §1) such an entity publishes the outcome of the "
                     "highest unsuppressed level of its set instead, which moves some of its groups between tables, "
                     "suppressed and released.")
+#: What every projection says about the Tabulation System's suppression (`run --tabulation-suppression`).
+TABULATION_SUPPRESSION_NOTE = ("The Tabulation System's suppression (SafeTab-P paper, Section 5.3.4; `python -m engine "
+                               "run --tabulation-suppression`) is not modelled: its Alone > Alone-or-in-any-combination "
+                               "rule compares two noisy counts of different groups, which a group-size profile does "
+                               "not pair; the figures are those of a release without it.")
 #: T2 rows of a table at stat level j: its cells and the two sex marginals.
 _T2_ROWS = np.array([0.0] + [STAT_LEVEL_CELLS[j] + 2.0 for j in (1, 2, 3)])
 #: Below this standard deviation the discrete Gaussian is tabulated on a grid.
@@ -1149,7 +1154,7 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
     lacks, and differences between the plan and the parameters the profile was counted
     with, are named in `notes`.
     """
-    notes = [COTERMINOUS_NOTE]
+    notes = [COTERMINOUS_NOTE, TABULATION_SUPPRESSION_NOTE]
     rows, figs = [], []
     missing = []
     other_s: dict[int, list[str]] = {}

@@ -5,7 +5,9 @@
 - `t2/`: REGION_ID|REGION_TYPE|ITERATION_CODE|AGESTART|AGEEND|SEX|COUNT; the two sex
   marginal rows of a table have AGESTART = AGEEND = "*".
 - `suppressed/`: REGION_ID|REGION_TYPE|ITERATION_CODE of groups whose total was
-  suppressed, so that every population group of the universe is accounted for.
+  suppressed, so that every population group of the universe is accounted for; with
+  `run --tabulation-suppression`, `suppressed/tabulation-system.csv` lists the groups the
+  Tabulation System's rules removed, with a fourth column REASON (the rule).
 - each of the three also holds `headers.csv`, the header row alone, so a table with no
   rows still has its header (as production's t1/headers.csv and t2/headers.csv).
 - `manifest.json`: what the run did (`engine.release.manifest`), WITHOUT the exact
@@ -57,6 +59,10 @@ from engine.release.publish import (
 T1_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "COUNT"]
 T2_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "AGESTART", "AGEEND", "SEX", "COUNT"]
 SUPPRESSED_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE"]
+#: suppressed/tabulation-system.csv: the groups the Tabulation System's rules removed
+#: (`run --tabulation-suppression`), each with the rule that removed it.
+REASON_FILE = "tabulation-system.csv"
+REASON_COLUMNS = SUPPRESSED_COLUMNS + ["REASON"]
 
 
 def _age_labels(stat_level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -255,7 +261,8 @@ class ReleaseWriter:
         """The part file of a kind and name, created on its first non-empty write."""
         key = (kind, name)
         if key not in self._parts:
-            self._parts[key] = _PartWriter(self.stage / kind / f"{name}.csv", _COLUMNS[kind])
+            columns = REASON_COLUMNS if f"{name}.csv" == REASON_FILE else _COLUMNS[kind]
+            self._parts[key] = _PartWriter(self.stage / kind / f"{name}.csv", columns)
         return self._parts[key]
 
     def _write(self, kind: str, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
@@ -289,13 +296,18 @@ class ReleaseWriter:
             self._label_cache[key] = (strings, Labels.of(strings))  # the array is kept, so its id stays its own
         return self._label_cache[key][1]
 
-    def write_groups(self, rows) -> None:
+    def write_groups(self, rows, skip: np.ndarray | None = None) -> None:
         """T1 rows (released), suppressed rows and T2 tables of a set of groups
-        (`engine.tabulation.postprocess.GroupRows`; its true counts are never written)."""
+        (`engine.tabulation.postprocess.GroupRows`; its true counts are never written).
+        `skip`: unreleased groups listed elsewhere (`write_removed`), not in the part."""
         regions, codes = self._labels(rows.region_ids), self._labels(rows.codes)
         rel = rows.released
         self.write_t1(rows.part, regions, rows.geo, codes, rows.region_idx[rel], rows.code_idx[rel], rows.t1[rel])
-        self.write_suppressed(rows.part, regions, rows.geo, codes, rows.region_idx[~rel], rows.code_idx[~rel])
+        sup = ~rel
+        if skip is not None and len(skip):
+            sup = sup.copy()
+            sup[skip] = False
+        self.write_suppressed(rows.part, regions, rows.geo, codes, rows.region_idx[sup], rows.code_idx[sup])
         for k, (r, i, cells, marg, _true) in sorted(rows.tables.items()):
             self.write_t2(rows.part, regions, rows.geo, codes, r, i, k, cells, marg)
 
@@ -308,6 +320,14 @@ class ReleaseWriter:
                          code_idx: np.ndarray) -> None:
         """suppressed/ rows: the groups whose totals were suppressed."""
         self._write("suppressed", part, regions, region_type, codes, region_idx, code_idx)
+
+    def write_removed(self, rows, removed: np.ndarray, reason_idx: np.ndarray, reasons: tuple[str, ...]) -> None:
+        """suppressed/tabulation-system.csv rows: the groups `removed` (indices into a
+        `GroupRows`) with REASON reasons[reason_idx[i]] (`run --tabulation-suppression`)."""
+        regions, codes = self._labels(rows.region_ids), self._labels(rows.codes)
+        self._write("suppressed", REASON_FILE.removesuffix(".csv"), regions, rows.geo, codes,
+                    rows.region_idx[removed], rows.code_idx[removed], Labels.of(f"|{r}" for r in reasons),
+                    np.asarray(reason_idx, np.int64))
 
     def write_t2(self, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
                  code_idx: np.ndarray, stat_level: int, cells: np.ndarray, marginals: np.ndarray) -> None:

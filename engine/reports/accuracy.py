@@ -88,6 +88,9 @@ class AccuracyCollector:
         self.trials = 0
         #: The plan of each level (predicted MOEs), for `add`.
         self.plans = plans or {}
+        #: Groups the Tabulation System's rules removed (`run --tabulation-suppression`):
+        #: level key -> rule -> groups, over every trial.
+        self.tabulation: dict[str, dict[str, int]] = {}
 
     def _add(self, level: PopulationGroupLevel, kind: str, bins: np.ndarray, err: np.ndarray, moe: tuple) -> None:
         for b in np.unique(bins):
@@ -128,6 +131,10 @@ class AccuracyCollector:
         coterminous copies resolved: the counts of the release) against their truth."""
         lvl = PopulationGroupLevel(rows.geo, rows.iteration_level)
         plan = self.plans[lvl]
+        if rows.removed_by_rule is not None:
+            st = self.tabulation.setdefault(lvl.key, {})
+            for rule, n in rows.removed_by_rule.items():
+                st[rule] = st.get(rule, 0) + n
         moe_cell = _predicted_moe(plan, plan.stage2, 1)
         self._add_totals(plan, rows.released, rows.stat, rows.t1, rows.true_total)
         for k, (_r, _c, cells, marg, true_cells) in rows.tables.items():
@@ -149,16 +156,29 @@ class AccuracyCollector:
             self.hists[key].merge(h)
         for key, moe in other.predicted.items():
             self.predicted.setdefault(key, moe)
+        for key, by_rule in other.tabulation.items():
+            st = self.tabulation.setdefault(key, {})
+            for rule, n in by_rule.items():
+                st[rule] = st.get(rule, 0) + n
         self.trials += other.trials
 
     def __getstate__(self) -> dict:
         # What a worker of a parallel study sends back: the mergeable state, not the plans.
-        return {"hists": dict(self.hists), "predicted": self.predicted, "trials": self.trials}
+        return {"hists": dict(self.hists), "predicted": self.predicted, "trials": self.trials,
+                "tabulation": self.tabulation}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__()
         self.hists.update(state["hists"])
         self.predicted, self.trials = state["predicted"], state["trials"]
+        self.tabulation = state.get("tabulation", {})
+
+    def tabulation_summary(self) -> dict | None:
+        """How many groups each rule of the Tabulation System removed (`tabulation_counts`),
+        over the trials; None if no trial applied the rules."""
+        if not self.tabulation:
+            return None
+        return tabulation_counts(self.tabulation, self.trials)
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -177,6 +197,36 @@ class AccuracyCollector:
                 "predicted_moe95_design_bound": bound,
             })
         return pd.DataFrame(rows)
+
+
+def tabulation_counts(by_level: dict[str, dict[str, int]], trials: int) -> dict:
+    """The groups each rule of the Tabulation System's suppression removed: per level and
+    in all, summed over `trials` (and per trial)."""
+    from engine.tabulation.postprocess import TABULATION_RULES
+
+    total = {r: sum(st.get(r, 0) for st in by_level.values()) for r in TABULATION_RULES}
+    return {"trials": trials, "groups_removed": total,
+            "groups_removed_per_trial": {r: n / trials for r, n in total.items()} if trials else {},
+            "by_level": by_level}
+
+
+def release_tabulation_counts(prepared, release_dir: Path) -> dict | None:
+    """`tabulation_counts` of an existing release (one trial), read from its
+    suppressed/tabulation-system.csv; None if the release did not apply the rules."""
+    from engine.release.outputs import REASON_FILE
+
+    path = Path(release_dir) / "suppressed" / REASON_FILE
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path, sep="|", dtype=str, keep_default_na=False)
+    its = prepared.inputs.specs.iterations
+    by_level: dict[str, dict[str, int]] = {}
+    for (geo, code, reason), n in df.groupby(["REGION_TYPE", "ITERATION_CODE", "REASON"]).size().items():
+        it = its.get(code)
+        key = PopulationGroupLevel(geo, int(it.level)).key if it is not None else f"({geo}, ?)"
+        st = by_level.setdefault(key, {})
+        st[reason] = st.get(reason, 0) + int(n)
+    return tabulation_counts(by_level, 1)
 
 
 def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
@@ -198,7 +248,7 @@ MAX_TRIALS = 10_000
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
                     release_dir: Path | None = None, overwrite: bool = False, progress=None,
                     prepared=None, layout: str = "studio", keep_trials: bool = False,
-                    coterminous: bool = True, jobs: int = 1) -> pd.DataFrame:
+                    coterminous: bool = True, jobs: int = 1, tabulation_suppression: bool = False) -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
     layout "studio" writes OUT_DIR/accuracy.csv and accuracy.json and returns that table;
@@ -238,6 +288,9 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     if jobs > 1 and release_dir is not None:
         raise ValueError("--jobs runs a study's trials in parallel; with --release nothing is drawn")
     inputs = [("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir), ("RELEASE_DIR", release_dir)]
+    if tabulation_suppression and release_dir is not None:
+        raise ValueError("--tabulation-suppression applies the Tabulation System's rules to the trials a study draws; "
+                         "with --release the release's own suppressed/tabulation-system.csv is counted")
     with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
@@ -250,6 +303,7 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
             if layout != "studio":
                 production.write_reports(prepared, [Path(release_dir)], folder.stage)
             mode = {"kind": "existing release", "release_dir": str(release_dir)}
+            tab = release_tabulation_counts(prepared, Path(release_dir))
         else:
             prod = production.ProductionCollector(prepared) if layout != "studio" else None
             sinks = tuple(c for c in (studio, prod) if c is not None)
@@ -257,7 +311,7 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
             # cells once (exact counts, so nothing changes but the time)
             prepared.keep_cells = trials > 1
             study = _Trials(prepared, trials, seed, layout, coterminous,
-                            folder.stage / "single_runs" if keep_trials else None)
+                            folder.stage / "single_runs" if keep_trials else None, tabulation_suppression)
             workers = _workers(jobs, trials)
             # With workers, trial 0 runs here first: it fills the caches (totals, cells)
             # the workers then share, and keeps the first trial for error_report.csv.
@@ -270,8 +324,12 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
             mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
             if keep_trials:
                 mode["releases"] = "single_runs/ (each marked NOT FOR RELEASE: trials of this study)"
+            tab = studio.tabulation_summary() if studio is not None else None
         reason = "accuracy figures measured against the confidential ground truth, without noise"
         df = pd.DataFrame()
+        if tab is not None:
+            # How many groups each rule of the Tabulation System's suppression removed (outside the DAS).
+            mode["tabulation_suppression"] = tab
         if studio is not None:
             df = studio.table()
             mode["note"] = "NOT FOR RELEASE: " + reason
@@ -280,6 +338,7 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
                                                            indent=2, default=float) + "\n").encode("utf-8"))
         folder.write_file(NOT_FOR_RELEASE, not_for_release_text(reason))
         folder.publish(["NOT FOR RELEASE: " + reason])
+    df.attrs["tabulation_suppression"] = tab
     return df
 
 
@@ -294,6 +353,8 @@ class _Trials:
     coterminous: bool
     #: Where each trial's release goes (OUT_DIR/single_runs in the making), or None.
     keep_dir: Path | None
+    #: Apply the Tabulation System's suppression to every trial (`run --tabulation-suppression`).
+    tabulation_suppression: bool = False
 
     def trial(self, t: int, sinks: tuple, progress=None) -> None:
         """Trial t into the sinks: noise seeded from seed + t, or a fresh secure source
@@ -307,12 +368,14 @@ class _Trials:
             run(prepared.inputs.params_dir, prepared.inputs.data_dir, self.keep_dir / f"trial_{t}", seed=trial_seed,
                 progress=progress, prepared=prepared,
                 study=f"trial {t + 1} of {self.trials} of an accuracy study (its errors are measured against "
-                      "the confidential truth)", sinks=sinks, coterminous=self.coterminous)
+                      "the confidential truth)", sinks=sinks, coterminous=self.coterminous,
+                tabulation_suppression=self.tabulation_suppression)
         else:
             source = (_noise.RandomSource.seeded(trial_seed) if trial_seed is not None
                       else _noise.RandomSource.secure())
             publish_trial(prepared, make_noise(prepared.inputs.config.privacy_defn, source), sinks,
-                          progress=progress, coterminous=self.coterminous)
+                          progress=progress, coterminous=self.coterminous,
+                          tabulation_suppression=self.tabulation_suppression)
         for c in sinks:
             c.end_trial()
 
@@ -525,7 +588,23 @@ def _level_mask(df: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
     return df["ITERATION_CODE"].astype(str).isin(set(codes)).to_numpy()
 
 
+def format_tabulation(tab: dict | None) -> str | None:
+    """One line: the groups each rule of the Tabulation System's suppression removed."""
+    if not tab:
+        return None
+    n = tab["trials"]
+    return ("Tabulation System suppression (outside the DAS): "
+            + ", ".join(f"{c:,} groups removed by {rule}" for rule, c in tab["groups_removed"].items())
+            + (f" over {n:,} trials" if n != 1 else "") + " (per level in accuracy.json).")
+
+
 def format_report(df: pd.DataFrame, limit: int = 60) -> str:
+    """The report as text, and what the Tabulation System's rules removed if they ran."""
+    tab = format_tabulation(df.attrs.get("tabulation_suppression"))
+    return _format_table(df, limit) + (f"\n{tab}" if tab else "")
+
+
+def _format_table(df: pd.DataFrame, limit: int) -> str:
     if df.empty:
         return "No published counts to compare."
     cols = ["geo_level", "iteration_level", "table", "true_size", "counts_compared", "p95_abs_error",
