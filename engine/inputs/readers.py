@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +120,12 @@ def find_data_file(data_dir: Path, stem: str, log: ProblemLog) -> DataFile | Non
     txt, parquet = data_dir / f"{stem}.txt", data_dir / f"{stem}.parquet"
     found = [DataFile(p, k) for p, k in ((txt, "txt"), (parquet, "parquet")) if p.is_file()]
     if not found:
-        log.add(f"{stem}.txt", None, None, None, expected_file(txt, f" (nor {parquet.name})"))
+        # the one of the two names that holds something else (a FIFO, a folder, a dangling
+        # link) is what the user meant: say what it is, not that neither file exists
+        there = [p for p in (txt, parquet) if os.path.lexists(p)]
+        shown = there[0] if there else txt
+        log.add(shown.name, None, None, None,
+                expected_file(shown, "" if there else f" (nor {parquet.name})"))
         return None
     if len(found) == 2:
         log.add(f"{stem}.txt", None, None, None,

