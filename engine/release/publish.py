@@ -426,6 +426,53 @@ def make_private(folder: Path) -> None:
                 os.chmod(p, 0o600)
 
 
+# ------------------------------------------------------------------ one new file
+def clean_new_file_leftovers(path: str | Path) -> list[str]:
+    """Remove what killed writers of the file `path` left beside it (`write_new_file`'s
+    hidden ``.NAME.partial-*`` files, which may hold a whole confidential profile), under
+    the lock of its name, as a run cleans the leftovers of its OUT_DIR: each is reported
+    (logger ``engine.release.publish``). Nothing is done where the folder cannot be
+    written (the caller says so); OutputError if another process is writing `path`."""
+    path = Path(os.path.abspath(path))
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        return []
+    lock = _FolderLock(path.parent, path.name, _short(path), "writing this file")
+    try:
+        return _recover(path.parent, path.name)
+    finally:
+        lock.release()
+
+
+def write_new_file(path: str | Path, data: bytes, check=None) -> None:
+    """Create the file `path` whole or not at all: under the lock of its name (so that no
+    other writer's partial file is taken for a leftover), leftovers of killed writers are
+    removed, `check()` is called (e.g. refusing an existing file), then `data` goes to a
+    hidden owner-only ``.NAME.partial-*`` file beside it, fsynced, linked in place with
+    os.link (which fails rather than replace a file that appeared meanwhile) and the
+    partial name removed. A kill at any moment leaves no file or the whole one, and at
+    most a partial file, which the next writer of `path` removes."""
+    import tempfile
+
+    path = Path(os.path.abspath(path))
+    lock = _FolderLock(path.parent, path.name, _short(path), "writing this file")
+    try:
+        _recover(path.parent, path.name)
+        if check is not None:
+            check()
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.link(tmp, path)
+            fsync_dir(path.parent)
+        finally:
+            os.unlink(tmp)
+    finally:
+        lock.release()
+
+
 # ------------------------------------------------------------------ the staged output
 class StagedOutput:
     """One output folder in the making (module doc): checks and lock on creation, files

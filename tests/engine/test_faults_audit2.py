@@ -197,3 +197,66 @@ def test_a_release_stays_readable_by_all(ds, tmp_path, capsys, open_umask):
     assert code == 0, text
     assert stat.S_IMODE(out.stat().st_mode) == 0o755
     assert stat.S_IMODE((out / "manifest.json").stat().st_mode) == 0o644
+
+
+# ------------------------------------------------------------------ f. profile killed before its final link
+# Runs `python -m engine ARGS` but pauses (writing its pid to FLAG) just before the link
+# that puts a new file in place: the whole profile is then in a hidden partial file.
+_PAUSE_AT_LINK = r"""
+import os, sys, time
+from pathlib import Path
+flag, argv = Path(sys.argv[1]), sys.argv[2:]
+real_link = os.link
+def link(src, dst, *a, **k):
+    if ".partial-" in os.fspath(src):
+        flag.write_text(str(os.getpid()))
+        time.sleep(600)
+    return real_link(src, dst, *a, **k)
+os.link = link
+from engine.cli import main
+sys.exit(main(argv))
+"""
+
+
+def _partials(folder: Path, name: str) -> list[Path]:
+    return sorted(folder.glob(f".{name}.partial-*"))
+
+
+def test_profile_killed_before_its_link_leaves_a_partial_file_the_next_profile_removes(ds, tmp_path, capsys,
+                                                                                       procs):
+    out = tmp_path / "prof.json"
+    flag = tmp_path / "flag"
+    proc = _start(_PAUSE_AT_LINK, ["profile", ds.params, ds.data, out, "--quiet"], flag, procs)
+    _wait_for(flag, proc)
+    left = _partials(tmp_path, out.name)
+    assert len(left) == 1 and not out.exists()
+    assert stat.S_IMODE(left[0].stat().st_mode) == 0o600  # the whole confidential profile, owner-only
+    assert json.loads(left[0].read_text())["confidential"] is True
+
+    # a second profile while the first is alive does not take its file for a leftover
+    code, text = _cli(["profile", ds.params, ds.data, out, "--quiet"], capsys)
+    assert code == 1 and "is being written by another run" in text, text
+    assert _partials(tmp_path, out.name) == left
+
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=DEADLINE)
+    assert _partials(tmp_path, out.name) == left  # what a killed profile leaves
+
+    code, text = _cli(["profile", ds.params, ds.data, out, "--quiet"], capsys)
+    assert code == 0, text
+    assert f"Note: removed {left[0]}, left unfinished by an interrupted run" in text
+    assert _partials(tmp_path, out.name) == [] and not list(tmp_path.glob(f".{out.name}.lock"))
+    assert json.loads(out.read_text())["confidential"] is True
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def test_a_profile_refused_as_existing_still_removes_a_killed_writers_partial_file(ds, tmp_path, capsys):
+    out = tmp_path / "prof.json"
+    out.write_text("{}")
+    left = tmp_path / f".{out.name}.partial-abcd_123"
+    left.write_text('{"confidential": true}')
+    other = tmp_path / ".prof.json.partial-toolong99"  # not a name the writer makes: kept
+    other.write_text("mine")
+    code, text = _cli(["profile", ds.params, ds.data, out, "--quiet"], capsys)
+    assert code == 2 and "exists; choose a new file name" in text
+    assert not left.exists() and other.exists() and out.read_text() == "{}"
