@@ -54,6 +54,11 @@ MARKER_HEAD = "# SafeTab-P Studio output"
 #: A file in every folder of an output that must not be published.
 NOT_FOR_RELEASE = "NOT-FOR-RELEASE.txt"
 
+#: The operator file of OUT_DIR sits beside it: <OUT_DIR name> + this suffix (its body's
+#: "kind" is `OPERATOR_KIND`; written by `engine.release.outputs`).
+OPERATOR_SUFFIX = ".CONFIDENTIAL-operator.json"
+OPERATOR_KIND = "SafeTab-P Studio operator file"
+
 _log = logging.getLogger(__name__)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -391,12 +396,66 @@ def _recover(parent: Path, name: str) -> list[str]:
                 notes.append(f"restored {target}: an interrupted run had moved this earlier output aside "
                              "and not replaced it")
                 break
+    for p in list(partials):
+        # a run killed after publishing its release, before renaming its operator file
+        # into place, left that file here: never removed (the exact counts), but put in place
+        note = _adopt_operator_file(parent, name, p)
+        if note is not None:
+            partials.remove(p)
+            notes.append(note)
     for p in olds + partials:
         _remove(p)
         notes.append(f"removed {p}, left unfinished by an interrupted run")
     for note in notes:
         _log.warning(note)
     return notes
+
+
+def read_operator_body(path: str | Path) -> dict | None:
+    """The operator file at `path` if it is one of this tool's (a regular file, not a
+    link, JSON with our "kind"); None otherwise. At most 16 MB is read."""
+    try:
+        with open_regular(path) as fh:
+            body = json.loads(fh.read(16 * 1024 * 1024).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) and body.get("kind") == OPERATOR_KIND else None
+
+
+def _adopt_operator_file(parent: Path, name: str, partial: Path) -> str | None:
+    """If `partial` (a leftover `.N.partial-*` beside OUT_DIR N) is the operator file of
+    the output N holds (its manifest_sha256 is that of N/manifest.json: the run that
+    published N was killed before renaming it into place), put it in place and say so;
+    where the operator file's path holds a file this tool did not write, keep `partial`
+    and say which file to keep. None for any other leftover (removed as before)."""
+    if partial.is_symlink() or not partial.is_file():
+        return None
+    body = read_operator_body(partial)
+    target = parent / name
+    if body is None or not is_own_output(target):
+        return None
+    try:
+        belongs = body.get("manifest_sha256") == sha256_of(target / _MANIFEST)
+    except OSError:
+        belongs = False
+    if not belongs:
+        return None  # a release that was never published: its staging folder is gone too
+    op = parent / (name + OPERATOR_SUFFIX)
+    if os.path.lexists(op):
+        there = None if op.is_symlink() else read_operator_body(op)
+        if there is None:
+            return (f"kept {partial}: it is the operator file (the exact counts) of the release in {target}, "
+                    f"left there by a run killed before renaming it to {op.name}, and {op} is not an operator "
+                    f"file of this tool. Keep {partial}: move {op} away, and the next run puts it in place")
+        if there.get("manifest_sha256") == body.get("manifest_sha256"):
+            _remove(partial)
+            return f"removed {partial}, a copy of the operator file {op} of the release in {target}"
+        # the operator file of the output that release replaced (`--overwrite`): the run
+        # that was killed had checked it was, and was renaming its own over it
+    os.replace(partial, op)
+    fsync_dir(parent)
+    return (f"restored {op}: the run that published the release in {target} was killed before putting its "
+            "operator file (the exact counts) in place; the release and its operator file belong together again")
 
 
 def _new_stage(parent: Path, name: str, private: bool = False) -> Path:

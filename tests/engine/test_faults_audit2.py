@@ -260,3 +260,118 @@ def test_a_profile_refused_as_existing_still_removes_a_killed_writers_partial_fi
     code, text = _cli(["profile", ds.params, ds.data, out, "--quiet"], capsys)
     assert code == 2 and "exists; choose a new file name" in text
     assert not left.exists() and other.exists() and out.read_text() == "{}"
+
+
+# ------------------------------------------------------------------ c. killed between the release and its operator file
+# Runs `python -m engine ARGS` but pauses (writing its pid to FLAG) once the release is
+# published and before its operator file is renamed into place.
+_PAUSE_AT_OPERATOR_FILE = r"""
+import os, sys, time
+from pathlib import Path
+flag, argv = Path(sys.argv[1]), sys.argv[2:]
+from engine.release import outputs
+def place(staged, path, out_dir):
+    flag.write_text(str(os.getpid()))
+    time.sleep(600)
+outputs._place_operator_file = place
+from engine.cli import main
+sys.exit(main(argv))
+"""
+
+
+def _killed_before_the_operator_file(ds, out: Path, flag: Path, procs, *extra) -> bytes:
+    """A release run into `out`, killed once the release is published and before its
+    operator file is in place; the content of its staged operator file."""
+    proc = _start(_PAUSE_AT_OPERATOR_FILE, ["run", ds.params, ds.data, out, "--quiet", *extra], flag, procs)
+    _wait_for(flag, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=DEADLINE)
+    (staged,) = _partials(out.parent, out.name)
+    return staged.read_bytes()
+
+
+def _bad_inputs(tmp_path: Path) -> Dataset:
+    """Spec files and a config.json that the run refuses once it holds OUT_DIR's lock."""
+    bad = _dataset(tmp_path / "bad")
+    (bad.params / "config.json").write_text(json.dumps({**bad.config, "max_race_codes": 0}))
+    return bad
+
+
+def _pair(out: Path) -> dict:
+    """The operator file beside `out`, checked to belong to the release in `out`."""
+    from engine.release.outputs import operator_path
+    from engine.release.publish import sha256_of
+
+    body = json.loads(operator_path(out).read_text())
+    assert body["manifest_sha256"] == sha256_of(out / "manifest.json")
+    return body
+
+
+def test_killed_before_its_first_operator_file_the_next_run_puts_it_in_place(ds, tmp_path, capsys, procs):
+    from engine.release.outputs import operator_path
+
+    out = tmp_path / "rel"
+    staged = _killed_before_the_operator_file(ds, out, tmp_path / "flag", procs)
+    assert (out / "manifest.json").exists() and not operator_path(out).exists()
+    # a run refused before it takes the lock leaves the staged file alone
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet"], capsys)
+    assert code == 2 and "is not empty" in text, text
+    assert [p.read_bytes() for p in _partials(tmp_path, out.name)] == [staged]
+    # the next run that takes OUT_DIR's lock restores the pair, even one that then fails
+    code, text = _cli(["run", _bad_inputs(tmp_path).params, ds.data, out, "--quiet", "--overwrite"], capsys)
+    assert code == 1 and "Invalid input" in text, text
+    assert f"Note: restored {operator_path(out)}" in text
+    assert operator_path(out).read_bytes() == staged and _pair(out)["confidential"]
+    assert _partials(tmp_path, out.name) == []
+    assert stat.S_IMODE(operator_path(out).stat().st_mode) == 0o600
+
+
+def test_killed_while_replacing_a_release_the_next_run_restores_the_pair(ds, tmp_path, capsys, procs):
+    from engine.release.outputs import operator_path
+
+    out = tmp_path / "rel"
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet"], capsys)
+    assert code == 0, text
+    first = operator_path(out).read_bytes()
+    staged = _killed_before_the_operator_file(ds, out, tmp_path / "flag", procs, "--overwrite")
+    assert operator_path(out).read_bytes() == first  # the replaced release's: stale now
+    # the next run, which fails, leaves the release with its own operator file
+    code, text = _cli(["run", _bad_inputs(tmp_path).params, ds.data, out, "--quiet", "--overwrite"], capsys)
+    assert code == 1 and "Invalid input" in text, text
+    assert operator_path(out).read_bytes() == staged and _pair(out)
+    # and the next release replaces the pair as usual
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--overwrite"], capsys)
+    assert code == 0, text
+    assert operator_path(out).read_bytes() != staged and _pair(out)
+    assert _partials(tmp_path, out.name) == []
+
+
+def test_an_operator_file_path_taken_by_another_file_keeps_the_staged_one_and_says_so(ds, tmp_path, capsys, procs):
+    from engine.release.outputs import operator_path
+
+    out = tmp_path / "rel"
+    staged = _killed_before_the_operator_file(ds, out, tmp_path / "flag", procs)
+    operator_path(out).write_text("someone's notes")
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--overwrite"], capsys)
+    assert code == 2, text
+    (kept,) = _partials(tmp_path, out.name)
+    assert kept.read_bytes() == staged and operator_path(out).read_text() == "someone's notes"
+    assert f"Note: kept {kept}" in text and f"move {operator_path(out)} away" in text
+    operator_path(out).unlink()
+    code, text = _cli(["run", _bad_inputs(tmp_path).params, ds.data, out, "--quiet", "--overwrite"], capsys)
+    assert code == 1 and operator_path(out).read_bytes() == staged and _pair(out)
+
+
+def test_a_staged_operator_file_of_a_release_never_published_is_removed(ds, tmp_path, capsys, procs):
+    """Killed while publishing (before the swap): no release, so its operator file goes too."""
+    from engine.release.outputs import operator_path
+
+    out = tmp_path / "rel"
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet"], capsys)
+    assert code == 0, text
+    stray = tmp_path / f".{out.name}.partial-abcd1234"
+    body = json.loads(operator_path(out).read_text())
+    stray.write_text(json.dumps({**body, "manifest_sha256": "0" * 64}))
+    code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--overwrite"], capsys)
+    assert code == 0, text
+    assert f"Note: removed {stray}" in text and not stray.exists() and _pair(out)
