@@ -375,3 +375,88 @@ def test_a_staged_operator_file_of_a_release_never_published_is_removed(ds, tmp_
     code, text = _cli(["run", ds.params, ds.data, out, "--quiet", "--overwrite"], capsys)
     assert code == 0, text
     assert f"Note: removed {stray}" in text and not stray.exists() and _pair(out)
+
+
+# ------------------------------------------------------------------ d. Parquet with many tiny row groups
+def _as_parquet(ds: Dataset, row_group_size: int) -> Path:
+    """The dataset's person file as Parquet in row groups of `row_group_size` rows (the text file removed)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from engine.inputs.readers import PERSON_COLUMNS
+
+    text = ds.data / "person-records.txt"
+    table = pacsv.read_csv(text, parse_options=pacsv.ParseOptions(delimiter="|"),
+                           convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in PERSON_COLUMNS}))
+    out = ds.data / "person-records.parquet"
+    pq.write_table(table, out, row_group_size=row_group_size)
+    text.unlink()
+    return out
+
+
+def test_a_parquet_footer_too_large_to_read_is_refused_before_pyarrow_reads_it(ds, capsys, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from engine.inputs import readers
+
+    path = _as_parquet(ds, 1)  # 60 one-row groups
+    footer = int.from_bytes(path.read_bytes()[-8:-4], "little")
+    monkeypatch.setattr(readers, "_MAX_PARQUET_FOOTER", footer - 1, raising=False)
+
+    def never(*a, **k):
+        raise AssertionError("pyarrow parsed the footer it should not read")
+
+    monkeypatch.setattr(pq, "ParquetFile", never)
+    code, text = _cli(["validate", ds.params, ds.data, "--quiet"], capsys)
+    assert code == 1, text
+    assert f"person-records.parquet: found {footer:,} bytes of Parquet metadata" in text
+    assert f"expected at most {footer - 1:,} bytes" in text and "row_group_size=" in text
+    assert "Traceback" not in text
+
+
+def test_many_tiny_row_groups_are_read_a_bounded_run_at_a_time_with_the_same_result(ds, tmp_path, capsys,
+                                                                                   monkeypatch):
+    import pyarrow.parquet as pq
+
+    from engine.inputs import readers
+
+    code, text = _cli(["run", ds.params, ds.data, tmp_path / "from-text", "--quiet", "--seed", "3"], capsys)
+    assert code == 0, text
+    _as_parquet(ds, 1)
+    monkeypatch.setattr(readers, "_PARQUET_ROW_GROUPS", 7, raising=False)  # the bound, small enough for 60 row groups
+    given = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *a, row_groups=None, **k):
+        given.append(row_groups)
+        return real(self, *a, row_groups=row_groups, **k)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    code, text = _cli(["run", ds.params, ds.data, tmp_path / "from-parquet", "--quiet", "--seed", "3"], capsys)
+    assert code == 0, text
+    # every reader was given at most 7 row groups, and all 60 were read once, in order
+    persons = [g for g in given if g is not None and len(g) and max(g) >= 0]
+    assert persons and all(len(g) <= 7 for g in given)
+    assert sum(persons, []) == list(range(60))
+    for part in ("t1", "t2"):
+        a = sorted((tmp_path / "from-text" / part).glob("*.csv"))
+        b = sorted((tmp_path / "from-parquet" / part).glob("*.csv"))
+        assert [p.name for p in a] == [p.name for p in b] and [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+
+
+def test_tiny_row_groups_are_joined_into_batches_that_know_their_rows(ds, monkeypatch):
+    from engine.errors import ProblemLog
+    from engine.inputs import readers
+
+    ds.persons[44] = ("abc",) + ds.persons[44][1:]  # row 45: a bad age
+    ds.write()
+    path = _as_parquet(ds, 1)
+    monkeypatch.setattr(readers, "_PARQUET_ROW_GROUPS", 25, raising=False)
+    log = ProblemLog()
+    batches = list(readers.iter_batches(readers.DataFile(path, "parquet"), readers.PERSON_COLUMNS, log,
+                                        dictionary=True))
+    assert [b.table.num_rows for b in batches] == [25, 25, 10] and [b.first_line for b in batches] == [1, 26, 51]
+    ages = [v for b in batches for v in readers.as_dictionary(b.table["QAGE"]).to_pylist()]
+    assert ages == [p[0] for p in ds.persons]
+    assert batches[1].line(44 - 25) == 45 and not log
