@@ -61,12 +61,19 @@ def _cli(args, capsys) -> tuple[int, str]:
 
 @pytest.fixture
 def procs():
+    """Processes a test starts, each in its own process group: the group (its workers
+    too) is killed in teardown, whatever the test left running."""
     started: list[subprocess.Popen] = []
     yield started
     for p in started:
-        if p.poll() is None:
-            p.kill()
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
             p.communicate(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a grandchild holds the pipes
+            pass
 
 
 def _start(script: str, args, flag: Path, procs: list) -> subprocess.Popen:
@@ -460,3 +467,115 @@ def test_tiny_row_groups_are_joined_into_batches_that_know_their_rows(ds, monkey
     ages = [v for b in batches for v in readers.as_dictionary(b.table["QAGE"]).to_pylist()]
     assert ages == [p[0] for p in ds.persons]
     assert batches[1].line(44 - 25) == 45 and not log
+
+
+# ------------------------------------------------------------------ a. accuracy --jobs 2: workers lost or orphaned
+_WORKER_HOOKS = r"""
+import os, signal, struct, sys, time
+from pathlib import Path
+flag, argv = Path(sys.argv[1]), sys.argv[2:]
+folder = flag.parent
+from multiprocessing import connection
+from engine.reports import accuracy
+study = os.getpid()
+current = []
+real_trial = accuracy._Trials.worker_trial
+def worker_trial(self, t):
+    current.append(t)
+    (folder / f"worker-{os.getpid()}").write_text(str(t))
+    if MODE == "sleep":  # every worker waits in its trial until killed
+        if len(list(folder.glob("worker-*"))) >= 2:
+            flag.write_text("both")
+        time.sleep(600)
+    return real_trial(self, t)
+accuracy._Trials.worker_trial = worker_trial
+real_send = connection.Connection._send_bytes
+def send(self, buf):
+    # the first worker to send a trial's result writes half of it, then is killed
+    if MODE == "half" and os.getpid() != study and current and len(buf) > 1000:
+        try:
+            fd = os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return real_send(self, buf)
+        os.write(fd, str(current[-1]).encode())
+        os.close(fd)
+        self._send(struct.pack("!i", len(buf)) + bytes(buf)[: len(buf) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_send(self, buf)
+connection.Connection._send_bytes = send
+from engine.cli import main
+sys.exit(main(argv))
+"""
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or one that has ended (a zombie not yet reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _workers_of(folder: Path) -> list[int]:
+    return [int(p.name.split("-")[1]) for p in folder.glob("worker-*")]
+
+
+def _lock_is_free(lock: Path) -> bool:
+    import fcntl
+
+    if not lock.exists():
+        return True
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _study_args(ds: Dataset, out: Path) -> list:
+    return ["accuracy", ds.params, ds.data, out, "--trials", "4", "--seed", "1", "--jobs", "2", "--quiet",
+            "--layout", "both"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parallel trials run on Linux only")
+def test_a_worker_killed_while_sending_its_result_ends_the_study_naming_the_trial(ds, tmp_path, procs):
+    out = tmp_path / "out"
+    (tmp_path / "w").mkdir()
+    flag = tmp_path / "w" / "killed"
+    proc = _start("MODE = 'half'\n" + _WORKER_HOOKS, _study_args(ds, out), flag, procs)
+    try:
+        _, err = proc.communicate(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the study still waits {DEADLINE} s after a worker was killed while sending its result")
+    assert proc.returncode == 1, err
+    lost = int(flag.read_text())
+    assert f"trial {lost + 1} of 4 was lost" in err and "killed by SIGKILL" in err, err
+    assert "Nothing was written" in err and "Traceback" not in err
+    # nothing partial presented as complete, the lock released, no worker left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "w"]
+    assert _workers_of(tmp_path / "w") and all(_gone(pid) for pid in _workers_of(tmp_path / "w"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parallel trials run on Linux only")
+def test_workers_end_with_a_killed_study_and_release_its_lock_and_pipes(ds, tmp_path, procs):
+    out = tmp_path / "out"
+    (tmp_path / "w").mkdir()
+    flag = tmp_path / "w" / "flag"
+    proc = _start("MODE = 'sleep'\n" + _WORKER_HOOKS, _study_args(ds, out), flag, procs)
+    _wait_for(flag, proc)  # both workers are in their trials
+    workers = _workers_of(tmp_path / "w")
+    assert len(workers) == 2 and not _lock_is_free(tmp_path / ".out.lock")
+    os.kill(proc.pid, signal.SIGKILL)  # the study alone, as the out-of-memory killer would
+    try:
+        proc.communicate(timeout=DEADLINE)  # returns once no worker holds the caller's pipes
+    except subprocess.TimeoutExpired:
+        pytest.fail("the workers outlived the killed study, holding its pipes")
+    end = time.monotonic() + DEADLINE
+    while not all(_gone(pid) for pid in workers) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert all(_gone(pid) for pid in workers)
+    assert _lock_is_free(tmp_path / ".out.lock") and not out.exists()
