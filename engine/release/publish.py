@@ -477,7 +477,7 @@ def make_private(folder: Path) -> None:
     """Every folder under `folder` (itself included) 0700 and every file 0600: what holds
     exact counts of the confidential input is owner-only, as the operator file and
     profiles are. Symbolic links are neither followed nor changed."""
-    for root, dirs, names in os.walk(folder, followlinks=False):
+    for root, _dirs, names in os.walk(folder, followlinks=False):
         os.chmod(root, 0o700)
         for n in names:
             p = os.path.join(root, n)

@@ -32,8 +32,9 @@ from pathlib import Path
 import pytest
 
 from calculators.projection import MAX_PROFILE_SIZES, Profile, ProfileError
-from engine.cli import main
-from tests.engine.conftest import BLOCKS, Dataset, person
+from tests.engine.conftest import Dataset
+# the first fault audit's small inputs and helpers (ds: 60 persons in six blocks)
+from tests.engine.test_faults import _cli, _dataset, _wait_for, ds  # noqa: F401 - ds is a fixture
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_PROFILE = REPO / "sample_data" / "profiles" / "sample.profile.json"
@@ -41,24 +42,6 @@ DEADLINE = 120  # seconds any wait may take before the test fails
 
 
 # ------------------------------------------------------------------ helpers
-def _dataset(root: Path) -> Dataset:
-    ds = Dataset(root / "in")
-    ds.persons = [person(age=20 + i % 60, sex=1 + i % 2, block=BLOCKS[i % 6], races=[("1010",), ("1020",)][i % 2])
-                  for i in range(60)]
-    return ds.write()
-
-
-@pytest.fixture
-def ds(tmp_path) -> Dataset:
-    return _dataset(tmp_path)
-
-
-def _cli(args, capsys) -> tuple[int, str]:
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
-
-
 @pytest.fixture
 def procs():
     """Processes a test starts, each in its own process group: the group (its workers
@@ -82,17 +65,6 @@ def _start(script: str, args, flag: Path, procs: list) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     procs.append(proc)
     return proc
-
-
-def _wait_for(flag: Path, proc: subprocess.Popen) -> None:
-    end = time.monotonic() + DEADLINE
-    while not flag.exists() or not flag.read_text():
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before the pause: {proc.communicate()}")
-        if time.monotonic() > end:
-            proc.kill()
-            raise AssertionError("the run did not reach the pause in time")
-        time.sleep(0.05)
 
 
 # ------------------------------------------------------------------ g. a FIFO as the person file
