@@ -751,10 +751,14 @@ def _spines(args, progress: _Progress) -> int:
     return EXIT_OK
 
 
-def _check_new_file(path: Path, inputs) -> None:
-    """A file the command is about to create: never an existing file, never in an input folder."""
+def _check_new_file(path: Path, inputs, clean: bool = True) -> None:
+    """A file the command is about to create: never an existing file, never in an input folder.
+    `clean`: first remove the partial files killed writers of it left (`publish.clean_new_file_leftovers`)."""
     from engine.errors import OutputError, UsageError
+    from engine.release.publish import clean_new_file_leftovers
 
+    if clean:
+        clean_new_file_leftovers(path)
     if os.path.lexists(path):
         raise UsageError(f"{_cut(path)} exists; choose a new file name (nothing is ever written over a file)")
     parent = Path(os.path.abspath(path)).parent
@@ -770,18 +774,9 @@ def _check_new_file(path: Path, inputs) -> None:
 
 
 def _write_new_file(path: Path, data: bytes, inputs) -> None:
-    """Create `path` whole or not at all (a temporary file beside it, fsynced, then linked
-    in place with os.link, which fails rather than replace a file that appeared meanwhile)."""
-    import tempfile
+    """Create `path` whole or not at all (`engine.release.publish.write_new_file`: a hidden
+    partial file beside it, fsynced, then linked in place; a killed writer's partial file
+    is removed by the next)."""
+    from engine.release.publish import write_new_file
 
-    _check_new_file(path, inputs)
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent if str(path.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.link(tmp, path)
-    finally:
-        os.unlink(tmp)
+    write_new_file(path, data, check=lambda: _check_new_file(path, inputs, clean=False))

@@ -44,14 +44,16 @@ from engine.errors import OutputError, UsageError
 from engine.release import _format
 from engine.release.publish import (
     NOT_FOR_RELEASE,
+    OPERATOR_KIND,
+    OPERATOR_SUFFIX,
     TABLES,
     StagedOutput,
     check_name_length,
     check_target,
     fsync_dir,
     is_own_output,
-    open_regular,
     os_message,
+    read_operator_body,
     sha256_of,
     tables_kind,
 )
@@ -230,8 +232,9 @@ class ReleaseWriter:
         self.operator_file = operator_file
         if operator_file:  # the longest name written beside OUT_DIR: said before the other checks
             check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")
+        # the ground truth is nothing but exact counts: owner-only, as the operator file
         self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description=TABLES,
-                                   kind=tables_kind(mode_kind, not_safetab_p))
+                                   kind=tables_kind(mode_kind, not_safetab_p), private=mode_kind == "ground truth")
         if operator_file:  # under the lock, once an interrupted run's OUT_DIR is put back
             try:
                 _check_operator_path(self.out_dir, overwrite)
@@ -403,9 +406,6 @@ class ReleaseWriter:
 
 MANIFEST = "manifest.json"
 HEADERS = "headers.csv"
-#: The operator file sits beside OUT_DIR: <OUT_DIR name> + this suffix.
-OPERATOR_SUFFIX = ".CONFIDENTIAL-operator.json"
-_OPERATOR_KIND = "SafeTab-P Studio operator file"
 
 
 def public_manifest(manifest: dict) -> dict:
@@ -434,10 +434,11 @@ def read_operator_file(out_dir: str | Path) -> dict:
 def _stage_operator_file(out_dir: Path, manifest: dict, manifest_sha: str) -> Path:
     """Write the operator file under a hidden temporary name beside OUT_DIR (fsynced);
     its path. OutputError if it cannot be written (then nothing is left of it). A
-    killed run leaves it as a `.N.partial-*` leftover, which the next run removes."""
+    killed run leaves it as a `.N.partial-*` leftover: the next run into N puts it in
+    place if its release was published (`publish._adopt_operator_file`), else removes it."""
     path = operator_path(out_dir)
     body = {
-        "kind": _OPERATOR_KIND,
+        "kind": OPERATOR_KIND,
         "note": "CONFIDENTIAL, for the operator only, NEVER to be published: exact figures of the confidential "
                 "input, without noise.",
         "release_folder": path.name[: -len(OPERATOR_SUFFIX)],
@@ -480,17 +481,6 @@ def _discard(path: Path) -> None:
         pass
 
 
-def _read_operator_file(path: Path) -> dict | None:
-    """The operator file at `path` if it is one of this tool's (a regular file, not a
-    link, JSON with our "kind"); None otherwise. At most 16 MB is read."""
-    try:
-        with open_regular(path) as fh:
-            body = json.loads(fh.read(16 * 1024 * 1024).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return body if isinstance(body, dict) and body.get("kind") == _OPERATOR_KIND else None
-
-
 def min_release_bytes(prepared) -> int:
     """A lower bound of the release's size: every population group of the universe gets
     at least one row `REGION_ID|REGION_TYPE|ITERATION_CODE` in t1/ or suppressed/."""
@@ -528,7 +518,7 @@ def _check_operator_path(out_dir: str | Path, overwrite: bool = False) -> None:
     check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")
     if not os.path.lexists(op):
         return
-    body = None if op.is_symlink() else _read_operator_file(op)
+    body = None if op.is_symlink() else read_operator_body(op)
     if body is None:
         raise UsageError(f"{op} exists and was not written by this tool; the operator file of OUT_DIR goes there. "
                          "Move it, or choose another OUT_DIR.")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -291,7 +292,10 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     if tabulation_suppression and release_dir is not None:
         raise ValueError("--tabulation-suppression applies the Tabulation System's rules to the trials a study draws; "
                          "with --release the release's own suppressed/tabulation-system.csv is counted")
-    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
+    # owner-only: error_report.csv holds each group's exact size, and every report is
+    # measured against the confidential truth
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report",
+                      private=True) as folder:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
         studio = AccuracyCollector(prepared.plans) if layout != "production" else None
@@ -409,107 +413,169 @@ def _workers(jobs: int, trials: int) -> int:
     return n if n >= 2 else 0
 
 
-#: The study a worker process runs trials of (set in the worker only, by `_start_worker`).
-_WORKER_STUDY: list[_Trials] = []
+_PR_SET_PDEATHSIG = 1
 
 
-def _start_worker(study: _Trials) -> None:
-    # The fork start method hands `study` over by copying the parent's memory (nothing
-    # is pickled): the prepared inputs, counts and cached cells are shared copy-on-write,
-    # and stay shared (a cell cache that grew would be copied into the worker).
-    study.prepared.freeze_cells()
-    _WORKER_STUDY.append(study)
-
-
-def _worker_trial(t: int) -> tuple:
-    import pickle
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process (a worker) when the process that forked it ends,
+    however it ends (kill -9 included): a worker never outlives its study, holding OUT_DIR's
+    lock and the caller's pipes (Linux prctl PR_SET_PDEATHSIG). A parent already gone
+    before the request ends the worker now."""
+    import ctypes
+    import signal
 
     try:
-        return _WORKER_STUDY[0].worker_trial(t)
-    except Exception as exc:
-        # The parent re-raises the exception it gets back; one that cannot make the
-        # journey would break the pool and read as a lost worker: send its text instead.
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (AttributeError, OSError):  # pragma: no cover - the workers run on Linux only (`_workers`)
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_main(study: _Trials, conn, others: list, parent: int) -> None:
+    """A worker process (forked from the study's, `_parallel_trials`): trials received on
+    `conn` one at a time, each answered with ("done", t, collectors) or ("failed", t,
+    exception); None or the parent's end of the pipe closing ends it.
+
+    The fork hands `study` over by copying the parent's memory (nothing is pickled): the
+    prepared inputs, counts and cached cells are shared copy-on-write, and stay shared (a
+    cell cache that grew would be copied into the worker)."""
+    import pickle
+    import signal
+
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the study's to handle: it ends the workers
+    for c in others:  # the other workers' pipes: only their own process may hold them open
+        c.close()
+    study.prepared.freeze_cells()
+    while True:
         try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:
-            raise RuntimeError(f"trial {t + 1}: {type(exc).__name__}: {exc}") from None
-        raise
+            t = conn.recv()
+        except (EOFError, OSError):
+            return
+        if t is None:
+            return
+        try:
+            answer = ("done", t, study.worker_trial(t))
+        except Exception as exc:  # noqa: BLE001 - handed to the study, which raises it
+            # one that cannot make the journey is sent as its text
+            try:
+                pickle.loads(pickle.dumps(exc))
+            except Exception:  # noqa: BLE001
+                exc = RuntimeError(f"trial {t + 1}: {type(exc).__name__}: {exc}")
+            answer = ("failed", t, exc)
+        conn.send(answer)
 
 
 def _parallel_trials(study: _Trials, workers: int, sinks: tuple, progress=None) -> None:
-    """Trials 1..T-1 in `workers` forked processes, one task per trial (a worker takes the
-    next trial when it is done), merged into `sinks` as they come back.
+    """Trials 1..T-1 in `workers` forked processes, one trial at a time each (a worker takes
+    the next trial when it is done), merged into `sinks` as they come back.
+
+    Each worker has a pipe of its own, held open only by the study and that worker: a
+    worker that dies, even half way through sending its result, closes it, so the study
+    reads the end of the pipe (or the worker's exit) and raises `engine.errors.WorkerLost`
+    naming the trial lost, never waits for the rest of a message nobody will send. Workers
+    die with the study (`_die_with_parent`), and the study ends every worker before it
+    returns or raises (SIGTERM, then SIGKILL): none outlives it holding OUT_DIR's lock.
+    An exception in a trial is raised here as it was raised there.
 
     Memory: each worker adds one trial's working memory (the noise, the post-processed
-    chunk, its share of the cells) to the parent's; the prepared inputs are shared. An
-    exception in a trial is raised here as it was raised there (the other workers are
-    stopped); a worker that dies (killed, e.g. by the out-of-memory killer) raises
-    `engine.errors.WorkerLost`, never a hang."""
+    chunk, its share of the cells) to the parent's; the prepared inputs are shared."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing.connection import wait
 
     from engine.errors import WorkerLost
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(study,))
+    ctx = multiprocessing.get_context("fork")
+    pipes = [ctx.Pipe(duplex=True) for _ in range(workers)]
+    procs = []
     done = 1
     if progress is not None:
         progress(f"trials done, {workers} at once", done, study.trials)
     try:
-        pending = {pool.submit(_worker_trial, t): t for t in range(1, study.trials)}
-        # the processes (forked at the first submit), for their exit codes if one dies
-        processes = list(getattr(pool, "_processes", {}).values())
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(finished, key=lambda f: pending[f]):
-                t = pending.pop(fut)
+        for i, (_, child) in enumerate(pipes):
+            others = [c for j, pair in enumerate(pipes) for c in pair if j != i] + [pipes[i][0]]
+            proc = ctx.Process(target=_worker_main, args=(study, child, others, os.getpid()),
+                               name=f"safetab-trials-{i + 1}", daemon=True)
+            proc.start()
+            procs.append(proc)
+        for _, child in pipes:
+            child.close()
+        conns = [parent for parent, _ in pipes]
+        todo = list(range(1, study.trials))
+        running: dict[int, int] = {}  # worker -> its trial
+
+        def assign(i: int) -> None:
+            if todo:
+                running[i] = todo.pop(0)
                 try:
-                    parts = fut.result()
-                except BrokenProcessPool:
-                    # the pool reports the loss when the worker's pipe closes, which can be
-                    # before the process is reaped: wait for its exit status first
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    _reap(processes)
-                    raise WorkerLost(_lost_message(processes, workers)) from None
-                for sink, part in zip(sinks, parts):
-                    sink.merge(part)
-                done += 1
-                if progress is not None:
-                    progress(f"trials done, {workers} at once (trial {t + 1} finished)", done, study.trials)
-    except BaseException:
-        # stop the trials still running: the study has failed, nothing will be written
-        for p in (getattr(pool, "_processes", None) or {}).values():
-            p.terminate()
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+                    conns[i].send(running[i])
+                except OSError:  # the worker is gone (its end of the pipe is closed)
+                    raise WorkerLost(_lost_message(procs, i, running[i], study.trials, workers)) from None
+
+        for i in range(workers):
+            assign(i)
+        while running:
+            ready = set(wait([conns[i] for i in running] + [procs[i].sentinel for i in running]))
+            for i in sorted(running):
+                if conns[i] in ready:
+                    try:
+                        kind, t, parts = conns[i].recv()
+                    except (EOFError, OSError):  # the worker died, perhaps half way through its message
+                        raise WorkerLost(_lost_message(procs, i, running[i], study.trials, workers)) from None
+                    if kind == "failed":
+                        raise parts
+                    del running[i]
+                    for sink, part in zip(sinks, parts):
+                        sink.merge(part)
+                    done += 1
+                    if progress is not None:
+                        progress(f"trials done, {workers} at once (trial {t + 1} finished)", done, study.trials)
+                    assign(i)
+                elif procs[i].sentinel in ready:
+                    raise WorkerLost(_lost_message(procs, i, running[i], study.trials, workers))
+        for c in conns:
+            try:
+                c.send(None)
+            except OSError:  # a worker gone after its last trial: nothing is lost
+                pass
+    finally:
+        _end_workers(procs)
+        for pair in pipes:
+            for c in pair:
+                c.close()
 
 
-def _reap(processes: list, seconds: float = 10.0) -> None:
-    """Wait, at most `seconds` in all, until every process has an exit code. The pool's
-    own thread may reap a process at the same moment, in which case `exitcode` reads
-    None for an instant (the status went to the other waiter): poll again."""
+def _end_workers(procs: list, seconds: float = 5.0) -> None:
+    """Every worker ended and reaped: those done leave by themselves; any other (the study
+    failed or was interrupted) is sent SIGTERM, and SIGKILL after `seconds`."""
     import time
 
     end = time.monotonic() + seconds
-    for p in processes:
-        while p.exitcode is None and time.monotonic() < end:
-            p.join(timeout=0.05)
+    for p in procs:
+        p.join(timeout=max(0.0, min(0.5, end - time.monotonic())))
+        if p.exitcode is None:
+            p.terminate()
+    for p in procs:
+        p.join(timeout=max(0.0, end - time.monotonic()))
+        if p.exitcode is None:
+            p.kill()
+            p.join()
 
 
-def _lost_message(processes: list, workers: int) -> str:
+def _lost_message(procs: list, i: int, t: int, trials: int, workers: int) -> str:
     import signal
 
-    codes = sorted({p.exitcode for p in processes if p.exitcode not in (None, 0)})
-    if len(codes) > 1:  # the pool ends the other workers itself, with SIGTERM
-        codes = [c for c in codes if c != -signal.SIGTERM]
-    how = ", ".join(f"killed by {signal.Signals(-c).name}" if c < 0 and -c in signal.valid_signals()
-                    else f"exit code {c}" for c in codes) or "ended abruptly"
-    oom = " (SIGKILL is what the out-of-memory killer sends)" if -signal.SIGKILL in codes else ""
-    return (f"a worker process of the study ended without finishing its trial ({how}){oom}. Each of the "
-            f"{workers} workers needs one trial's working memory besides the shared inputs: run with fewer "
-            "--jobs (--jobs 1 runs the trials one after another in one process). Nothing was written.")
+    proc = procs[i]
+    proc.join(timeout=5.0)  # its pipe closes as it dies, an instant before its exit status is known
+    code = proc.exitcode
+    how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0
+           and -code in signal.valid_signals() else f"exit code {code}" if code is not None else "ended abruptly")
+    oom = " (SIGKILL is what the out-of-memory killer sends)" if code == -signal.SIGKILL else ""
+    return (f"a worker process of the study ended without finishing its trial ({how}){oom}: trial {t + 1} of "
+            f"{trials} was lost. Each of the {workers} workers needs one trial's working memory besides the shared "
+            "inputs: run with fewer --jobs (--jobs 1 runs the trials one after another in one process). Nothing "
+            "was written.")
 
 
 def _trial_progress(progress, t: int, trials: int):
