@@ -185,6 +185,12 @@ seed = None
 if noise == "seeded":
     seed = int(widgets.number_box("Seed", "run_seed", typed.SEED, 1, container=n2,
                                   help="A whole number from 0 to 2,147,483,647."))
+pp = st.columns(2)
+coterminous = pp[0].toggle(runner.COTERMINOUS_LABEL, value=True, key="run_coterminous", persist_state="session",
+                           help=runner.COTERMINOUS_HELP)
+tab_sup = pp[1].toggle(runner.TABULATION_LABEL, value=False, key="run_tabsup", persist_state="session",
+                       help=runner.TABULATION_HELP)
+st.caption("Output: " + runner.postprocessing_words(coterminous, tab_sup))
 with n3:
     st.write("")
     go = st.button("Run SafeTab-P", type="primary", key="run_button", icon=":material/play_arrow:",
@@ -194,7 +200,7 @@ if go:
     ss.pop("accuracy", None)
     try:
         ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar,
-                                          plan=plan_name)
+                                          plan=plan_name, coterminous=coterminous, tabulation_suppression=tab_sup)
         ss["run_meta"] = {"plan": basis.plan, "data": data_words}
         ss["run_basis"] = basis
         run_report.prepare(ss["run"])  # the accuracy of this release, for "Everything (zip)", while the user reads
@@ -247,6 +253,13 @@ m = st.columns(3)
 m[0].metric("T2 rows (sex × age)", f"{len(out.t2):,}")
 m[1].metric("Suppressed totals", f"{int(out.t1['SUPPRESSED'].sum()):,}")
 m[2].metric("Run time", f"{out.seconds:.1f} s", help="Release and truth, from the files to the tables.")
+tab_words = runner.tabulation_summary(man)
+if tab_words is not None:
+    st.info(tab_words[0], icon=":material/content_cut:")
+    if tab_words[1]:
+        st.warning(widgets.plain(tab_words[1]), icon=":material/info:")
+st.caption("Post-processing of this run: " + runner.postprocessing_words(
+    bool(man.get("postprocessing", {}).get("coterminous", True)), tab_words is not None))
 trunc = man.get("confidential", {}).get("race_codes_truncated")
 if trunc:
     st.caption(f"Race multiplicity r = {trunc['max_race_codes']}: **{trunc['persons']:,}** persons have a race code "
