@@ -2,8 +2,9 @@
 
 The navigation has three sections: "SafeTab-P" (tune, explain and run it), "Learn" (six
 lessons, `ui.learn.lessons.LESSONS`) and "Compare methods" (the other disclosure-avoidance
-methods, one page each, listed in `ui.compare.layout.METHODS`). Every page shares one configuration (`ui.core.state`); the address
-bar carries it as ?config=... whenever it differs from the 2020 production plan.
+methods, one page each, listed in `ui.compare.layout.METHODS`). Every page shares one
+configuration (`ui.core.state`); the address bar carries it as ?config=... whenever it
+differs from the 2020 production plan.
 """
 
 from __future__ import annotations
