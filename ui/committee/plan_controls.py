@@ -12,7 +12,7 @@ import streamlit as st
 from calculators import presets
 from calculators.config import SafeTabConfig
 from ui.committee import comparison, scenarios
-from ui.core import history, planner, state
+from ui.core import auth, history, planner, state
 
 SCENARIOS_PAGE = "app_pages/committee/scenarios.py"
 
@@ -45,7 +45,8 @@ def save_current(name: str, note: str = "", overwrite: bool = False) -> scenario
     """Save the current plan as a scenario; the plan takes the scenario's name. A
     problem (name taken, store unusable) becomes a message and returns None."""
     try:
-        saved = store().save(name, state.config(), state.targets(), note=note, overwrite=overwrite)
+        saved = store().save(name, state.config(), state.targets(), note=note, overwrite=overwrite,
+                             by=auth.current().who)
     except scenarios.ScenarioError as exc:
         state.flash("error", f"Not saved: {exc}.")
         return None
