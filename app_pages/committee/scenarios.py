@@ -277,15 +277,23 @@ def _deleted() -> None:
     except scenarios.ScenarioError as exc:
         st.caption(widgets.plain(f"The deleted scenarios cannot be read: {exc}."))
         return
-    box = st.expander(f"Deleted scenarios ({len(gone)})", key="sc_deleted_open", on_change="rerun",
+    # one label whatever the count: a new label would be a new expander, closed after each restore or purge
+    box = st.expander("Deleted scenarios: restore or purge", key="sc_deleted_open", on_change="rerun",
                       icon=":material/delete:")
     if not box.open:
         return
     with box:
+        purged = store.purged()
+        if purged:
+            st.caption(widgets.plain("Purged for good: " + "; ".join(
+                f"“{name}” ({n} versions) by {by}, {at.replace('T', ' ')[:16]} UTC"
+                for _sid, name, n, by, at in purged[:5]) + (f"; and {len(purged) - 5} more" if len(purged) > 5
+                                                          else "") + "."))
         if not gone:
             st.caption("None. A deleted scenario comes here, with its history; anyone can restore it.")
             return
-        widgets.table(record.deleted_frame(gone), "deleted_scenarios.csv", key="sc_deleted")
+        widgets.table(record.deleted_frame(gone), "deleted_scenarios.csv", key="sc_deleted",
+                      caption=f"{len(gone)} deleted scenario{'s' * (len(gone) != 1)}, each with its history.")
         by_sid = {v.sid: v for v in gone}
         if ss.get("sc_gone_pick") not in by_sid:
             ss["sc_gone_pick"] = gone[0].sid

@@ -139,3 +139,24 @@ def test_only_an_operator_may_purge_a_deleted_scenario():
     at.checkbox(key="sc_purge_sure").check().run()
     at.button(key="sc_purge").click().run()
     assert store.deleted() == [] and store.purged()[0][3] == "Ana@Example.org"
+    assert "Purged for good: “Old” (4 versions) by Ana@Example.org" in shown(texts(at))
+
+
+def test_a_secrets_file_that_cannot_be_read_never_falls_back_to_local_mode(tmp_path, monkeypatch):
+    import streamlit as st
+    from streamlit import config
+    from streamlit.runtime.secrets import Secrets
+
+    broken = tmp_path / "secrets.toml"
+    broken.write_text("[auth\nclient_id = 'x'\n", encoding="utf-8")
+    monkeypatch.setattr(st, "secrets", Secrets())
+    old = config.get_option("secrets.files")
+    config.set_option("secrets.files", [str(broken)])
+    try:
+        with pytest.raises(auth.AuthSetupError, match="secrets.toml"):
+            auth.signing_in()
+        config.set_option("secrets.files", [str(tmp_path / "none.toml")])
+        monkeypatch.setattr(st, "secrets", Secrets())
+        assert auth.signing_in() is False and auth.current() is auth.LOCAL_USER  # no file: local mode
+    finally:
+        config.set_option("secrets.files", old)
