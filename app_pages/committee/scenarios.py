@@ -238,14 +238,15 @@ def _history(chosen: scenarios.Scenario) -> None:
                   caption="Every version as it was after the change (a replace keeps what it replaced here).")
     by_number = {v.number: v for v in hist}
     numbers = list(by_number)
-    pick = st.columns([1, 1, 2], vertical_alignment="bottom")
+    pick = st.columns([1.4, 1.4, 1.6], vertical_alignment="bottom")
     if len(numbers) >= 2:
         for key, default in (("sc_ver_a", numbers[1]), ("sc_ver_b", numbers[0])):
             if ss.get(key) not in by_number:
                 ss[key] = default
         a = pick[0].selectbox("Compare version", numbers, key="sc_ver_a",
-                              format_func=lambda n: by_number[n].label)
-        b = pick[1].selectbox("with version", numbers, key="sc_ver_b", format_func=lambda n: by_number[n].label)
+                              format_func=lambda n: record.version_title(by_number[n]))
+        b = pick[1].selectbox("with version", numbers, key="sc_ver_b",
+                              format_func=lambda n: record.version_title(by_number[n]))
         diff = record.compare_versions(by_number[a], by_number[b], delta)
         names = [c for c in diff.columns if c not in ("Item", comparison.DIFFERS)]
         differ = diff[diff[comparison.DIFFERS]]

@@ -422,9 +422,12 @@ class ScenarioStore:
         stamp = now()
         with self._connect(write=True) as con:
             rowid = _find(con, name)
-            if rowid is not None and not overwrite:
-                old = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()[0]
-                raise ScenarioError(f"a scenario named {old!r} exists already; choose another name or replace it")
+            if rowid is not None and not overwrite:  # e.g. another user saved this name a moment ago
+                old, modified = con.execute("SELECT name, modified FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()
+                _sid, number, author = _live(con).get(old, (0, 0, ""))
+                raise ScenarioError(f"a scenario named {old!r} exists already"
+                                    + (f" ({version_label(number, author, modified)})" if number else "")
+                                    + "; choose another name or replace it (what it holds stays in its history)")
             if rowid is None:
                 self._room(con)
                 con.execute("INSERT INTO scenarios (name, config, targets, note, created, modified) "

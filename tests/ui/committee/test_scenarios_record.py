@@ -194,3 +194,13 @@ def test_a_row_removed_by_another_program_is_kept_among_the_deleted(store, prod)
     assert gone.scenario.name == "removed" and gone.scenario.note == "by hand" and "another program" in gone.author
     assert store.restore(gone.sid).config.max_race_codes == 2
     assert store.history("added")[0].action == "migrated"
+
+
+def test_saving_a_name_someone_has_just_taken_says_who_and_replaces_nothing(store, prod, monkeypatch):
+    _clock(monkeypatch, _t(1), _t(2))
+    store.save("Shared", prod, by="ana@example.org")  # saved a moment before the other user presses Save
+    with pytest.raises(ScenarioError) as err:
+        store.save("shared", prod.updated(max_race_codes=2), by="bo@example.org")
+    assert str(err.value) == ("a scenario named 'Shared' exists already (version 1 by ana@example.org, 2026-12-01 "
+                              "09:00 UTC); choose another name or replace it (what it holds stays in its history)")
+    assert store.get("Shared").config.max_race_codes == 8 and len(store.history("Shared")) == 1
