@@ -78,16 +78,15 @@ def _saved() -> None:
     if items:
         rows = []
         for s in items:
-            row = {"Name": s.name, "Created (UTC)": s.created.replace("T", " ")[:16],
-                   "Modified (UTC)": s.modified.replace("T", " ")[:16],
+            # its creation is version 1 of its history below (and in its plan file): room for who changed it last
+            row = {"Name": s.name, "Modified (UTC)": s.modified.replace("T", " ")[:16],
                    "Version": s.version or None, "By": s.author,
                    "Plan": record.plan_text(s.config, state.delta(), s.problems), "Note": s.note}
             rows.append(row)
         listing = pd.DataFrame(rows)
         widgets.table(listing, "scenarios.csv", key="sc_list",
                       column_config={"Name": st.column_config.TextColumn(width=150),
-                                     "Plan": st.column_config.TextColumn(width=380),
-                                     "Created (UTC)": st.column_config.TextColumn(width=125),
+                                     "Plan": st.column_config.TextColumn(width=330),
                                      "Modified (UTC)": st.column_config.TextColumn(width=125),
                                      "Version": st.column_config.NumberColumn(width=60, format="%d"),
                                      "By": st.column_config.TextColumn("Last change by", width=120),
@@ -234,7 +233,11 @@ def _history(chosen: scenarios.Scenario) -> None:
     delta = state.delta()
     widgets.table(record.history_frame(hist, delta), "scenario_history.csv", key="sc_history",
                   column_config={"Version": st.column_config.NumberColumn(width=60, format="%d"),
-                                 "Plan": st.column_config.TextColumn(width=380)},
+                                 "Change": st.column_config.TextColumn(width=100),
+                                 "By": st.column_config.TextColumn(width=130),
+                                 "When (UTC)": st.column_config.TextColumn(width=125),
+                                 "Name": st.column_config.TextColumn(width=120),
+                                 "Plan": st.column_config.TextColumn(width=300)},
                   caption="Every version as it was after the change (a replace keeps what it replaced here).")
     by_number = {v.number: v for v in hist}
     numbers = list(by_number)
