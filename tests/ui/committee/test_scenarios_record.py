@@ -15,7 +15,7 @@ from calculators.presets import production_2020
 from ui.committee import scenarios
 from ui.committee.scenarios import ScenarioError, ScenarioStore
 
-#: A store written by the code of main before issue 42 (schema 2, WAL mode, checkpointed):
+#: A store written by `ScenarioStore` of main at 7d96c20, before issue 42 (schema 2, WAL mode, checkpointed):
 #: "County MOE 8" saved 2026-11-02 09:00 with targets and a note, then renamed to "County
 #: MOE 8 (final)" at 2026-11-06 13:00; "r = 3" saved 11-03 10:30 (r = 3) and replaced
 #: 11-05 12:00 (r = 4); "Été très large" saved 11-04 11:00 (r = 5, note "ünïcödé").
