@@ -305,6 +305,13 @@ def _deleted() -> None:
                            format_func=lambda k: f"{by_sid[k].scenario.name} (deleted by {by_sid[k].author}, "
                                                  f"{by_sid[k].at.replace('T', ' ')[:16]} UTC)")
 
+        try:
+            widgets.table(record.history_frame(store.history(sid), state.delta()), "deleted_scenario_history.csv",
+                          key="sc_gone_history", caption="Its history, newest first: a restore brings back the "
+                                                         "latest version, which is what was deleted.")
+        except scenarios.ScenarioError as exc:  # purged by another session a moment ago
+            st.caption(widgets.plain(f"{exc}."))
+
         def _on_restore():
             try:
                 back = store.restore(ss["sc_gone_pick"], by=user.who, name=ss.get("sc_restore_name") or None)
