@@ -12,23 +12,22 @@ SAFETAB_REQUIRE_BROWSER=1 (CI), where that is a failure. Both servers are always
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_browser import CHROMIUM, LAUNCH_ARGS, _free_port, _require_browser
+from tests.e2e.browser import chromium, free_port, require_browser, streamlit_server
 from ui.committee import scenarios
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 OIDC = Path(__file__).resolve().parent / "oidc"
 CLIENT_ID, CLIENT_SECRET = "safetab-studio", "a-test-client-secret"
 OPERATOR = ("ana@example.org", "ana-secret", "Ana Operator")
@@ -36,12 +35,13 @@ MEMBER = ("bo@example.org", "bo-secret", "Bo Member")
 
 
 def _require_node() -> str:
+    """node, with the provider installed; skipped without (a failure when SAFETAB_REQUIRE_BROWSER=1)."""
     node = shutil.which("node")
     missing = None
     if node is None:
         missing = "node is missing (the sign-in tests run an OpenID Connect provider on Node 20+)"
     elif not (OIDC / "node_modules" / "oidc-provider").is_dir():
-        missing = f"the test provider is not installed (cd {OIDC.relative_to(REPO)} && npm ci)"
+        missing = "the test provider is not installed (cd tests/e2e/oidc && npm ci)"
     if missing:
         if os.environ.get("SAFETAB_REQUIRE_BROWSER") == "1":
             pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {missing}", pytrace=False)
@@ -49,48 +49,47 @@ def _require_node() -> str:
     return node
 
 
-def _wait(url: str, proc: subprocess.Popen, log: Path, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{what} did not start:\n{log.read_text()[-3000:]}", pytrace=False)
-        time.sleep(0.2)
-
-
-def _stop(proc: subprocess.Popen) -> None:
+@contextlib.contextmanager
+def _provider(node: str, port: int, redirect: str, log: Path):
+    """The test provider (tests/e2e/oidc/server.js) on `port`; stopped on exit, whatever happened."""
+    env = {**os.environ, "PORT": str(port), "REDIRECT_URI": redirect, "CLIENT_ID": CLIENT_ID,
+           "CLIENT_SECRET": CLIENT_SECRET}
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([node, "server.js"], cwd=OIDC, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    issuer = f"http://127.0.0.1:{port}"
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the OpenID Connect provider did not start:\n{log.read_text()[-3000:]}", pytrace=False)
+            time.sleep(0.2)
+        yield issuer
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-    """The provider and the app, each on a free port; yields (app URL, the app's data folder)."""
+    """The provider and the app with [auth], each on a free port; yields (app URL, the app's data folder)."""
     node = _require_node()
-    _require_browser()
+    require_browser()
     folder = tmp_path_factory.mktemp("auth")
-    idp_port, app_port = _free_port(), _free_port()
+    idp_port, app_port = free_port(), free_port()
     app = f"http://127.0.0.1:{app_port}"
-    issuer = f"http://127.0.0.1:{idp_port}"
-    env = dict(os.environ, PORT=str(idp_port), REDIRECT_URI=f"{app}/oauth2callback", CLIENT_ID=CLIENT_ID,
-               CLIENT_SECRET=CLIENT_SECRET)
-    idp_log = folder / "provider.log"
-    with open(idp_log, "wb") as fh:
-        idp = subprocess.Popen([node, "server.js"], cwd=OIDC, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                               start_new_session=True)
-    try:
-        _wait(f"{issuer}/.well-known/openid-configuration", idp, idp_log, "the OpenID Connect provider")
+    with _provider(node, idp_port, f"{app}/oauth2callback", folder / "provider.log") as issuer:
         secrets = folder / "secrets.toml"
         secrets.write_text(f"""[auth]
 redirect_uri = "{app}/oauth2callback"
@@ -106,40 +105,22 @@ prompt = "login"
 operators = ["{OPERATOR[0].upper()}"]
 """, encoding="utf-8")
         data = folder / "data"
-        app_env = dict(os.environ, SAFETAB_STUDIO_DATA=str(data))
-        app_env.pop("SAFETAB_STUDIO_OPERATORS", None)
-        app_log = folder / "streamlit.log"
-        cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-               "--server.port", str(app_port), "--server.address", "127.0.0.1",
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-               "--secrets.files", str(secrets)]
-        with open(app_log, "wb") as fh:
-            proc = subprocess.Popen(cmd, cwd=REPO, env=app_env, stdout=fh, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        try:
-            _wait(f"{app}/_stcore/health", proc, app_log, "streamlit")
+        env = {"SAFETAB_STUDIO_DATA": str(data), "SAFETAB_STUDIO_OPERATORS": ""}
+        with streamlit_server(folder / "streamlit.log", env=env, port=app_port,
+                              args=("--secrets.files", str(secrets))) as url:
+            assert url == app
             yield app, data
-        finally:
-            _stop(proc)
-    finally:
-        _stop(idp)
 
 
 @pytest.fixture(scope="module")
-def browser(servers):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+def auth_browser(servers):
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+def page(auth_browser):
+    context = auth_browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     try:
