@@ -266,7 +266,8 @@ def _history(chosen: scenarios.Scenario) -> None:
         if v is not None and v.scenario.ok:
             state.set_config(v.scenario.config, chosen.name, dict(v.scenario.targets) or None)
             plan_controls.remember_version(chosen, v.label)
-            state.flash("success", f"Version {v.number} of “{chosen.name}” ({v.label}) is now the plan on every page.")
+            state.flash("success", f"Version {v.number} of “{chosen.name}” ({v.label}) is now the plan on "
+                                   "every page.")
 
     shown_b = by_number.get(ss.get("sc_ver_b"))
     pick[2 if len(numbers) >= 2 else 0].button(

@@ -75,7 +75,8 @@ def test_a_deleted_scenario_is_listed_and_restored_from_the_page(store):
     gone = frame(at, "Deleted by")
     assert gone[["Name", "Deleted by", "Versions"]].values.tolist() == [["Keep me", "local", 2]]
     its = frame(at, "Version", "Change")  # the deleted scenario's history
-    assert its[["Version", "Change", "By"]].values.tolist() == [[2, "deleted", "local"], [1, "saved", "ana@example.org"]]
+    assert its[["Version", "Change", "By"]].values.tolist() == [[2, "deleted", "local"],
+                                                                [1, "saved", "ana@example.org"]]
     at.button(key="sc_restore").click().run()
     assert store.names() == ["Keep me"]
     assert [v.action for v in store.history("Keep me")] == ["restore", "delete", "create"]

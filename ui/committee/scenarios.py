@@ -530,8 +530,8 @@ def _live(con: sqlite3.Connection) -> dict[str, tuple[int, int, str]]:
     if not _has_versions(con):
         return {}
     rows = con.execute("SELECT v.sid, v.number, v.name, v.author FROM versions v JOIN "
-                       "(SELECT sid, MAX(number) AS n FROM versions GROUP BY sid) m ON v.sid = m.sid AND v.number = m.n "
-                       "WHERE v.action != 'delete'").fetchall()
+                       "(SELECT sid, MAX(number) AS n FROM versions GROUP BY sid) m "
+                       "ON v.sid = m.sid AND v.number = m.n WHERE v.action != 'delete'").fetchall()
     return {name: (sid, number, author) for sid, number, name, author in rows}
 
 

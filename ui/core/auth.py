@@ -144,8 +144,9 @@ def refusal(action: str, user: User | None = None) -> str | None:
     if user.operator:
         return None
     who = user.email or user.name or "a user without an e-mail"
-    return (f"Only an operator may {action}. You are signed in as {who}, who is not one; operators are named by e-mail in the server's .streamlit/secrets.toml "
-            f"([{SECRETS_SECTION}] operators) or in the environment variable {ENV_OPERATORS}.")
+    return (f"Only an operator may {action}. You are signed in as {who}, who is not one; operators are named "
+            f"by e-mail in the server's .streamlit/secrets.toml ([{SECRETS_SECTION}] operators) or in the "
+            f"environment variable {ENV_OPERATORS}.")
 
 
 def allowed(action: str, user: User | None = None) -> bool:
