@@ -18,11 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ui.compare import layout as compare
 from ui.committee import plan_controls
-from ui.core import state, widgets
+from ui.core import auth, state, widgets
 from ui.learn import classroom, lessons
 
 st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
 st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kept in view, focus, contrast
+USER = auth.gate()  # with [auth] in secrets.toml: only the sign-in until signed in, whatever the address
 
 state.init()
 
@@ -66,6 +67,7 @@ SECTIONS["SafeTab-P"].append(OLD_OVERVIEW)
 
 page = st.navigation(SECTIONS, expanded=True)  # every page listed: no "View more" hiding methods
 classroom.sidebar_summary()  # the plan summary, hidden in the presenter view
+auth.sidebar(USER)
 plan_controls.sidebar()
 classroom.sidebar()  # the presenter view toggle; "End the class" during a class
 state.show_flashes()

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -52,13 +52,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def streamlit_server(log: Path, cwd: Path = REPO, env: Mapping[str, str] | None = None,
-                     startup_seconds: float = 90) -> Iterator[str]:
-    """`streamlit run app.py` in `cwd` on a free loopback port; yields its URL once it answers
-    its health check, and terminates it (and its process group) on exit, whatever happened."""
-    port = free_port()
+                     startup_seconds: float = 90, port: int | None = None, args: Sequence[str] = ()) -> Iterator[str]:
+    """`streamlit run app.py` in `cwd` on a free loopback port (or `port`, when the test must
+    know it first, e.g. for a sign-in redirect address), with more options `args` (e.g.
+    ``--secrets.files``); yields its URL once it answers its health check, and terminates it
+    (and its process group) on exit, whatever happened."""
+    port = free_port() if port is None else port
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+           "--server.fileWatcherType", "none", *args]
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, **(env or {})})
