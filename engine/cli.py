@@ -1,5 +1,5 @@
 """Command line: `python -m engine {validate,run,truth,accuracy,legacy,sample,check-output,spines,profile,
-project} ...`.
+project,safetab-h} ...`.
 
 Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
 OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("validate", help="check every input file; draws no noise and writes nothing")
     common(sp, out=False)
+    sp.add_argument("--t1", type=Path, default=None, metavar="FILE_OR_RELEASE_DIR",
+                    help="SafeTab-H inputs (a config.json with thresholds_h_t3): the T1 to check them with "
+                         "(default DATA_DIR/pop-group-totals.txt)")
 
     sp = sub.add_parser("run", help="validate, then write a release: t1/, t2/, suppressed/, manifest.json")
     common(sp)
@@ -132,6 +135,10 @@ def _parser() -> argparse.ArgumentParser:
                          "of the level below so it adds up to them, e.g. STATE: each state's true count of every "
                          "iteration, its counties adding up to it (PR-STATE likewise). The manifest lists what is "
                          "revealed; needs allow_negative_counts: true; see docs/invariants.md")
+    sp.add_argument("--households", type=Path, default=None, metavar="H_PARAMS_DIR",
+                    help="then run SafeTab-H on this release's own T1: H_PARAMS_DIR holds SafeTab-H's config.json "
+                         "and the spec files, DATA_DIR the household-records file; its tables go to "
+                         "OUT_DIR-safetab-h (see `safetab-h`)")
 
     sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
     common(sp)
@@ -214,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
                  "     expected: the first 20 and the total), or PARAMS_DIR/DATA_DIR invalid\n  2  usage error")
 
     _profile_parsers(sub, common)
+    _safetab_h_parser(sub, common)
 
     sp = sub.add_parser("spines", help="geographic spines: how far places and AIANNH areas are from a TopDown-style "
                                        "spine, before and after its optimisation; compose an area from published units")
@@ -239,6 +247,55 @@ def _parser() -> argparse.ArgumentParser:
                  "county > state; the optimisation regroups block groups and tract groups county by\n"
                  "county.\n\n" + _EPILOG)
     return p
+
+
+def _safetab_h_parser(sub, common) -> None:
+    """`safetab-h`: the household tables T3 and T4 (engine.safetab_h)."""
+    sp = sub.add_parser("safetab-h", help="SafeTab-H: household type (T3) and tenure (T4) of the groups of "
+                                          "SafeTab-P's published T1, written as t3/ and t4/")
+    common(sp)
+    sp.add_argument("--t1", type=Path, default=None, metavar="FILE_OR_RELEASE_DIR",
+                    help="SafeTab-P's published T1: a pop-group-totals.txt (or .parquet), or a release of `run` "
+                         "(its t1/); default DATA_DIR/pop-group-totals.txt")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="reproducible noise for demos and tests; the manifest then says NOT FOR RELEASE "
+                         "(default: a cryptographically secure random source)")
+    sp.add_argument("--truth", action="store_true",
+                    help="the same tables without noise (NOT FOR RELEASE: for accuracy studies)")
+    sp.epilog = ("PARAMS_DIR holds SafeTab-H's config.json (40 budgets privacy_budget_h_{t3|t4}_level_{1|2}_{geo},\n"
+                 "thresholds_h_t3, thresholds_h_t4, ...) and SafeTab-P's 4 spec files; DATA_DIR holds\n"
+                 "household-records.txt (or .parquet), GRF-C.txt and, unless --t1 says otherwise,\n"
+                 "pop-group-totals.txt. OUT_DIR gets t3/T0300{1..4}/, t4/T0400{1,2}/, manifest.json.\n\n" + _EPILOG)
+
+
+def _safetab_h(args, progress) -> int:
+    from engine.safetab_h.run import run as run_h
+
+    if args.truth and args.seed is not None:
+        raise ValueError("--seed seeds the noise; --truth draws none")
+    res = run_h(args.params_dir, args.data_dir, args.out_dir, t1=args.t1, seed=args.seed, truth=args.truth,
+                overwrite=args.overwrite, progress=progress)
+    progress.close()
+    _report_h(res)
+    return EXIT_OK
+
+
+def _report_h(res) -> None:
+    m = res.manifest
+    rows = m["outputs"]["rows"]
+    t3 = sum(v for k, v in rows.items() if k.startswith("t3"))
+    t4 = sum(v for k, v in rows.items() if k.startswith("t4"))
+    print(f"Wrote {res.out_dir}: {m['groups']['tabulated']:,} population groups, {t3:,} T3 rows, {t4:,} T4 rows.")
+    if not m["mode"]["for_release"]:
+        print(m["mode"]["note"])
+
+
+def _is_h_params(params_dir: Path) -> bool:
+    """A SafeTab-H PARAMS_DIR: its config.json has SafeTab-H's thresholds."""
+    try:
+        return "thresholds_h_t3" in json.loads((Path(params_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def _profile_parsers(sub, common) -> None:
@@ -497,6 +554,17 @@ def _is_arrow_error(exc: BaseException) -> bool:
 
 
 def _dispatch(args, progress: _Progress) -> int:
+    if args.command == "safetab-h":
+        return _safetab_h(args, progress)
+    if args.command == "validate" and (args.t1 is not None or _is_h_params(args.params_dir)):
+        from engine.safetab_h.run import prepare as prepare_h
+
+        prep = prepare_h(args.params_dir, args.data_dir, args.t1, progress)
+        progress.close()
+        print(f"OK (SafeTab-H): {prep.households:,} households in the runs, {len(prep.inputs.t1.count):,} T1 rows "
+              f"of the runs, {sum(len(g) for g in prep.groups):,} population groups to tabulate. No noise was "
+              "drawn; nothing was written.")
+        return EXIT_OK
     if args.command == "validate":
         from engine.run import prepare
 
@@ -522,6 +590,14 @@ def _dispatch(args, progress: _Progress) -> int:
             print(m["mode"]["note"])
         if m["mode"].get("warning"):
             print(m["mode"]["warning"])
+        if getattr(args, "households", None) is not None:
+            from engine.safetab_h.run import run as run_h
+
+            h_out = Path(str(res.out_dir) + "-safetab-h")
+            res_h = run_h(args.households, args.data_dir, h_out, t1=res.out_dir, seed=args.seed,
+                          overwrite=args.overwrite, progress=progress)
+            progress.close()
+            _report_h(res_h)
         return EXIT_OK
 
     if args.command == "accuracy":
@@ -636,7 +712,19 @@ def _dispatch(args, progress: _Progress) -> int:
 
     if args.command == "check-output":
         from engine.release.check import OutputInvalid, check_output, format_summary
+        from engine.safetab_h import check as check_h
 
+        if check_h.is_safetab_h_output(args.out_dir):
+            try:
+                s = check_h.check_output(args.params_dir, args.out_dir)
+            except OutputInvalid as exc:
+                print(exc.report(), file=sys.stderr)
+                return EXIT_INVALID
+            kind = "a release" if s.for_release else "NOT FOR RELEASE (seeded or ground truth)"
+            print(f"OK: {s.out_dir} is a complete, well-formed SafeTab-H output, {kind}: {s.files_verified} files "
+                  f"match SHA256SUMS; {sum(v for k, v in s.rows.items() if k.startswith('t3')):,} T3 rows and "
+                  f"{sum(v for k, v in s.rows.items() if k.startswith('t4')):,} T4 rows; every group complete.")
+            return EXIT_OK
         try:
             summary = check_output(args.params_dir, args.out_dir, data_dir=args.data_dir)
         except OutputInvalid as exc:
