@@ -310,3 +310,60 @@ def total_moe_by_level(table: str, rho: Any, S: int, exact: bool = True, privacy
     for lvl in TABLE_LEVELS[table]:
         out[lvl] = {c: cell_moe(rho, S, exact, privacy_defn, len(d)) for c, d in published_cells(table, lvl).items()}
     return out
+
+
+# ------------------------------------------------------------------------ the 2020 plan
+def _production_budget(level: PopulationGroupLevel) -> float:
+    """The 2020 budget of both tables at a level: 0.006915 Regional (AIANNH Regional 0),
+    1.9208 Detailed at nation and state, 0.142869 Detailed below."""
+    if level.iteration_level == 1:
+        return 0.0 if level.geo == "AIANNH" else 0.006915
+    return 1.9208 if level.is_state_or_above else 0.142869
+
+
+def production_thresholds(table: str, level: PopulationGroupLevel) -> list[int]:
+    """The 2020 thresholds (DDHCB configs/safetab-h/NMFv5/config.json): note the
+    sub-state Regional T3 149970 where SafeTab-P's ladder has 149971."""
+    if table == "t4":
+        if level.iteration_level == 1:
+            return [971] if level.geo == "AIANNH" else [4971]
+        return [471] if level.is_state_or_above else [971]
+    if level.iteration_level == 1:
+        if level.geo == "AIANNH":
+            return [971, 4971, 19971]
+        return [4971, 19971, 149971] if level.is_state_or_above else [4971, 19971, 149970]
+    return [471, 971, 6971] if level.is_state_or_above else [971, 4971, 19971]
+
+
+def production_2020_h(reader: str = "csv") -> SafeTabHConfig:
+    """The 2020 SafeTab-H plan (read with ``reader: "csv"``, as this engine reads files;
+    the released file says "cef")."""
+    data: dict[str, Any] = {
+        "max_race_codes": 8,
+        **{budget_key(t, lvl): _production_budget(lvl) for t in TABLES for lvl in POPULATION_GROUP_LEVELS},
+        "thresholds_h_t3": {lvl.key: production_thresholds("t3", lvl) for lvl in POPULATION_GROUP_LEVELS},
+        "thresholds_h_t4": {lvl.key: production_thresholds("t4", lvl) for lvl in POPULATION_GROUP_LEVELS},
+        "allow_negative_counts": True, "run_us": True, "run_pr": True, "reader": reader,
+        "state_filter_us": sorted(US_STATE_CODES), "privacy_defn": "zcdp",
+    }
+    return SafeTabHConfig.from_dict(data, source="the 2020 SafeTab-H plan")
+
+
+def scaled_plan(persons: int, population: int, us_states: list[str], run_pr: bool) -> SafeTabHConfig:
+    """The 2020 plan with its thresholds scaled for a nation of `persons` as SafeTab-P's
+    sample thresholds are (times sqrt(persons / population), at most 1, rounded, kept
+    increasing), for the synthetic nations of `python -m engine sample`."""
+    s = min(1.0, math.sqrt(persons / population))
+    base = production_2020_h()
+
+    def scale(values: list[int]) -> list[int]:
+        out: list[int] = []
+        for b in values:
+            v = max(1, round(b * s))
+            out.append(v if not out or v > out[-1] else out[-1] + 1)
+        return out
+
+    return base.updated(
+        thresholds_h_t3={k: scale(v) for k, v in base.thresholds_h_t3.items()},
+        thresholds_h_t4={k: scale(v) for k, v in base.thresholds_h_t4.items()},
+        state_filter_us=sorted(us_states), run_pr=run_pr, run_us=bool(us_states))

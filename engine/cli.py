@@ -135,10 +135,10 @@ def _parser() -> argparse.ArgumentParser:
                          "of the level below so it adds up to them, e.g. STATE: each state's true count of every "
                          "iteration, its counties adding up to it (PR-STATE likewise). The manifest lists what is "
                          "revealed; needs allow_negative_counts: true; see docs/invariants.md")
-    sp.add_argument("--households", type=Path, default=None, metavar="H_PARAMS_DIR",
-                    help="then run SafeTab-H on this release's own T1: H_PARAMS_DIR holds SafeTab-H's config.json "
-                         "and the spec files, DATA_DIR the household-records file; its tables go to "
-                         "OUT_DIR-safetab-h (see `safetab-h`)")
+    sp.add_argument("--households", type=Path, default=None, metavar="H_CONFIG.json",
+                    help="then run SafeTab-H (with this SafeTab-H config.json and PARAMS_DIR's spec files) on this "
+                         "release's own T1 and DATA_DIR's household-records file; its tables go to "
+                         "OUT_DIR-safetab-h (see `safetab-h`), e.g. --households sample_data/safetab-h-config.json")
 
     sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
     common(sp)
@@ -262,6 +262,9 @@ def _safetab_h_parser(sub, common) -> None:
                          "(default: a cryptographically secure random source)")
     sp.add_argument("--truth", action="store_true",
                     help="the same tables without noise (NOT FOR RELEASE: for accuracy studies)")
+    sp.add_argument("--config", type=Path, default=None, metavar="H_CONFIG.json",
+                    help="SafeTab-H's config.json, if not PARAMS_DIR/config.json (PARAMS_DIR then only gives the "
+                         "spec files, e.g. SafeTab-P's PARAMS_DIR)")
     sp.epilog = ("PARAMS_DIR holds SafeTab-H's config.json (40 budgets privacy_budget_h_{t3|t4}_level_{1|2}_{geo},\n"
                  "thresholds_h_t3, thresholds_h_t4, ...) and SafeTab-P's 4 spec files; DATA_DIR holds\n"
                  "household-records.txt (or .parquet), GRF-C.txt and, unless --t1 says otherwise,\n"
@@ -274,10 +277,19 @@ def _safetab_h(args, progress) -> int:
     if args.truth and args.seed is not None:
         raise ValueError("--seed seeds the noise; --truth draws none")
     res = run_h(args.params_dir, args.data_dir, args.out_dir, t1=args.t1, seed=args.seed, truth=args.truth,
-                overwrite=args.overwrite, progress=progress)
+                overwrite=args.overwrite, progress=progress, config=_h_config(args.config))
     progress.close()
     _report_h(res)
     return EXIT_OK
+
+
+def _h_config(path: Path | None):
+    """A SafeTab-H config.json given apart from PARAMS_DIR (a file, or a folder with one)."""
+    if path is None:
+        return None
+    from calculators.safetab_h import SafeTabHConfig
+
+    return SafeTabHConfig.read(path / "config.json" if path.is_dir() else path)
 
 
 def _report_h(res) -> None:
@@ -594,8 +606,8 @@ def _dispatch(args, progress: _Progress) -> int:
             from engine.safetab_h.run import run as run_h
 
             h_out = Path(str(res.out_dir) + "-safetab-h")
-            res_h = run_h(args.households, args.data_dir, h_out, t1=res.out_dir, seed=args.seed,
-                          overwrite=args.overwrite, progress=progress)
+            res_h = run_h(args.params_dir, args.data_dir, h_out, t1=res.out_dir, seed=args.seed,
+                          overwrite=args.overwrite, progress=progress, config=_h_config(args.households))
             progress.close()
             _report_h(res_h)
         return EXIT_OK

@@ -51,8 +51,9 @@ def check_output(params_dir: str | Path, out_dir: str | Path) -> CheckSummary:
         raise OutputInvalid([Problem(str(out), None, None, None, "an output folder (not a link)")])
     ch = _Checker(Path(params_dir), out, None)
     ch.marker()
+    config_file = Path(params_dir) / "config.json" if Path(params_dir).is_dir() else Path(params_dir)
     try:
-        cfg = SafeTabHConfig.read(Path(params_dir) / "config.json")
+        cfg = SafeTabHConfig.read(config_file)
     except ConfigError as exc:
         for p in exc.problems:
             ch.add("config.json", None, None, None, p)
@@ -70,7 +71,7 @@ def check_output(params_dir: str | Path, out_dir: str | Path) -> CheckSummary:
             ch.add(MANIFEST, None, "program", man.get("program"), "safetab-h")
         if man.get("config") != cfg.to_dict():
             ch.add(MANIFEST, None, "config", "another configuration",
-                   "the config.json of PARAMS_DIR (the output was made with other parameters)")
+                   f"the configuration of {config_file} (the output was made with other parameters)")
         for where in ("", "t3/", "t4/"):
             if (out / where / NOT_FOR_RELEASE).is_file() == for_release:
                 ch.add(where + NOT_FOR_RELEASE, None, None, None, "absent in a release" if for_release else

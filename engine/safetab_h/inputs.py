@@ -85,6 +85,8 @@ class HInputs:
     grf_file: DataFile
     t1: T1
     code_names: list[str]
+    #: False when the caller supplied the configuration (not PARAMS_DIR/config.json).
+    config_from_file: bool = True
 
     def counting_inputs(self) -> Inputs:
         """The SafeTab-P `Inputs` the counting pass reads (`engine.tabulation.aggregate`):
@@ -128,6 +130,7 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, t1: str | Path | N
         if not d.is_dir():
             log.add(name, None, None, None, expected_folder(d, what))
     log.raise_if_any()
+    from_file = config is None
     if config is None:
         try:
             config = SafeTabHConfig.read(params_dir / CONFIG_FILE)
@@ -157,7 +160,8 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, t1: str | Path | N
         check_header(hh_file, HOUSEHOLD_COLUMNS, log)
     table = read_t1(sources, config, geography, log) if sources and geography is not None else None
     log.raise_if_any()
-    return HInputs(params_dir, data_dir, config, specs, geography, hh_file, grf_file, table, list(specs.codes))
+    return HInputs(params_dir, data_dir, config, specs, geography, hh_file, grf_file, table, list(specs.codes),
+                   from_file)
 
 
 def _run_states(config: SafeTabHConfig) -> list[str]:

@@ -17,6 +17,7 @@ OUT_DIR (production's layout, pipe-delimited, a header in every file):
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import platform
 import time
@@ -216,11 +217,15 @@ def build_manifest(prepared: Prepared, queries: dict, rows: dict, *, source, tru
         mode = {"kind": "release", "for_release": True, "noise_source": source.description}
     mode["noise"] = "two-sided geometric (exact)" if puredp else "discrete Gaussian (exact, Canonne-Kamath-Steinke)"
     files = {}
+    if not inputs.config_from_file:
+        text = cfg.to_json().encode()
+        files["config (supplied by the caller, not PARAMS_DIR/config.json)"] = {
+            "sha256": hashlib.sha256(text).hexdigest(), "bytes": len(text)}
     for name, p in [(f"PARAMS_DIR/{n}", inputs.params_dir / n) for n in
                     ("config.json", "race-and-ethnicity-codes.txt", "race-characteristic-iterations.txt",
                      "ethnicity-characteristic-iterations.txt", "race-and-ethnicity-code-to-iteration.txt")] + \
             [(f"DATA_DIR/{df.name}", df.path) for df in (inputs.households_file, inputs.grf_file)]:
-        if p.is_file():
+        if p.is_file() and (inputs.config_from_file or not name.endswith("config.json")):
             files[name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
     us = sum(cfg.budget_exact(t, lvl) for t in TABLES for lvl in cfg.levels() if not lvl.is_pr)
     pr = sum(cfg.budget_exact(t, lvl) for t in TABLES for lvl in cfg.levels() if lvl.is_pr)

@@ -224,3 +224,46 @@ def test_the_toy_with_huge_budgets_equals_its_ground_truth(params, tmp_path):
     # the toy's households, counted by hand: 4 of its 6 are in the states 01, 02, 11
     usa = read_part_files(tmp_path / "truth" / "t3" / "T03001")
     assert usa.empty or usa["COUNT"].astype(int).max() <= 4
+
+
+def test_parquet_inputs_give_the_same_tables(hdata, tmp_path):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    hdata.write()
+    text = run(hdata.params, hdata.data, tmp_path / "txt", truth=True)
+    for stem in ("household-records", "pop-group-totals"):
+        src = hdata.data / f"{stem}.txt"
+        names = src.read_text().splitlines()[0].split("|")
+        table = pacsv.read_csv(src, parse_options=pacsv.ParseOptions(delimiter="|"),
+                               convert_options=pacsv.ConvertOptions(column_types={c: "string" for c in names}))
+        pq.write_table(table, hdata.data / f"{stem}.parquet")
+        src.unlink()
+    par = run(hdata.params, hdata.data, tmp_path / "pq", truth=True)
+    assert par.manifest["outputs"] == text.manifest["outputs"]
+    for p in (tmp_path / "txt").rglob("*.csv"):
+        assert p.read_bytes() == (tmp_path / "pq" / p.relative_to(tmp_path / "txt")).read_bytes()
+
+
+def test_run_households_chains_safetab_p_then_safetab_h_on_its_t1(hdata, tmp_path, capsys):
+    from tests.engine.conftest import base_config, person
+
+    hdata.config, h_config = base_config(run_pr=False, state_filter_us=["01"]), hdata.config
+    hdata.persons = [person(block=hdata.blocks[i % 2], races=("1010",), eth="2010") for i in range(40)]
+    hdata.write()
+    (hdata.data / "person-records.txt").write_text(
+        "QAGE|QSEX|HOUSEHOLDER|TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK|CENRACE|QRACE1|QRACE2|QRACE3|QRACE4|QRACE5|"
+        "QRACE6|QRACE7|QRACE8|QSPAN\n" + "".join("|".join(p) + "\n" for p in hdata.persons))
+    hdata.config = h_config
+    (tmp_path / "h.json").write_text(json.dumps(h_config))
+    out = tmp_path / "rel"
+    assert main(["run", str(hdata.params), str(hdata.data), str(out), "--seed", "3", "--quiet",
+                 "--households", str(tmp_path / "h.json")]) == 0
+    said = capsys.readouterr().out
+    assert f"Wrote {out}-safetab-h:" in said
+    h_man = json.loads((tmp_path / "rel-safetab-h" / "manifest.json").read_text())
+    t1_rows = sum(len(p.read_text().splitlines()) - 1 for p in (out / "t1").glob("*.csv") if p.name != "headers.csv")
+    # every T1 row of SafeTab-P's release (state 01 only) is a SafeTab-H group, or pruned
+    assert h_man["groups"]["t1_rows_read"] == t1_rows
+    assert h_man["groups"]["tabulated"] > 0
+    assert main(["check-output", str(tmp_path / "h.json"), str(tmp_path / "rel-safetab-h")]) == 0
