@@ -181,6 +181,16 @@ def _parser() -> argparse.ArgumentParser:
                          "Fioretto et al.'s Table 7), consistency_by_size.csv, consistency_summary.csv "
                          "(negative counts, violations of additivity, run time) and consistency.json")
 
+    sp.add_argument("--safetab-h", dest="safetab_h", nargs="?", const=True, default=None, type=Path,
+                    metavar="H_CONFIG.json",
+                    help="study SafeTab-H instead: its directly noised T3 / T4 cells against the truth, per table x "
+                         "geography x iteration level x table level x group size (powers of ten), beside the "
+                         "expected MOE; writes accuracy_h.csv and .json. PARAMS_DIR holds SafeTab-H's config.json, "
+                         "or give it here (PARAMS_DIR then gives the spec files); the T1 is --t1 or "
+                         "DATA_DIR/pop-group-totals.txt")
+    sp.add_argument("--t1", type=Path, default=None, metavar="FILE_OR_RELEASE_DIR",
+                    help="with --safetab-h: SafeTab-P's published T1 (a pop-group-totals file or a release)")
+
     sp = sub.add_parser("legacy", help="a legacy cell-suppression study of one level (NOT a SafeTab-P release: "
                                        "exact counts, withheld ones marked D)")
     common(sp)
@@ -280,6 +290,25 @@ def _safetab_h(args, progress) -> int:
                 overwrite=args.overwrite, progress=progress, config=_h_config(args.config))
     progress.close()
     _report_h(res)
+    return EXIT_OK
+
+
+def _accuracy_h(args, progress) -> int:
+    from engine.safetab_h.accuracy import accuracy_h, format_report
+
+    given = [o for o, v in (("--release", args.release), ("--layout", args.layout), ("--invariant", args.invariant),
+                            ("--consistency", args.consistency)) if v is not None]
+    given += ["--keep-trials"] if args.keep_trials else []
+    given += ["--jobs"] if args.jobs != 1 else []
+    if given:
+        raise ValueError(f"{', '.join(given)} cannot be used with --safetab-h: the SafeTab-H study draws its own "
+                         "trials in one process and writes accuracy_h.csv")
+    df = accuracy_h(args.params_dir, args.data_dir, args.out_dir, t1=args.t1, trials=args.trials or 1,
+                    seed=args.seed, overwrite=args.overwrite, progress=progress,
+                    config=_h_config(args.safetab_h) if isinstance(args.safetab_h, Path) else None)
+    progress.close()
+    print(format_report(df))
+    print(f"Wrote {args.out_dir / 'accuracy_h.csv'} and accuracy_h.json (NOT FOR RELEASE)")
     return EXIT_OK
 
 
@@ -612,6 +641,10 @@ def _dispatch(args, progress: _Progress) -> int:
             _report_h(res_h)
         return EXIT_OK
 
+    if args.command == "accuracy" and args.safetab_h is not None:
+        return _accuracy_h(args, progress)
+    if args.command == "accuracy" and args.t1 is not None:
+        raise ValueError("--t1 is the T1 of a SafeTab-H study; use it with --safetab-h")
     if args.command == "accuracy":
         from engine.reports.accuracy import MAX_TRIALS, accuracy_report, format_report
 
