@@ -602,7 +602,7 @@ def _dispatch(args, progress: _Progress) -> int:
 
         prep = prepare_h(args.params_dir, args.data_dir, args.t1, progress)
         progress.close()
-        print(f"OK (SafeTab-H): {prep.households:,} households in the runs, {len(prep.inputs.t1.count):,} T1 rows "
+        print(f"OK (SafeTab-H): {prep.households:,} households in the runs, {prep.inputs.t1.rows:,} T1 rows "
               f"of the runs, {sum(len(g) for g in prep.groups):,} population groups to tabulate. No noise was "
               "drawn; nothing was written.")
         return EXIT_OK

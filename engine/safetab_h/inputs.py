@@ -60,15 +60,21 @@ _HHRACE = [f"{i:02d}" for i in range(1, 64)]
 
 @dataclass
 class T1:
-    """SafeTab-P's published T1 rows, checked (one entry per row, in file order)."""
+    """SafeTab-P's published T1 rows of the runs, checked: an Arrow table with string
+    columns REGION_ID, REGION_TYPE, ITERATION_CODE and an int64 COUNT (file order)."""
 
-    region_type: np.ndarray  # str
-    region_id: np.ndarray  # str
-    code: np.ndarray  # str
-    count: np.ndarray  # int64
+    table: pa.Table
     source: str  # what was read, for the manifest
     #: Rows outside the runs' states, dropped as production's reader drops them.
     dropped: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.table.num_rows
+
+    @property
+    def count(self) -> np.ndarray:
+        return _arrow.numpy(self.table["COUNT"])
 
 
 @dataclass
@@ -189,33 +195,36 @@ def read_t1(sources: list[DataFile], config: SafeTabHConfig, geography: Geograph
         firsts.append((df.name, None if lines is None else lines[keep]))
     if log:
         return None
-    t = pa.concat_tables(tables)
-    rt, rid, code = (_arrow.text(t[c]) for c in ("REGION_TYPE", "REGION_ID", "ITERATION_CODE"))
-    count = _arrow.numpy(pc.cast(t["COUNT"], pa.int64()))
+    t = pa.concat_tables(tables).combine_chunks()
     # no group twice (production: "appeared more than once in pop-group-counts")
-    key = np.char.add(np.char.add(np.char.add(rt.astype(str), "|"), np.char.add(rid.astype(str), "|")), code)
-    uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
-    if (counts > 1).any():
+    keys = ["REGION_TYPE", "REGION_ID", "ITERATION_CODE"]
+    dup = t.select(keys).group_by(keys).aggregate([([], "count_all")])
+    dup = dup.filter(pc.greater(dup["count_all"], 1))
+    if dup.num_rows:
         where = _row_places(firsts)
-        for k in np.flatnonzero(counts > 1)[:20]:
-            rows = np.flatnonzero(key == uniq[k])
+        first_dup = dup.slice(0, 20).to_pylist()
+        for d in first_dup:
+            hit = pc.and_(pc.and_(pc.equal(t["REGION_TYPE"], d["REGION_TYPE"]), pc.equal(t["REGION_ID"], d["REGION_ID"])),
+                          pc.equal(t["ITERATION_CODE"], d["ITERATION_CODE"]))
+            rows = np.flatnonzero(_arrow.numpy(hit))
             name, line = where(int(rows[1]))
-            region_type, region_id, it = str(uniq[k]).split("|")
-            log.add(name, line, "REGION_TYPE|REGION_ID|ITERATION_CODE", str(uniq[k]),
-                    f"each population group once; (REGION_TYPE={region_type}, REGION_ID={region_id}, "
-                    f"ITERATION_CODE={it}) appeared more than once ({int(counts[k])} rows)")
-        log.count(max(0, int((counts > 1).sum()) - 20))
+            log.add(name, line, "REGION_TYPE|REGION_ID|ITERATION_CODE",
+                    f"{d['REGION_TYPE']}|{d['REGION_ID']}|{d['ITERATION_CODE']}",
+                    f"each population group once; (REGION_TYPE={d['REGION_TYPE']}, REGION_ID={d['REGION_ID']}, "
+                    f"ITERATION_CODE={d['ITERATION_CODE']}) appeared more than once ({d['count_all']} rows)")
+        log.count(max(0, dup.num_rows - 20))
         return None
+    types = set(t["REGION_TYPE"].unique().to_pylist())
     for on, name, geos in ((config.run_us, "US", [g for g in GEO_LEVELS if g not in GEO_LEVELS_PR]),
                            (config.run_pr, "PR", list(GEO_LEVELS_PR))):
-        if on and not np.isin(rt, geos).any():
+        if on and not types & set(geos):
             log.add(sources[0].name, None, "REGION_TYPE", None,
                     f"T1 population groups of the {name} run (REGION_TYPE {', '.join(geos)}); the T1 has none: is it "
                     f"the T1 of the other run? (production: \"No T1 pop groups data for the {name} run\")")
     if log:
         return None
-    return T1(rt.astype(object), rid.astype(object), code.astype(object), count,
-              ", ".join(df.name for df in sources) if len(sources) <= 3 else f"{len(sources)} part files of t1/",
+    t = t.set_column(t.schema.get_field_index("COUNT"), "COUNT", pc.cast(t["COUNT"], pa.int64()))
+    return T1(t, ", ".join(df.name for df in sources) if len(sources) <= 3 else f"{len(sources)} part files of t1/",
               dropped)
 
 

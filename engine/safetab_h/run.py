@@ -246,7 +246,7 @@ def build_manifest(prepared: Prepared, queries: dict, rows: dict, *, source, tru
                             "SafeTab-P's per-person budget: the two protect different units."},
         "queries": queries,
         "groups": {"tabulated": sum(len(g) for g in prepared.groups),
-                   "t1_rows_read": int(len(inputs.t1.count)) + inputs.t1.dropped,
+                   "t1_rows_read": inputs.t1.rows + inputs.t1.dropped,
                    "t1_rows_not_tabulated": {"outside_the_runs_states": inputs.t1.dropped,
                                              **asdict(prepared.pruned)}},
         "postprocessing": {"allow_negative_counts": cfg.allow_negative_counts,

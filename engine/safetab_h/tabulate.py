@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from calculators import budget, noise_family
 from calculators.levels import PopulationGroupLevel
@@ -34,6 +36,7 @@ from calculators.safetab_h import (
     T3_CELL_OF_TYPE, T3_DIRECT, T4_CELL_OF_TEN, T4_DIRECT, TABLE_LEVELS, published_cells, table_level,
 )
 from engine.errors import ProblemLog
+from engine.inputs import _arrow
 from engine.inputs.readers import iter_batches
 from engine.safetab_h.inputs import HOUSEHOLD_COLUMNS, N_TENURES, N_TYPES, HInputs, check_household_batch
 from engine.tabulation.aggregate import CountTable, LocalAggregator, level_counts
@@ -99,52 +102,62 @@ def count_households(inputs: HInputs, progress: Progress | None = None) -> Count
 def level_groups(inputs: HInputs, table: CountTable, levels: list[PopulationGroupLevel]
                  ) -> tuple[list[LevelGroups], Pruned]:
     """The T1 groups of every level of the runs (pruned as production), their cells."""
-    t1 = inputs.t1
+    t1 = inputs.t1.table
     specs, geo = inputs.specs, inputs.geography
     catalog = IterationCatalog(specs)
     cinputs = inputs.counting_inputs()
     r = inputs.config.max_race_codes
     pruned = Pruned()
-    levels_of = {code: it.level for code, it in specs.iterations.items()}
-    known = np.array([c in levels_of for c in t1.code], dtype=bool) if len(t1.code) else np.zeros(0, bool)
-    pruned.unknown_iteration = int((~known).sum())
-    it_level = np.array([levels_of.get(c, -1) for c in t1.code], np.int64)
+    # per distinct iteration code (a few thousand), then spread over the rows by index
+    code_dict = pc.dictionary_encode(t1["ITERATION_CODE"]).combine_chunks()
+    code_values = code_dict.dictionary.to_pylist()
+    code_row = _arrow.numpy(code_dict.indices).astype(np.int64)
+    its = [specs.iterations.get(c) for c in code_values]
+    v_level = np.array([-1 if it is None else it.level for it in its], np.int64)
+    it_level = v_level[code_row] if len(code_row) else np.zeros(0, np.int64)
+    pruned.unknown_iteration = int((it_level < 0).sum())
     pruned.level_0 = int((it_level == 0).sum())
-    run_geos = {lvl.geo for lvl in levels}
-    pruned.outside_runs = int((~np.isin(t1.region_type.astype(str), list(run_geos)) & known & (it_level > 0)).sum())
+    rtype = _arrow.text(t1["REGION_TYPE"]) if t1.num_rows else np.zeros(0, str)
+    run_geos = sorted({lvl.geo for lvl in levels})
+    pruned.outside_runs = int((~np.isin(rtype, run_geos) & (it_level > 0)).sum())
     memberships: dict = {}
     out = []
     for lvl in levels:
-        rows = np.flatnonzero((t1.region_type == lvl.geo) & (it_level == lvl.iteration_level))
+        rows = np.flatnonzero((rtype == lvl.geo) & (it_level == lvl.iteration_level))
         codes = catalog.codes(lvl.geo, lvl.iteration_level)
         pos = {c: i for i, c in enumerate(codes)}
-        code_idx = np.array([pos.get(c, -1) for c in t1.code[rows]], np.int64)
+        v_idx = np.array([pos.get(c, -1) for c in code_values], np.int64)
+        code_idx = v_idx[code_row[rows]]
         off = code_idx < 0
         if off.any():
-            its = [specs.iterations[c] for c in t1.code[rows][off]]
-            pruned.pruned_detailed_only += sum(1 for it in its if it.detailed_only)
-            pruned.pruned_coarse_only += sum(1 for it in its if not it.detailed_only)
+            detailed = np.array([bool(it is not None and it.detailed_only) for it in its], bool)
+            d = detailed[code_row[rows][off]]
+            pruned.pruned_detailed_only += int(d.sum())
+            pruned.pruned_coarse_only += int((~d).sum())
         rows, code_idx = rows[~off], code_idx[~off]
         S = specs.stability(lvl.iteration_level, r, lvl.geo)
-        region_ids, region_idx = np.unique(t1.region_id[rows].astype(str), return_inverse=True)
         regions = geo.regions.get(lvl.geo, np.zeros(0, str))
-        gi = np.searchsorted(regions, region_ids) if len(regions) else np.zeros(len(region_ids), np.int64)
-        in_grf = np.zeros(len(region_ids), bool)
-        inside = gi < len(regions)
-        in_grf[inside] = regions[gi[inside]] == region_ids[inside]
-        pruned.region_not_in_grf += int((~in_grf[region_idx]).sum())
+        ids = t1["REGION_ID"].take(pa.array(rows))
+        gi, in_grf = _arrow.index_in(ids, _arrow.strings([str(x) for x in regions]) if len(regions) else
+                                     _arrow.strings([]))
+        pruned.region_not_in_grf += int((~in_grf).sum())
+        # labels: the level's GRF-C regions, then any T1 region GRF-C does not have
+        extra = np.unique(_arrow.text(ids.filter(_arrow.mask(~in_grf)))) if (~in_grf).any() else np.zeros(0, str)
+        region_ids = np.concatenate([np.asarray(regions, dtype=object), extra.astype(object)])
+        region_idx = gi.copy()
+        if len(extra):
+            region_idx[~in_grf] = len(regions) + np.searchsorted(extra, _arrow.text(ids.filter(_arrow.mask(~in_grf))))
         cells = np.zeros((len(rows), N_TYPES * N_TENURES), np.int64)
-        has = in_grf[region_idx]
-        if has.any() and len(regions):
+        if in_grf.any():
             counts = level_counts(table, cinputs, catalog, lvl, S, memberships)
-            group = gi[region_idx[has]] * counts.n_iterations + code_idx[has]
+            group = gi[in_grf] * counts.n_iterations + code_idx[in_grf]
             order = np.argsort(group, kind="stable")
             got = counts.cells_of(group[order])
             sub = np.empty_like(got)
             sub[order] = got
-            cells[has] = sub[:, : N_TYPES * N_TENURES]
-        out.append(LevelGroups(lvl, S, region_ids.astype(object), region_idx.astype(np.int64), codes,
-                               code_idx, t1.count[rows], cells))
+            cells[in_grf] = sub[:, : N_TYPES * N_TENURES]
+        out.append(LevelGroups(lvl, S, region_ids, region_idx.astype(np.int64), codes, code_idx,
+                               _arrow.numpy(t1["COUNT"].take(pa.array(rows))).astype(np.int64), cells))
     return out, pruned
 
 
