@@ -367,3 +367,137 @@ def scaled_plan(persons: int, population: int, us_states: list[str], run_pr: boo
         thresholds_h_t3={k: scale(v) for k, v in base.thresholds_h_t3.items()},
         thresholds_h_t4={k: scale(v) for k, v in base.thresholds_h_t4.items()},
         state_filter_us=sorted(us_states), run_pr=run_pr, run_us=bool(us_states))
+
+
+# ------------------------------------------------------------------------ coupling to SafeTab-P
+def _between(n: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float, s2: float, noise: str) -> np.ndarray:
+    """P(lo <= n + X <= hi) for integer bounds (-inf / inf allowed), X of the noise law.
+
+    Only sizes whose bounds lie within 40 standard deviations of n are evaluated with
+    the law (beyond, the mass left out is below exp(-800)): a national profile has
+    tens of thousands of distinct sizes, most of them far from every threshold."""
+    from calculators import noise_family
+
+    law = noise_family.law(noise)
+    shape = np.shape(n)
+    n = np.atleast_1d(np.asarray(n, float))
+    a = np.broadcast_to(np.asarray(lo, float) - n, n.shape)  # X >= a
+    b = np.broadcast_to(np.asarray(hi, float) - n, n.shape)  # X <= b
+    sd = math.sqrt(s2) if noise == "gaussian" else s2 * math.sqrt(2)
+    k = 40 * sd + 2
+    out = ((a <= -k) & (b >= k)).astype(float)  # the whole mass inside
+    near = (a <= b) & ~(b < -k) & ~(a > k) & ~((a <= -k) & (b >= k))
+    if near.any():
+        an, bn = a[near], b[near]
+        with np.errstate(invalid="ignore"):
+            upper = np.where(bn >= k, 0.0, law.sf(np.clip(bn, -k, k), s2))  # P(X > b)
+            lower = np.where(an <= -k, 0.0, law.cdf(np.clip(an - 1, -k, k), s2))  # P(X < a)
+        out[near] = np.clip(1.0 - upper - lower, 0.0, 1.0)
+    return out.reshape(shape)
+
+
+def t1_components(p_config: Any, level: PopulationGroupLevel, n: Any, total_only: bool = False) -> list[dict]:
+    """SafeTab-P's published T1 of a group of true size n as a mixture (SPEC §1): per
+    stage-1 level k, its probability, the variance parameter of the published total
+    (level 0: one stage-2 draw; k >= 1: the sum of 8 / 18 / 46 stage-2 cells, taken as
+    one discrete Gaussian of that variance) and the suppression threshold (level 0
+    below the state, when zero_suppression_chance > 0: T1 <= T is not published).
+    DETAILED_ONLY groups (`total_only`): one total at the full budget."""
+    from calculators import adaptive, suppression
+    from calculators.levels import STAT_LEVEL_CELLS
+
+    n = np.asarray(n, float)
+    rho = p_config.rho(level)
+    S = budget.stability(p_config.max_race_codes)
+    noise = "gaussian" if p_config.privacy_defn == "zcdp" else "geometric"
+    if rho <= 0 or not p_config.runs_geo(level):
+        return []
+    if total_only:
+        return [{"weight": np.ones(n.shape), "scale": float(budget.noise_scale(rho, S, 1.0, noise)), "noise": noise,
+                 "suppress_at": None}]
+    s1 = float(budget.noise_scale(rho, S, p_config.gamma, noise))
+    s2 = float(budget.noise_scale(rho, S, 1 - p_config.gamma, noise))
+    p_k = adaptive.stat_level_probabilities(n, p_config.thresholds(level), s1, noise)
+    T = None
+    if p_config.suppression_chance > 0 and not level.is_state_or_above:
+        T = suppression.threshold(s2, p_config.suppression_chance, noise=noise)
+    out = []
+    for k in range(4):
+        if k == 0:
+            out.append({"weight": p_k[..., 0], "scale": s2, "noise": noise, "suppress_at": T})
+        else:
+            cells = STAT_LEVEL_CELLS[k]
+            if noise == "gaussian":
+                out.append({"weight": p_k[..., k], "scale": cells * s2, "noise": "gaussian", "suppress_at": None})
+            else:  # a sum of geometric cells, as a discrete Gaussian of the same variance
+                a = math.exp(-1 / s2)
+                var = cells * 2 * a / (1 - a) ** 2
+                out.append({"weight": p_k[..., k], "scale": var, "noise": "gaussian", "suppress_at": None})
+    return out
+
+
+def level_probabilities(p_config: Any, h_thresholds: tuple[int, ...], level: PopulationGroupLevel, n: Any,
+                        total_only: bool = False) -> np.ndarray:
+    """For a group of n persons: P(absent), then P(table level j), j = 0..len(thresholds),
+    shape n.shape + (len + 2,). Absent: SafeTab-P does not tabulate the level, or
+    suppresses the group (no T1 row, so SafeTab-H has no group); else the table level is
+    the number of thresholds at or below the published T1 (a mixture over SafeTab-P's
+    stage-1 level and its T1 noise, `t1_components`)."""
+    n = np.asarray(n, float)
+    th = [-math.inf, *[float(t) for t in h_thresholds], math.inf]
+    out = np.zeros(n.shape + (len(h_thresholds) + 2,))
+    comps = t1_components(p_config, level, n, total_only)
+    if not comps:
+        out[..., 0] = 1.0
+        return out
+    for c in comps:
+        w, s2, noise, T = c["weight"], c["scale"], c["noise"], c["suppress_at"]
+        floor = -math.inf if T is None else float(T) + 1  # published only above T
+        if T is not None:
+            out[..., 0] += w * _between(n, -math.inf, float(T), s2, noise)
+        for j in range(len(h_thresholds) + 1):
+            lo, hi = max(th[j], floor), th[j + 1] - 1
+            out[..., j + 1] += w * _between(n, lo, hi, s2, noise)
+    return out
+
+
+def national_outcome(p_config: Any, h_config: SafeTabHConfig, profile: Any) -> list[dict]:
+    """Expected numbers of SafeTab-H groups per level from a group-size profile
+    (`calculators.projection.Profile`, persons per SafeTab-P group): absent (not in the
+    T1), and with each T3 and T4 table level (a query with budget 0 publishes nothing)."""
+    rows = []
+    for lvl, lp in profile.levels.items():
+        if not h_config.runs_geo(lvl):
+            continue
+        row: dict[str, Any] = {"level": lvl.key, "groups": lp.groups}
+        for table in TABLES:
+            th = h_config.thresholds(table, lvl)
+            acc = np.zeros(len(th) + 2)
+            for hist, total_only in ((lp.adaptive, False), (lp.total_only, True)):
+                if hist.groups:
+                    p = level_probabilities(p_config, th, lvl, hist.sizes, total_only)
+                    acc += (p * np.asarray(hist.counts, float)[:, None]).sum(axis=0)
+            on = h_config.budget(table, lvl) > 0
+            row["absent"] = float(acc[0])
+            for j in range(len(th) + 1):
+                row[f"{table}_level_{j}"] = float(acc[j + 1]) if on else 0.0
+        rows.append(row)
+    return rows
+
+
+def ladder_differences(p_config: Any, h_config: SafeTabHConfig) -> list[str]:
+    """Where SafeTab-H's T3 ladder differs from SafeTab-P's (the 2020 files: 149970
+    against 149971 below the state), in plain words."""
+    out = []
+    for lvl in h_config.levels():
+        if p_config.rho(lvl) <= 0 or h_config.budget("t3", lvl) <= 0:
+            continue  # one of the two publishes nothing here
+        try:
+            p = list(p_config.thresholds(lvl))
+        except KeyError:
+            continue
+        h = list(h_config.thresholds("t3", lvl))
+        if p != h:
+            diffs = [f"{b:,} where SafeTab-P has {a:,}" for a, b in zip(p, h) if a != b]
+            out.append(f"{lvl.key}: T3 {'; '.join(diffs)}")
+    return out

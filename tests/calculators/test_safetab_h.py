@@ -62,3 +62,38 @@ def test_config_problems_are_named():
     with pytest.raises(ConfigError) as exc:
         h.SafeTabHConfig.from_dict({"max_race_codes": 8})
     assert "missing required keys {allow_negative_counts" in str(exc.value)
+
+
+def test_level_probabilities_match_a_simulation_of_safetab_p_then_safetab_h():
+    """The mixture over SafeTab-P's stage-1 level, T1 noise and suppression against
+    seeded draws of the same two-stage mechanism (engine.noise's exact sampler)."""
+    import numpy as np
+
+    from calculators import budget, suppression
+    from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
+    from calculators.presets import production_2020
+    from engine.noise import RandomSource, sample_discrete_gaussian
+
+    lvl = PopulationGroupLevel("COUNTY", 2)
+    p = production_2020().with_rho(lvl, 0.05).with_thresholds(lvl, [40, 80, 160])
+    h_th = (30, 70, 150)
+    s1 = budget.sigma2(0.05, 9, p.gamma)
+    s2 = budget.sigma2(0.05, 9, 1 - p.gamma)
+    T = suppression.threshold(s2, p.suppression_chance)
+    src = RandomSource.seeded(45)
+    draws = 40_000
+    for n in (20, 60, 120, 200):
+        stage1 = n + sample_discrete_gaussian(s1, draws, src)
+        k = (stage1[:, None] >= np.array([40, 80, 160])).sum(axis=1)
+        t1 = np.empty(draws, np.int64)
+        for lev in range(4):
+            sel = k == lev
+            m = STAT_LEVEL_CELLS[lev]
+            t1[sel] = n + sample_discrete_gaussian(s2, int(sel.sum()) * m, src).reshape(-1, m).sum(axis=1)
+        absent = (k == 0) & (t1 <= T)
+        level = (t1[:, None] >= np.array(h_th)).sum(axis=1)
+        freq = [absent.mean()] + [((level == j) & ~absent).mean() for j in range(4)]
+        prob = h.level_probabilities(p, h_th, lvl, n)
+        assert prob.sum() == pytest.approx(1.0)
+        for f, q in zip(freq, prob):
+            assert abs(f - q) < 4.5 * np.sqrt(max(q * (1 - q), 1e-4) / draws) + 2e-3, (n, freq, prob.tolist())
