@@ -189,9 +189,9 @@ def read_t1(sources: list[DataFile], config: SafeTabHConfig, geography: Geograph
             return None
         keep = _t1_rows_of_runs(batch.table, config, aiannh)
         dropped += int((~keep).sum())
-        _check_t1_batch(df.name, batch, keep, log)
-        tables.append(batch.table.filter(_arrow.mask(keep)))
         lines = batch.lines()
+        _check_t1_batch(df.name, batch, keep, lines, log)
+        tables.append(batch.table.filter(_arrow.mask(keep)))
         firsts.append((df.name, None if lines is None else lines[keep]))
     if log:
         return None
@@ -250,9 +250,8 @@ def _t1_rows_of_runs(t: pa.Table, config: SafeTabHConfig, aiannh: np.ndarray) ->
     return is_usa | (~is_aian & prefix) | (is_aian & aian_ok)
 
 
-def _check_t1_batch(name: str, full: Batch, keep: np.ndarray, log: ProblemLog) -> None:
+def _check_t1_batch(name: str, full: Batch, keep: np.ndarray, lines: np.ndarray | None, log: ProblemLog) -> None:
     batch = Batch(full.table.filter(_arrow.mask(keep)), None, None if full.reported is None else full.reported[keep])
-    lines = full.lines()
     if lines is not None:
         kept_lines = lines[keep]
         batch.line = lambda i: int(kept_lines[i]) or None  # type: ignore[method-assign]
