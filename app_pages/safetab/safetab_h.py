@@ -83,7 +83,7 @@ if c[4].button("Apply the target", key="h_apply"):
         st.error(refused)
     st.rerun()
 
-left, right = st.columns([1.6, 1])
+left, right = st.columns([2, 1])
 with left:
     df = h.budget_table(h_cfg, exact)
     widgets.table(df, "safetab_h_budgets.csv", key="h_budgets", height=min(600, 35 * (len(df) + 1) + 3),

@@ -22,12 +22,12 @@ def test_a_typed_budget_and_a_moe_target():
     at = open_app("safetab_h", timeout=120)
     box = next(t for t in at.text_input if t.key.startswith("h_rho_t3_STATE_2"))
     box.set_value("0.5").run()
-    row = _budgets(at).query("Level == 'STATE Detailed' and Table == 'T3 household type'").iloc[0]
+    row = _budgets(at).query("Level == 'STATE Detailed' and Table == 'T3'").iloc[0]
     assert row["Budget"] == 0.5 and row["Cell MOE"] == 6
     target = next(t for t in at.text_input if t.key.startswith("h_target_t3_STATE_2"))
     target.set_value("11").run()
     next(b for b in at.button if b.key == "h_apply").click().run()
-    row = _budgets(at).query("Level == 'STATE Detailed' and Table == 'T3 household type'").iloc[0]
+    row = _budgets(at).query("Level == 'STATE Detailed' and Table == 'T3'").iloc[0]
     assert row["Cell MOE"] == 11 and row["Budget"] < 0.2
     assert not at.exception
 

@@ -72,7 +72,7 @@ def budget_table(cfg: SafeTabHConfig, exact: bool = True) -> pd.DataFrame:
         for table in TABLES:
             rho = cfg.budget(table, lvl)
             top = max(TABLE_LEVELS[table])
-            row = {"Table": TABLE_NAMES[table], "Level": level_name(lvl), "Budget": rho}
+            row = {"Table": table.upper(), "Level": level_name(lvl), "Budget": rho}
             if rho > 0:
                 row["σ² (zCDP)" if cfg.privacy_defn == "zcdp" else "Scale (pure DP)"] = float(
                     budget.noise_scale(rho, S, 1.0, "gaussian" if cfg.privacy_defn == "zcdp" else "geometric"))

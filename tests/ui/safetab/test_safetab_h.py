@@ -15,9 +15,9 @@ COUNTY2 = PopulationGroupLevel("COUNTY", 2)
 
 def test_budget_table_has_the_2020_moes():
     df = h.budget_table(production_2020_h())
-    usa2 = df[(df["Level"] == "USA Detailed") & (df["Table"] == "T3 household type")].iloc[0]
+    usa2 = df[(df["Level"] == "USA Detailed") & (df["Table"] == "T3")].iloc[0]
     assert usa2["Cell MOE"] == 3 and usa2["Total MOE"] == 7
-    county2 = df[(df["Level"] == "COUNTY Detailed") & (df["Table"] == "T3 household type")].iloc[0]
+    county2 = df[(df["Level"] == "COUNTY Detailed") & (df["Table"] == "T3")].iloc[0]
     assert county2["Cell MOE"] == 11 and county2["Total MOE"] == 25
     assert len(df) == 40  # 20 levels x 2 tables (US and PR runs on)
 
