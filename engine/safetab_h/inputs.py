@@ -33,7 +33,7 @@ from calculators.config import ConfigError, expected_folder
 from calculators.levels import GEO_LEVELS, GEO_LEVELS_PR, PR_STATE_CODE
 from calculators.safetab_h import SafeTabHConfig
 from engine.errors import ProblemLog
-from engine.inputs import _arrow, _rows
+from engine.inputs import _arrow
 from engine.inputs.geography import Geography, build_geography, check_grf
 from engine.inputs.readers import (
     GRF_COLUMNS, GRF_STEM, RACE_COLUMNS, Batch, DataFile, check_header, find_data_file, read_all,
@@ -42,7 +42,7 @@ from engine.inputs.specs import Specs, load_specs
 # The person records' column checks, shared so that both programs say the same thing
 # about the same race and ethnicity codes (private to engine.inputs, reused on purpose).
 from engine.inputs.validate import (  # noqa: PLC2701
-    CONFIG_FILE, EncodedPersons, Inputs, _add_rows, _block_index, _Column, _Joined, _NULL,
+    CONFIG_FILE, EncodedPersons, Inputs, _add_rows, _block_index, _Column, _Joined, check_codes,
 )
 
 HOUSEHOLDS_STEM = "household-records"
@@ -304,28 +304,7 @@ def check_household_batch(batch: Batch, inputs: HInputs, log: ProblemLog) -> Enc
     hhrace = _Column(t["HHRACE"])
     check("HHRACE", hhrace.rows(~np.isin(hhrace.values.to_numpy(zero_copy_only=False), _HHRACE)),
           "two digits from 01 to 63", hhrace)
-    codes = _arrow.strings(inputs.code_names)
-    cols, luts = [], []
-    for name in RACE_COLUMNS:
-        col = _Column(t[name])
-        v_idx, v_known = _arrow.index_in(col.values, codes)
-        v_null = col.values.to_numpy(zero_copy_only=False) == _NULL
-        cols.append(col)
-        luts.append(np.where(v_null, _rows.NULL, np.where(v_known, v_idx, _rows.UNKNOWN)).astype(np.int64))
-    race = np.empty((n, 8), np.int32)
-    truncated = np.empty(n, np.bool_)
-    kind = np.empty((n, 8), np.int8)
-    if _rows.race_rows(*[c.idx for c in cols], *luts, inputs.config.max_race_codes, race, truncated, kind):
-        for j, (name, col) in enumerate(zip(RACE_COLUMNS, cols)):
-            if j == 0:
-                check(name, kind[:, j] == _rows.NULL_FIRST, "a race code (QRACE1 must not be Null)", col)
-            check(name, kind[:, j] == _rows.NOT_A_CODE, "a code listed in race-and-ethnicity-codes.txt or the word Null",
-                  col)
-            check(name, kind[:, j] == _rows.AFTER_NULL,
-                  "Null: a race code after a Null is an error (codes come first, as in production)", col)
-    span = _Column(t["QSPAN"])
-    v_eth, v_eth_known = _arrow.index_in(span.values, codes)
-    check("QSPAN", ~span.rows(v_eth_known), "an ethnicity code listed in race-and-ethnicity-codes.txt", span)
+    race, truncated, eth = check_codes(t, _arrow.strings(inputs.code_names), inputs.config.max_race_codes, check)
     cell = np.zeros(n, np.int64)
     for col_name, count, stride, what in (("HOUSEHOLD_TYPE", N_TYPES, N_TENURES,
                                            "1 to 5 (1 married couple, 2 male householder, 3 female householder, "
@@ -340,5 +319,5 @@ def check_household_batch(batch: Batch, inputs: HInputs, log: ProblemLog) -> Enc
         val = col.rows(lut)
         check(col_name, val < 0, what, col)
         cell += np.maximum(val, 0) * stride
-    return EncodedPersons(block=block[ok], race=race[ok], eth=span.rows(v_eth)[ok].astype(np.int32),
+    return EncodedPersons(block=block[ok], race=race[ok], eth=eth[ok].astype(np.int32),
                           cell=cell[ok].astype(np.int8), truncated=truncated[ok])
