@@ -138,7 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--households", type=Path, default=None, metavar="H_CONFIG.json",
                     help="then run SafeTab-H (with this SafeTab-H config.json and PARAMS_DIR's spec files) on this "
                          "release's own T1 and DATA_DIR's household-records file; its tables go to "
-                         "OUT_DIR-safetab-h (see `safetab-h`), e.g. --households sample_data/safetab-h-config.json")
+                         "OUT_DIR-safetab-h (see `safetab-h`; with --seed S its noise is seeded with S + 1), e.g. "
+                         "--households sample_data/safetab-h-config.json")
 
     sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
     common(sp)
@@ -635,7 +636,9 @@ def _dispatch(args, progress: _Progress) -> int:
             from engine.safetab_h.run import run as run_h
 
             h_out = Path(str(res.out_dir) + "-safetab-h")
-            res_h = run_h(args.params_dir, args.data_dir, h_out, t1=res.out_dir, seed=args.seed,
+            # seeded: SafeTab-H's stream is seed + 1, not a copy of SafeTab-P's draws
+            res_h = run_h(args.params_dir, args.data_dir, h_out, t1=res.out_dir,
+                          seed=None if args.seed is None else args.seed + 1,
                           overwrite=args.overwrite, progress=progress, config=_h_config(args.households))
             progress.close()
             _report_h(res_h)
