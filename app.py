@@ -42,6 +42,8 @@ SECTIONS = {
                 icon=":material/table_chart:"),
         st.Page("app_pages/safetab/suppression.py", url_path="suppression", title="Suppression",
                 icon=":material/visibility_off:"),
+        st.Page("app_pages/safetab/safetab_h.py", url_path="safetab_h", title="SafeTab-H (households)",
+                icon=":material/house:"),
         st.Page("app_pages/safetab/run.py", url_path="run", title="Run the mechanism", icon=":material/play_circle:"),
         st.Page("app_pages/safetab/configuration.py", url_path="configuration", title="Configuration",
                 icon=":material/settings:"),

@@ -1,5 +1,5 @@
 """Command line: `python -m engine {validate,run,truth,accuracy,legacy,sample,check-output,spines,profile,
-project} ...`.
+project,safetab-h} ...`.
 
 Exit codes: 0 success; 1 invalid input, an output that fails check-output, or an
 OUT_DIR that cannot be written (a symbolic link, no permission, a full disk, another
@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("validate", help="check every input file; draws no noise and writes nothing")
     common(sp, out=False)
+    sp.add_argument("--t1", type=Path, default=None, metavar="FILE_OR_RELEASE_DIR",
+                    help="SafeTab-H inputs (a config.json with thresholds_h_t3): the T1 to check them with "
+                         "(default DATA_DIR/pop-group-totals.txt)")
 
     sp = sub.add_parser("run", help="validate, then write a release: t1/, t2/, suppressed/, manifest.json")
     common(sp)
@@ -144,6 +147,11 @@ def _parser() -> argparse.ArgumentParser:
                          "of the level below so it adds up to them, e.g. STATE: each state's true count of every "
                          "iteration, its counties adding up to it (PR-STATE likewise). The manifest lists what is "
                          "revealed; needs allow_negative_counts: true; see docs/invariants.md")
+    sp.add_argument("--households", type=Path, default=None, metavar="H_CONFIG.json",
+                    help="then run SafeTab-H (with this SafeTab-H config.json and PARAMS_DIR's spec files) on this "
+                         "release's own T1 and DATA_DIR's household-records file; its tables go to "
+                         "OUT_DIR-safetab-h (see `safetab-h`; with --seed S its noise is seeded with S + 1), e.g. "
+                         "--households sample_data/safetab-h-config.json")
 
     sp = sub.add_parser("truth", help="write the ground truth: the same tables without noise (NOT for release)")
     common(sp)
@@ -190,6 +198,16 @@ def _parser() -> argparse.ArgumentParser:
                          "Fioretto et al.'s Table 7), consistency_by_size.csv, consistency_summary.csv "
                          "(negative counts, violations of additivity, run time) and consistency.json")
 
+    sp.add_argument("--safetab-h", dest="safetab_h", nargs="?", const=True, default=None, type=Path,
+                    metavar="H_CONFIG.json",
+                    help="study SafeTab-H instead: its directly noised T3 / T4 cells against the truth, per table x "
+                         "geography x iteration level x table level x group size (powers of ten), beside the "
+                         "expected MOE; writes accuracy_h.csv and .json. PARAMS_DIR holds SafeTab-H's config.json, "
+                         "or give it here (PARAMS_DIR then gives the spec files); the T1 is --t1 or "
+                         "DATA_DIR/pop-group-totals.txt")
+    sp.add_argument("--t1", type=Path, default=None, metavar="FILE_OR_RELEASE_DIR",
+                    help="with --safetab-h: SafeTab-P's published T1 (a pop-group-totals file or a release)")
+
     sp = sub.add_parser("legacy", help="a legacy cell-suppression study of one level (NOT a SafeTab-P release: "
                                        "exact counts, withheld ones marked D)")
     common(sp)
@@ -230,6 +248,7 @@ def _parser() -> argparse.ArgumentParser:
                  "     expected: the first 20 and the total), or PARAMS_DIR/DATA_DIR invalid\n  2  usage error")
 
     _profile_parsers(sub, common)
+    _safetab_h_parser(sub, common)
 
     sp = sub.add_parser("spines", help="geographic spines: how far places and AIANNH areas are from a TopDown-style "
                                        "spine, before and after its optimisation; compose an area from published units")
@@ -257,6 +276,86 @@ def _parser() -> argparse.ArgumentParser:
                  "county > state; the optimisation regroups block groups and tract groups county by\n"
                  "county.\n\n" + _EPILOG)
     return p
+
+
+def _safetab_h_parser(sub, common) -> None:
+    """`safetab-h`: the household tables T3 and T4 (engine.safetab_h)."""
+    sp = sub.add_parser("safetab-h", help="SafeTab-H: household type (T3) and tenure (T4) of the groups of "
+                                          "SafeTab-P's published T1, written as t3/ and t4/")
+    common(sp)
+    sp.add_argument("--t1", type=Path, default=None, metavar="FILE_OR_RELEASE_DIR",
+                    help="SafeTab-P's published T1: a pop-group-totals.txt (or .parquet), or a release of `run` "
+                         "(its t1/); default DATA_DIR/pop-group-totals.txt")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="reproducible noise for demos and tests; the manifest then says NOT FOR RELEASE "
+                         "(default: a cryptographically secure random source)")
+    sp.add_argument("--truth", action="store_true",
+                    help="the same tables without noise (NOT FOR RELEASE: for accuracy studies)")
+    sp.add_argument("--config", type=Path, default=None, metavar="H_CONFIG.json",
+                    help="SafeTab-H's config.json, if not PARAMS_DIR/config.json (PARAMS_DIR then only gives the "
+                         "spec files, e.g. SafeTab-P's PARAMS_DIR)")
+    sp.epilog = ("PARAMS_DIR holds SafeTab-H's config.json (40 budgets privacy_budget_h_{t3|t4}_level_{1|2}_{geo},\n"
+                 "thresholds_h_t3, thresholds_h_t4, ...) and SafeTab-P's 4 spec files; DATA_DIR holds\n"
+                 "household-records.txt (or .parquet), GRF-C.txt and, unless --t1 says otherwise,\n"
+                 "pop-group-totals.txt. OUT_DIR gets t3/T0300{1..4}/, t4/T0400{1,2}/, manifest.json.\n\n" + _EPILOG)
+
+
+def _safetab_h(args, progress) -> int:
+    from engine.safetab_h.run import run as run_h
+
+    if args.truth and args.seed is not None:
+        raise ValueError("--seed seeds the noise; --truth draws none")
+    res = run_h(args.params_dir, args.data_dir, args.out_dir, t1=args.t1, seed=args.seed, truth=args.truth,
+                overwrite=args.overwrite, progress=progress, config=_h_config(args.config))
+    progress.close()
+    _report_h(res)
+    return EXIT_OK
+
+
+def _accuracy_h(args, progress) -> int:
+    from engine.safetab_h.accuracy import accuracy_h, format_report
+
+    given = [o for o, v in (("--release", args.release), ("--layout", args.layout), ("--invariant", args.invariant),
+                            ("--consistency", args.consistency)) if v is not None]
+    given += ["--keep-trials"] if args.keep_trials else []
+    given += ["--jobs"] if args.jobs != 1 else []
+    if given:
+        raise ValueError(f"{', '.join(given)} cannot be used with --safetab-h: the SafeTab-H study draws its own "
+                         "trials in one process and writes accuracy_h.csv")
+    df = accuracy_h(args.params_dir, args.data_dir, args.out_dir, t1=args.t1, trials=args.trials or 1,
+                    seed=args.seed, overwrite=args.overwrite, progress=progress,
+                    config=_h_config(args.safetab_h) if isinstance(args.safetab_h, Path) else None)
+    progress.close()
+    print(format_report(df))
+    print(f"Wrote {args.out_dir / 'accuracy_h.csv'} and accuracy_h.json (NOT FOR RELEASE)")
+    return EXIT_OK
+
+
+def _h_config(path: Path | None):
+    """A SafeTab-H config.json given apart from PARAMS_DIR (a file, or a folder with one)."""
+    if path is None:
+        return None
+    from calculators.safetab_h import SafeTabHConfig
+
+    return SafeTabHConfig.read(path / "config.json" if path.is_dir() else path)
+
+
+def _report_h(res) -> None:
+    m = res.manifest
+    rows = m["outputs"]["rows"]
+    t3 = sum(v for k, v in rows.items() if k.startswith("t3"))
+    t4 = sum(v for k, v in rows.items() if k.startswith("t4"))
+    print(f"Wrote {res.out_dir}: {m['groups']['tabulated']:,} population groups, {t3:,} T3 rows, {t4:,} T4 rows.")
+    if not m["mode"]["for_release"]:
+        print(m["mode"]["note"])
+
+
+def _is_h_params(params_dir: Path) -> bool:
+    """A SafeTab-H PARAMS_DIR: its config.json has SafeTab-H's thresholds."""
+    try:
+        return "thresholds_h_t3" in json.loads((Path(params_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def _profile_parsers(sub, common) -> None:
@@ -519,6 +618,17 @@ def _is_arrow_error(exc: BaseException) -> bool:
 
 
 def _dispatch(args, progress: _Progress) -> int:
+    if args.command == "safetab-h":
+        return _safetab_h(args, progress)
+    if args.command == "validate" and (args.t1 is not None or _is_h_params(args.params_dir)):
+        from engine.safetab_h.run import prepare as prepare_h
+
+        prep = prepare_h(args.params_dir, args.data_dir, args.t1, progress)
+        progress.close()
+        print(f"OK (SafeTab-H): {prep.households:,} households in the runs, {prep.inputs.t1.rows:,} T1 rows "
+              f"of the runs, {sum(len(g) for g in prep.groups):,} population groups to tabulate. No noise was "
+              "drawn; nothing was written.")
+        return EXIT_OK
     if args.command == "validate":
         from engine.run import prepare
 
@@ -553,8 +663,22 @@ def _dispatch(args, progress: _Progress) -> int:
             print(m["mode"]["note"])
         if m["mode"].get("warning"):
             print(m["mode"]["warning"])
+        if getattr(args, "households", None) is not None:
+            from engine.safetab_h.run import run as run_h
+
+            h_out = Path(str(res.out_dir) + "-safetab-h")
+            # seeded: SafeTab-H's stream is seed + 1, not a copy of SafeTab-P's draws
+            res_h = run_h(args.params_dir, args.data_dir, h_out, t1=res.out_dir,
+                          seed=None if args.seed is None else args.seed + 1,
+                          overwrite=args.overwrite, progress=progress, config=_h_config(args.households))
+            progress.close()
+            _report_h(res_h)
         return EXIT_OK
 
+    if args.command == "accuracy" and args.safetab_h is not None:
+        return _accuracy_h(args, progress)
+    if args.command == "accuracy" and args.t1 is not None:
+        raise ValueError("--t1 is the T1 of a SafeTab-H study; use it with --safetab-h")
     if args.command == "accuracy":
         from engine.reports.accuracy import MAX_TRIALS, accuracy_report, format_report
 
@@ -671,7 +795,19 @@ def _dispatch(args, progress: _Progress) -> int:
 
     if args.command == "check-output":
         from engine.release.check import OutputInvalid, check_output, format_summary
+        from engine.safetab_h import check as check_h
 
+        if check_h.is_safetab_h_output(args.out_dir):
+            try:
+                s = check_h.check_output(args.params_dir, args.out_dir)
+            except OutputInvalid as exc:
+                print(exc.report(), file=sys.stderr)
+                return EXIT_INVALID
+            kind = "a release" if s.for_release else "NOT FOR RELEASE (seeded or ground truth)"
+            print(f"OK: {s.out_dir} is a complete, well-formed SafeTab-H output, {kind}: {s.files_verified} files "
+                  f"match SHA256SUMS; {sum(v for k, v in s.rows.items() if k.startswith('t3')):,} T3 rows and "
+                  f"{sum(v for k, v in s.rows.items() if k.startswith('t4')):,} T4 rows; every group complete.")
+            return EXIT_OK
         try:
             summary = check_output(args.params_dir, args.out_dir, data_dir=args.data_dir)
         except OutputInvalid as exc:

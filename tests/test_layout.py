@@ -334,7 +334,7 @@ def test_ui_tests_mirror_the_subpackages():
 
 #: The address of every page before the pages were filed by section (issue 25): share
 #: links, bookmarks and the tests use them, so they never change.
-PAGE_URLS = {"overview", "budget", "adaptive", "suppression", "run", "configuration", "scenarios", "memo",
+PAGE_URLS = {"overview", "budget", "adaptive", "suppression", "safetab_h", "run", "configuration", "scenarios", "memo",
              "glossary", "compare_index", "compare_consistency", "compare_invariants", "compare_cell_suppression",
              "compare_spines"}
 

@@ -254,6 +254,39 @@ def _encode_good_batch(batch: Batch, inputs: Inputs) -> EncodedPersons | None:
     return EncodedPersons(block=block, race=race, eth=eth, cell=cell, truncated=truncated)
 
 
+def check_codes(t: pa.Table, codes: pa.Array, limit: int, check: Callable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The race and ethnicity columns of a batch (persons, or SafeTab-H's householders):
+    QRACE1 a code, QRACE2..8 a code or Null with no code after a Null, QSPAN a code;
+    each problem to `check(column, bad rows, expected, values)`. Returns the distinct
+    codes among QRACE1..QRACE{limit} ascending (-1 padded), whether a later column held
+    another code (truncated), and the ethnicity code index of every row."""
+    n = t.num_rows
+    cols, luts = [], []
+    for name in RACE_COLUMNS:
+        col = _Column(t[name])
+        v_idx, v_known = _arrow.index_in(col.values, codes)
+        v_null = pc.equal(col.values, _NULL).to_numpy(zero_copy_only=False)
+        cols.append(col)
+        luts.append(np.where(v_null, _rows.NULL, np.where(v_known, v_idx, _rows.UNKNOWN)).astype(np.int64))
+    race = np.empty((n, 8), np.int32)
+    truncated = np.empty(n, np.bool_)
+    kind = np.empty((n, 8), np.int8)
+    # Only QRACE1..QRACE{r} are read (production's flat map); a person is truncated if
+    # a later column holds a code that is not among the first r.
+    if _rows.race_rows(*[c.idx for c in cols], *luts, limit, race, truncated, kind):
+        for j, (name, col) in enumerate(zip(RACE_COLUMNS, cols)):
+            if j == 0:
+                check(name, kind[:, j] == _rows.NULL_FIRST, "a race code (QRACE1 must not be Null)", col)
+            check(name, kind[:, j] == _rows.NOT_A_CODE, "a code listed in race-and-ethnicity-codes.txt or the word Null",
+                  col)
+            check(name, kind[:, j] == _rows.AFTER_NULL,
+                  "Null: a race code after a Null is an error (codes come first, as in production)", col)
+    span = _Column(t["QSPAN"])
+    v_eth, v_eth_known = _arrow.index_in(span.values, codes)
+    check("QSPAN", ~span.rows(v_eth_known), "an ethnicity code listed in race-and-ethnicity-codes.txt", span)
+    return race, truncated, span.rows(v_eth)
+
+
 def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> EncodedPersons:
     """Check one batch of person rows (problems to `log`) and encode its good rows.
 
@@ -305,33 +338,7 @@ def check_person_batch(batch: Batch, inputs: Inputs, log: ProblemLog) -> Encoded
     block_np, block_missing = _block_index(block_cols, inputs.geography)
     check("TABBLKST|TABBLKCOU|TABTRACTCE|TABBLK", block_missing, "a block listed in GRF-C", _Joined(block_cols))
 
-    codes = inputs.codes_array
-    limit = inputs.config.max_race_codes
-    cols, luts = [], []
-    for name in RACE_COLUMNS:
-        col = _Column(t[name])
-        v_idx, v_known = _arrow.index_in(col.values, codes)
-        v_null = pc.equal(col.values, _NULL).to_numpy(zero_copy_only=False)
-        cols.append(col)
-        luts.append(np.where(v_null, _rows.NULL, np.where(v_known, v_idx, _rows.UNKNOWN)).astype(np.int64))
-    race = np.empty((n, 8), np.int32)
-    truncated = np.empty(n, np.bool_)
-    kind = np.empty((n, 8), np.int8)
-    # Only QRACE1..QRACE{r} are read (production's flat map); a person is truncated if
-    # a later column holds a code that is not among the first r.
-    if _rows.race_rows(*[c.idx for c in cols], *luts, limit, race, truncated, kind):
-        for j, (name, col) in enumerate(zip(RACE_COLUMNS, cols)):
-            if j == 0:
-                check(name, kind[:, j] == _rows.NULL_FIRST, "a race code (QRACE1 must not be Null)", col)
-            check(name, kind[:, j] == _rows.NOT_A_CODE, "a code listed in race-and-ethnicity-codes.txt or the word Null",
-                  col)
-            check(name, kind[:, j] == _rows.AFTER_NULL,
-                  "Null: a race code after a Null is an error (codes come first, as in production)", col)
-
-    span = _Column(t["QSPAN"])
-    v_eth, v_eth_known = _arrow.index_in(span.values, codes)
-    eth = span.rows(v_eth)
-    check("QSPAN", ~span.rows(v_eth_known), "an ethnicity code listed in race-and-ethnicity-codes.txt", span)
+    race, truncated, eth = check_codes(t, inputs.codes_array, inputs.config.max_race_codes, check)
 
     cell = is_f.astype(np.int64) * 23 + AGE23_BIN[np.clip(age_val, 0, MAX_AGE)]
     return EncodedPersons(

@@ -196,6 +196,11 @@ class SampleSummary:
     config_path: Path
     spec_source: str
     seconds: float = field(compare=False)
+    #: SafeTab-H's inputs: one household per householder (`_households`), and the
+    #: 2020 SafeTab-H plan scaled to the nation (`calculators.safetab_h.scaled_plan`).
+    households: int = 0
+    households_path: Path | None = None
+    safetab_h_config_path: Path | None = None
 
     @property
     def us_states(self) -> list[str]:
@@ -313,24 +318,40 @@ def generate(
     persons_path = data_dir / f"person-records.{fmt}"
     grf_path = data_dir / f"GRF-C.{fmt}"
     other = "parquet" if fmt == "txt" else "txt"
-    for stale in (data_dir / f"person-records.{other}", data_dir / f"GRF-C.{other}"):
+    for stale in (data_dir / f"person-records.{other}", data_dir / f"GRF-C.{other}",
+                  data_dir / f"household-records.{other}"):
         if stale.is_file():
             stale.unlink()
 
     _write_grf(geo, grf_path, fmt)
+    from engine.synthetic._households import HouseholdWriter, households_of
+
+    households_path = data_dir / f"household-records.{fmt}"
     writer = (_TxtPersonWriter if fmt == "txt" else _ParquetPersonWriter)(persons_path, geo, pm)
+    cols = geo.block_table()
+    hh_writer = HouseholdWriter(households_path, {c: cols[c] for c in GRF_COLUMNS[:4]}, pm.model.race_codes,
+                                pm.model.hisp_codes + [pm.model.nh_code], fmt)
     try:
         done = 0
         while done < persons:
             stop = min(persons, done + int(chunk_persons))
-            writer.write(pm.persons(done, stop))
+            chunk = pm.persons(done, stop)
+            writer.write(chunk)
+            hh_writer.write(households_of(chunk, int(seed), done))
             done = stop
             if progress is not None:
                 progress(done, persons)
     except BaseException:
         writer.abort()
+        hh_writer.abort()
         raise
     writer.close()
+    hh_writer.close()
+    from calculators.safetab_h import scaled_plan
+
+    h_config_path = out_dir / "safetab-h-config.json"
+    h_config_path.write_text(scaled_plan(persons, POPULATION_2020, [s for s in state_codes if s in US_STATE_CODES],
+                                         PR_STATE_CODE in state_codes).to_json(), encoding="utf-8")
 
     return SampleSummary(
         persons=persons,
@@ -351,6 +372,9 @@ def generate(
         config_path=config_path,
         spec_source=spec_source,
         seconds=time.perf_counter() - t0,
+        households=hh_writer.rows,
+        households_path=households_path,
+        safetab_h_config_path=h_config_path,
     )
 
 

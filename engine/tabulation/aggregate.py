@@ -197,6 +197,11 @@ class LocalAggregator:
     """
 
     merge_rows: int = _MERGE_ROWS
+    #: (inputs, log, ahead) -> (rows read, encoded good rows) of each batch: the person
+    #: records by default; SafeTab-H counts households with its own (`engine.safetab_h`).
+    batches: Callable | None = None
+    #: What a row is, in the messages ("person", "household").
+    unit: str = "person"
 
     def count(self, inputs: Inputs, progress: Progress | None = None, ahead: ReadAhead | None = None) -> CountTable:
         log = ProblemLog()
@@ -208,10 +213,10 @@ class LocalAggregator:
         pr_piece = geo.piece_region["PR-STATE"] >= 0 if "PR-STATE" in geo.piece_region else np.zeros(geo.n_pieces, bool)
         expected = _estimate_rows(inputs)
         rows_read = 0
-        for n_rows, enc in prefetch(_counted_batches(inputs, log, ahead)):
+        for n_rows, enc in prefetch((self.batches or _counted_batches)(inputs, log, ahead)):
             rows_read += n_rows
             if progress:
-                progress("reading persons", rows_read, max(rows_read, expected))
+                progress(f"reading {self.unit}s", rows_read, max(rows_read, expected))
             if log or not len(enc):
                 continue  # keep checking, stop counting: nothing will be released
             piece = geo.block_piece[enc.block]
@@ -237,8 +242,8 @@ class LocalAggregator:
             # As production, whose readers keep only the runs' states and then refuse
             # an empty person table.
             log.add(inputs.persons_file.name, None, None, None,
-                    "at least one person in the states of the runs (state_filter_us with run_us, 72 with run_pr); "
-                    f"none of the {rows_read:,} persons lives there")
+                    f"at least one {self.unit} in the states of the runs (state_filter_us with run_us, 72 with "
+                    f"run_pr); none of the {rows_read:,} {self.unit}s lives there")
         log.raise_if_any()
         k, c = runs.table()
         return CountTable(k, c, charkeys, persons=persons, persons_us=persons - persons_pr, persons_pr=persons_pr,

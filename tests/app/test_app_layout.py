@@ -8,7 +8,7 @@ from tests.app.conftest import open_app
 from ui.compare import layout as compare
 from ui.core import widgets
 
-PAGES = [None, "budget", "adaptive", "suppression", "run", "configuration", "glossary", "compare_index",
+PAGES = [None, "budget", "adaptive", "suppression", "safetab_h", "run", "configuration", "glossary", "compare_index",
          *(m.url_path for m in compare.METHODS)]
 
 
