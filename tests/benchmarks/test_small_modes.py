@@ -24,8 +24,10 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -75,10 +77,16 @@ def _at(figures, path: tuple):
     return value
 
 
-def _run_small(script: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, str(script), "--small", *extra], cwd=REPO, capture_output=True,
-                          text=True, timeout=850, env=env)
+def _run_small(script: Path, *extra: str) -> subprocess.CompletedProcess:
+    # A short temp folder of its own: Chromium's socket path must stay under 108 bytes, which
+    # pytest's (with pytest-xdist's worker folder) is not.
+    tmp = Path(tempfile.mkdtemp(prefix="bench-"))
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
+        proc = subprocess.run([sys.executable, str(script), "--small", *extra], cwd=REPO, capture_output=True,
+                              text=True, timeout=850, env=env)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     assert proc.returncode == 0, f"{script.name} --small failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     return proc
 
@@ -107,8 +115,8 @@ def _assert_figures_and_checks(name: str, figures: dict) -> None:
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("script", [s for s in SCRIPTS if s.stem not in BROWSER_SCRIPTS],
                          ids=[s.stem for s in SCRIPTS if s.stem not in BROWSER_SCRIPTS])
-def test_every_benchmark_runs_in_its_small_mode_and_its_checks_hold(script, tmp_path):
-    figures = _result(script, _run_small(script, tmp_path))
+def test_every_benchmark_runs_in_its_small_mode_and_its_checks_hold(script):
+    figures = _result(script, _run_small(script))
     _assert_figures_and_checks(script.stem, figures)
 
 
@@ -121,14 +129,14 @@ def _tumult_venv() -> Path:
 
 
 @pytest.mark.timeout(900)
-def test_tumult_side_by_side(tmp_path):
+def test_tumult_side_by_side():
     """Both sides of bench_tumult.py on 5,000 persons: the same groups, a ratio."""
     venv = _tumult_venv()
     if not (venv / "bin" / "python").exists():
         pytest.skip(f"no Tumult Analytics environment at {venv} (create one with: bash "
                     "benchmarks/setup_tumult_env.sh DIR, then set SAFETAB_TUMULT_VENV=DIR)")
     script = BENCH / "bench_tumult.py"
-    figures = _result(script, _run_small(script, tmp_path, "--tumult-venv", str(venv)))
+    figures = _result(script, _run_small(script, "--tumult-venv", str(venv)))
     _assert_figures_and_checks("bench_tumult", figures)
     run = figures["runs"][0]
     assert run.get("tumult") != "failed", run
@@ -142,7 +150,7 @@ def test_tumult_side_by_side(tmp_path):
 @pytest.mark.timeout(900)
 @pytest.mark.xdist_group("browser")  # drives Chromium and a server: never beside another browser test
 @pytest.mark.parametrize("name", sorted(BROWSER_SCRIPTS))
-def test_browser_benchmarks_run_in_their_small_mode(name, tmp_path):
+def test_browser_benchmarks_run_in_their_small_mode(name):
     script = BENCH / f"{name}.py"
     if not script.exists():
         pytest.skip(f"{script.name} is not in this checkout")
@@ -151,7 +159,7 @@ def test_browser_benchmarks_run_in_their_small_mode(name, tmp_path):
     from tests.e2e.browser import require_browser
 
     require_browser()
-    proc = _run_small(script, tmp_path)
+    proc = _run_small(script)
     if any(ln.startswith("RESULT ") for ln in proc.stdout.splitlines()):
         figures = _result(script, proc)
         assert any(x > 0 for x in _numbers(figures)), figures

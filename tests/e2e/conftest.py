@@ -1,5 +1,5 @@
-"""Browser-test fixtures: one Streamlit server of the shipped app and one Chromium for the
-whole run (tests/e2e/browser.py), and every browser test in one pytest-xdist group, so
+"""Browser-test fixtures: one Streamlit server of the shipped app for the whole run and a
+Chromium per module (tests/e2e/browser.py), and every browser test in one pytest-xdist group, so
 that under `-n 2` they run one after another on one worker (each drives a server and a
 browser of its own processes: two at once would fight for the two cores) while the other
 worker runs the rest of the suite."""
@@ -29,7 +29,10 @@ def server(tmp_path_factory, _scenario_store_in_a_temp_folder):
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(server):
+    """Chromium for one module's tests. Module-scoped, not session-scoped: Playwright's sync
+    API keeps an asyncio loop running while it is open, and a later test in the same worker
+    that calls asyncio.run (Kaleido, drawing the memo's charts) would fail beside it."""
     with chromium() as b:
         yield b
