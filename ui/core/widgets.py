@@ -24,7 +24,9 @@ PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png",
 #: * containers keyed with `sticky_key` stay pinned under the page's header while the
 #:   content after them scrolls (messages about a tall table stay in view).
 #: * captions, widget help and placeholders in CAPTION_COLOR (Streamlit's faded grey is
-#:   3.9:1 on white; this one is over 6:1 on both backgrounds);
+#:   3.9:1 on white; this one is over 6:1 on both backgrounds), captions at full opacity
+#:   (Streamlit draws them at 0.6, which made CAPTION_COLOR 2.8:1 as displayed;
+#:   tests/e2e/test_contrast.py measures the colours as rendered);
 #: * a clear outline (FOCUS_COLOR, 3 px) on whatever has keyboard focus.
 CAPTION_COLOR = "#555866"
 FOCUS_COLOR = "#1f5aa6"
@@ -34,6 +36,7 @@ APP_CSS = f"""<style>
 [data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p,
 [data-testid='stWidgetLabel'] [data-testid='stTooltipHoverTarget'] svg,
 [data-testid='stMetricLabel'] svg {{color: {CAPTION_COLOR};}}
+[data-testid='stCaptionContainer'] {{opacity: 1 !important;}}
 input::placeholder, textarea::placeholder {{color: {CAPTION_COLOR}; opacity: 1;}}
 a:focus-visible, button:focus-visible, [role='tab']:focus-visible, [role='radio']:focus-visible,
 input:focus-visible, textarea:focus-visible, summary:focus-visible,

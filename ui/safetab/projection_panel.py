@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from calculators import explain
+from calculators import plan as pm
 from calculators.config import SafeTabConfig
 from calculators.levels import PopulationGroupLevel
 from calculators.projection import Profile, ProfileError, Projection, project
 from ui.safetab import projection as pj
-from ui.core import widgets
+from ui.core import state, widgets
 
 K_CHOICE = "proj_choice"
 K_UPLOADED = "proj_uploaded"
@@ -150,6 +152,7 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
             else:
                 m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
                             help="Expected |published − true| of a published total, in persons.")
+    headline(config, proj, key)
     table = pj.display_table(proj, columns)
     full = proj.frame()
     widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full, csv_head=proj.header_lines(),
@@ -171,6 +174,64 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
     return proj
 
 
+def _reference_projection(profile: Profile) -> tuple[str, Projection]:
+    ref = state.reference()
+    return ref.source, _projection(ref.config, profile)
+
+
+def headline(config: SafeTabConfig, proj: Projection, key: str) -> None:
+    """What the plan does to the groups that exist (issue 40 item 2), per geography, with
+    each figure's change from the reference plan (chosen in the sidebar), and why a plan
+    with less budget publishes more tables when it does."""
+    ref_name, ref_proj = _reference_projection(proj.profile)
+    st.markdown(explain.headline_sentence(proj))
+    widgets.table(pj.geography_frame(proj, ref_proj), f"national_by_geography_{key}.csv", key=f"{key}_geo",
+                  csv_head=proj.header_lines(),
+                  column_config={"Geography": st.column_config.TextColumn(width=92)},
+                  caption=f"Groups with at least one person, per geography; in brackets the change from the reference "
+                          f"plan ({pj.plain(ref_name)}; chosen in the sidebar). “Total only” is published totals "
+                          "without a table; the suppressed are their own column. “Empty, published”: groups with no "
+                          "person that publish a total. “Persons covered”: share of the persons' group memberships "
+                          "whose group publishes a total.")
+    why = explain.less_budget_more_tables(state.reference().config, config, proj.profile)
+    if why:
+        st.info("\n\n".join(why), icon=":material/lightbulb:")
+
+
+def national_metrics(config: SafeTabConfig) -> None:
+    """The compact national summary the planner keeps beside its controls: five figures
+    about the groups that exist, each with its change from the reference plan (st.metric
+    deltas), on the profile chosen for the national outcome."""
+    try:
+        prof = chosen()
+    except ProfileError:
+        return
+    if prof is None:
+        return
+    proj = _projection(config, prof)
+    if not proj.rows:
+        return
+    ref_name, ref_proj = _reference_projection(prof)
+    a, b = pm.national_headline(proj), pm.national_headline(ref_proj)
+    ch = pm.national_changes(b, a)
+    shown = (("published", "Publish a total", "normal"), ("with_table", "With a sex × age table", "normal"),
+             ("suppressed", "Suppressed", "inverse"), ("empty_published", "Empty, published", "inverse"),
+             ("persons_published_share", "Persons covered", "normal"))
+    with st.container(key="pl_national_metrics"):
+        st.markdown(f"**Nation** ({pj.plain(prof.name)}): of **{pm.fmt(a['occupied'], pm.COUNT)}** groups with at "
+                    f"least one person; change from **{pj.plain(ref_name)}**")
+        cols = st.columns(len(shown))
+        for col, (k, label, colour) in zip(cols, shown):
+            kind = pm.HEADLINE[k][1]
+            change = pm.fmt_change(ch[k], kind)
+            moved = change not in ("0", "0 points")
+            # st.metric reads the direction from a leading ASCII "-"
+            col.metric(label, pm.fmt(a[k], kind), delta=change.replace("−", "-", 1),
+                       delta_color=colour if moved else "off", delta_arrow="auto" if moved else "off",
+                       help=f"{pm.HEADLINE[k][0][0].upper()}{pm.HEADLINE[k][0][1:]}; reference "
+                            f"{pm.fmt(b[k], kind)}. Expected over the noise.")
+
+
 #: The glossary's entries of the panel's terms (linked in "Where the profile comes from").
 GLOSSARY_TERMS = ("Group-size profile", "National outcome (projection)")
 
@@ -188,7 +249,8 @@ def _glossary_links() -> None:
 #: The planner's columns: the three sex x age tables counted together ("With table") so that
 #: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
 #: split them.
-PLANNER_COLUMNS = ("groups", "tables", "age23", "total_only", "suppressed", "t1_rows", "t2_rows", "mean_abs_error")
+PLANNER_COLUMNS = ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
+                   "t2_rows", "mean_abs_error")
 
 
 #: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
@@ -200,6 +262,8 @@ _HEADERS = {
     "age23": ("Sex×age23", "Groups that get sex × age23 (46 cells)."),
     "total_only": ("Total only", "Groups that publish a total only (stat level 0, suppressed or not, and TotalOnly "
                                  "groups)."),
+    "total_only_published": ("Total only", "Groups that publish a total and no table (the suppressed are not in "
+                                           "it: their own column)."),
     "suppressed": ("Suppressed", "Groups whose total is suppressed (stat level 0 at sub-state levels)."),
     "t1_rows": ("T1 rows", "Published totals."),
     "t2_rows": ("T2 rows", "Published sex × age rows: the cells and two sex marginals of each table."),
@@ -241,7 +305,8 @@ def compare(plans, names: list[str]) -> None:
     if prof is None:
         return
     ss = st.session_state
-    ss.setdefault("sc_nat_measure", "tables")
+    if ss.get("sc_nat_measure") not in pj.MEASURES:  # opens on the figure the plans differ on most
+        ss["sc_nat_measure"] = pj.most_different([(n, p.config) for n, p in zip(names, plans)], prof)[0]
     measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
                        format_func=lambda m: pj.MEASURES[m][0])
     df = pj.compare_plans([(n, p.config) for n, p in zip(names, plans)], prof, measure)
