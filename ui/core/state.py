@@ -154,7 +154,8 @@ def reference() -> history.Snapshot:
     choice = ss.get(K_REFERENCE, REF_PRODUCTION)
     if choice == REF_LAST:
         snap = history.peek(ss, history.K_UNDO) or snapshot()
-        return history.Snapshot(snap.config, dict(snap.targets), f"{REF_LAST} ({snap.source})", snap.edited)
+        name = f"{snap.source}, edited" if snap.edited else snap.source
+        return history.Snapshot(snap.config, dict(snap.targets), f"{REF_LAST} ({name})", snap.edited)
     saved = ss.get(K_REFERENCE_SAVED)
     if choice != REF_PRODUCTION and saved is not None and saved.source == choice:
         return saved
