@@ -83,3 +83,21 @@ def test_save_as_scenario_suggests_a_fresh_name_and_asks_before_replacing(store)
     at.button(key="sb_save").click().run()
     at.button(key="sb_save_replace").click().run()  # the second, explicit step
     assert store.get("Plan A").config.max_race_codes == 5
+
+
+def test_scenarios_compare_opens_on_the_figures_that_differ_most(store):
+    from tests.app.conftest import compare_tab
+    from ui.committee import plan_controls
+    from ui.safetab import projection as pj
+
+    store.save("Fewer codes", production_2020().updated(max_race_codes=3))
+    at = compare_tab(open_app("scenarios"))
+    at.multiselect(key="sc_compare").set_value([plan_controls.PRODUCTION, "Fewer codes"]).run()
+    assert not at.exception
+    plans = [("a", production_2020()), ("b", production_2020().updated(max_race_codes=3))]
+    order = pj.most_different(plans, pj.shipped(pj.NATIONAL))
+    assert at.radio(key="sc_nat_measure").value == order[0]
+    assert order[0] != "tables"  # groups with a table differ by little; the suppressed by millions
+    # each plan's outcome for the groups that exist, the second with its change from the first
+    head = [d.value for d in at.dataframe if "Plan" in d.value.columns and "Suppressed" in d.value.columns][0]
+    assert "(−" in head.iloc[1]["Suppressed"] and "(" not in head.iloc[0]["Suppressed"]

@@ -314,6 +314,28 @@ def most_different(plans, profile: Profile) -> list[str]:
     return sorted(MEASURES, key=lambda m: -spread(m))
 
 
+def plans_headline(plans, profile: Profile) -> pd.DataFrame:
+    """Per plan (rows), the national headline about the groups that exist
+    (`calculators.plan.HEADLINE`: publish a total, a table, suppressed, empty groups
+    published, persons covered) as text by the one format rule, each with its change
+    from the first plan in brackets."""
+    heads = [(name, pm.national_headline(project(cfg, profile))) for name, cfg in plans]
+    first = heads[0][1] if heads else {}
+    keys = ("occupied", "published", "with_table", "total_only", "suppressed", "empty_published",
+            "persons_published_share")
+    rows = []
+    for k, (name, h) in enumerate(heads):
+        row = {"Plan": name}
+        for key in keys:
+            title, kind = pm.HEADLINE[key]
+            text = pm.fmt(h[key], kind)
+            if k and pm.fmt(first[key], kind) != text:
+                text += f" ({pm.fmt_change(h[key] - first[key], kind)})"
+            row[title[0].upper() + title[1:]] = text
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
     """One row per level (and All levels), one column per plan: the measure's expected
     national value (rounded as shown); "Differs" when the shown values do not all agree.

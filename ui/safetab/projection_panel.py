@@ -162,6 +162,9 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
                           "deviation. A group with only a total may have it suppressed (sub-state levels). "
                           + " ".join(proj.notes) + " " + pj.OWN_IN_SHORT)
+    over = _error_above_moe(config, proj)
+    if over:
+        st.caption(" ".join(over))
     words = scale_words(config, proj)
     if words:
         st.info(words[0] + "\n" + "\n".join(f"- {w}" for w in words[1:]), icon=":material/straighten:")
@@ -196,6 +199,23 @@ def headline(config: SafeTabConfig, proj: Projection, key: str) -> None:
     why = explain.less_budget_more_tables(state.reference().config, config, proj.profile)
     if why:
         st.info("\n\n".join(why), icon=":material/lightbulb:")
+
+
+def _error_above_moe(config: SafeTabConfig, proj: Projection) -> list[str]:
+    """Why a level's mean |error| of a published total exceeds its MOE (the level where it
+    does most), in words from the numbers (`calculators.explain.published_error_above_moe`)."""
+    worst, ratio = None, 1.0
+    for r in proj.rows:
+        lvl = PopulationGroupLevel(r["geo"], int(r["iteration_level"]))
+        moe = pm.achieved_moe(config, lvl, pm.EXACT)
+        if moe and r["mean_abs_error"] == r["mean_abs_error"] and r["mean_abs_error"] / moe > ratio:
+            worst, ratio = lvl, r["mean_abs_error"] / moe
+    if worst is None:
+        return []
+    lines = explain.published_error_above_moe(config, worst, proj)
+    moe = pm.achieved_moe(config, worst, pm.EXACT)
+    return [f"Why “Mean |err|” can exceed the MOE: {pm.level_name(worst)} expects "
+            f"{pm.fmt(proj.row(worst)['mean_abs_error'])} persons beside a MOE of {pm.fmt(moe, pm.COUNT)}.", *lines[:2]]
 
 
 def national_metrics(config: SafeTabConfig) -> None:
@@ -305,6 +325,12 @@ def compare(plans, names: list[str]) -> None:
     if prof is None:
         return
     ss = st.session_state
+    plan_list = [(n, p.config) for n, p in zip(names, plans)]
+    heads = pj.plans_headline(plan_list, prof)
+    st.markdown(f"**The groups that exist** (at least one person): each plan's outcome, and its change from "
+                f"{pj.plain(names[0])}.")
+    widgets.table(heads, "compare_national_headline.csv", key="sc_nat_head",
+                  csv_head=pj.profile_lines(prof, "each plan's outcome for the groups with at least one person."))
     if ss.get("sc_nat_measure") not in pj.MEASURES:  # opens on the figure the plans differ on most
         ss["sc_nat_measure"] = pj.most_different([(n, p.config) for n, p in zip(names, plans)], prof)[0]
     measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
@@ -320,5 +346,5 @@ def compare(plans, names: list[str]) -> None:
     st.caption(" ".join(words + df.attrs["notes"]))
     widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
                   csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
-                  style=(comparison.styled, (names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
+                  style=(comparison.styled, (names, {n: "{:.4g}" if measure == "mean_abs_error" else "{:,.0f}"
                                                      for n in names})))
