@@ -167,29 +167,35 @@ def _value(row: dict, key: str) -> float:
 
 #: Columns of the compact national table (`geography_frame`): headline key -> header.
 GEOGRAPHY_COLUMNS = {
-    "occupied": "With a person", "published": "Publish a total", "published_share": "% publish",
-    "total_only": "Total only", "age4": "Sex×age4", "age9": "Sex×age9", "age23": "Sex×age23",
+    "occupied": "With a person", "published": "Published", "total_only": "Total only", "age4": "Sex×age4",
+    "age9": "Sex×age9", "age23": "Sex×age23",
     "suppressed": "Suppressed", "empty_published": "Empty, published", "persons_published_share": "Persons covered",
 }
+
+
+#: The label of a row of changes under a geography's row (`geography_frame`).
+CHANGE_ROW = "  change"
 
 
 def geography_frame(proj: Projection, reference: Projection | None = None) -> pd.DataFrame:
     """The headline per geography (nation, state, county, tract, place, AIANNH, Puerto
     Rico; `calculators.plan.geography_table`) and for all levels, as text by the one
-    format rule (`calculators.plan.fmt`); with a `reference` projection each figure that
-    differs carries its change, e.g. "12,421,749 (−2,312)"."""
+    format rule (`calculators.plan.fmt`); with a `reference` projection, a geography whose
+    figures differ from the reference's has a row of signed changes under it
+    (`CHANGE_ROW`: "−2,312,345", "+1.23 points"), so the table stays narrow enough for a
+    laptop screen."""
     ref = {r["geography"]: r for r in pm.geography_table(reference)} if reference is not None else {}
     rows = []
     for r in pm.geography_table(proj):
-        out = {"Geography": r["geography"]}
+        rows.append({"Geography": r["geography"],
+                     **{head: pm.fmt(r[key], pm.HEADLINE[key][1]) for key, head in GEOGRAPHY_COLUMNS.items()}})
         base = ref.get(r["geography"])
-        for key, head in GEOGRAPHY_COLUMNS.items():
-            kind = pm.HEADLINE[key][1]
-            text = pm.fmt(r[key], kind)
-            if base is not None and pm.fmt(base[key], kind) != text:
-                text += f" ({pm.fmt_change(r[key] - base[key], kind)})"
-            out[head] = text
-        rows.append(out)
+        if base is None:
+            continue
+        change = {head: pm.fmt_change(r[key] - base[key], pm.HEADLINE[key][1]) for key, head in
+                  GEOGRAPHY_COLUMNS.items()}
+        if any(v not in ("0", "0 points") for v in change.values()):
+            rows.append({"Geography": CHANGE_ROW, **change})
     return pd.DataFrame(rows)
 
 

@@ -142,11 +142,20 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
         if s is None:
             st.info(f"The profile has no groups of {level.key}.")
         else:
-            m = st.columns(5)
-            m[0].metric("Groups", f"{s['groups']:,.0f}")
-            m[1].metric("With a sex × age table", f"{s['tables']:,.0f}")
-            m[2].metric("… of them sex × age23", f"{s['age23']:,.0f}")
-            m[3].metric("Suppressed", f"{s['suppressed']:,.0f}", help=f"± {s['suppressed_sd']:,.0f} (one standard deviation)")
+            m = st.columns(5)  # the groups that exist (issue 40 item 2)
+            m[0].metric("Groups with a person", pm.fmt(s["occupied"], pm.COUNT),
+                        help=f"Of the level's {pm.fmt(s['groups'], pm.COUNT)} groups, those with at least one person.")
+            m[1].metric("Publish a total", pm.fmt(s["occupied_published"], pm.COUNT),
+                        help=f"{pm.fmt(s['occupied_published'] / s['occupied'] if s['occupied'] else 0, pm.SHARE)} of "
+                             f"the groups with a person. Groups with no person that publish a total: "
+                             f"{pm.fmt(s['empty_published'], pm.COUNT)}.")
+            m[2].metric("With a sex × age table", pm.fmt(s["occupied_with_table"], pm.COUNT),
+                        help=f"Groups with a person that get a table: sex × age4 {pm.fmt(s['occupied_age4'], pm.COUNT)}, "
+                             f"age9 {pm.fmt(s['occupied_age9'], pm.COUNT)}, age23 {pm.fmt(s['occupied_age23'], pm.COUNT)}.")
+            m[3].metric("Suppressed", pm.fmt(s["occupied_suppressed"], pm.COUNT),
+                        help=f"Groups with a person whose total is suppressed; ± "
+                             f"{pm.fmt(s['occupied_suppressed_sd'], pm.COUNT)} (one standard deviation). All groups: "
+                             f"{pm.fmt(s['suppressed'], pm.COUNT)}.")
             if s["mean_abs_error_bound"]:
                 m[4].metric("Mean |error| of a total", f"≤ {s['mean_abs_error']:.1f}", help=BOUND_HELP)
             else:
@@ -190,9 +199,9 @@ def headline(config: SafeTabConfig, proj: Projection, key: str) -> None:
     st.markdown(explain.headline_sentence(proj))
     widgets.table(pj.geography_frame(proj, ref_proj), f"national_by_geography_{key}.csv", key=f"{key}_geo",
                   csv_head=proj.header_lines(),
-                  column_config={"Geography": st.column_config.TextColumn(width=92)},
-                  caption=f"Groups with at least one person, per geography; in brackets the change from the reference "
-                          f"plan ({pj.plain(ref_name)}; chosen in the sidebar). “Total only” is published totals "
+                  column_config={"Geography": st.column_config.TextColumn(width=84)},
+                  caption=f"Groups with at least one person, per geography; under a geography, its change from the "
+                          f"reference plan ({pj.plain(ref_name)}; chosen in the sidebar) where it differs. “Total only” is published totals "
                           "without a table; the suppressed are their own column. “Empty, published”: groups with no "
                           "person that publish a total. “Persons covered”: share of the persons' group memberships "
                           "whose group publishes a total.")
@@ -270,7 +279,7 @@ def _glossary_links() -> None:
 #: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
 #: split them.
 PLANNER_COLUMNS = ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
-                   "t2_rows", "mean_abs_error")
+                   "mean_abs_error")
 
 
 #: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
