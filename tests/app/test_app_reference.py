@@ -100,4 +100,5 @@ def test_scenarios_compare_opens_on_the_figures_that_differ_most(store):
     assert order[0] != "tables"  # groups with a table differ by little; the suppressed by millions
     # each plan's outcome for the groups that exist, the second with its change from the first
     head = [d.value for d in at.dataframe if "Plan" in d.value.columns and "Suppressed" in d.value.columns][0]
-    assert "(−" in head.iloc[1]["Suppressed"] and "(" not in head.iloc[0]["Suppressed"]
+    assert list(head["Plan"]) == [plan_controls.PRODUCTION, "Fewer codes", pj.CHANGE_ROW]
+    assert head.iloc[2]["Suppressed"].startswith("−") and head.iloc[2]["With a person"] == "0"

@@ -601,18 +601,20 @@ def national_outcome(plans: Sequence[Plan], profile=None, reference: Plan | None
                "Empty groups, published": pm.fmt(h["empty_published"], pm.COUNT),
                "Persons covered": pm.fmt(h["persons_published_share"], pm.SHARE)}
         if ref_h is not None:
-            moved = pm.largest_changes(ref_h, h, limit=3)
+            ch = pm.national_changes(ref_h, h)
+            moved = [f"{pm.fmt_change(ch[k], pm.COUNT)} {word}" for k, word in (
+                ("published", "publish a total"), ("with_table", "with a table"), ("suppressed", "suppressed"))
+                if round(ch[k]) != 0]
             row[f"Change from {reference.name}"] = "; ".join(moved) if moved else "none"
         rows.append(row)
     kind = "synthetic" if attrs.get("synthetic") else "CONFIDENTIAL"
     name = attrs.get("profile", "the national profile")
     persons = attrs.get("persons")
-    caption = (f"Expected numbers of groups with at least one person (whole) and their shares of those groups, from "
-               f"the projection of each plan on the group-size profile “{name}” "
-               f"({f'{persons:,} persons, ' if persons else ''}{kind}). “Total only”: published totals without a "
-               "table; the suppressed are their own column. “Empty groups, published”: groups with no person that "
-               "publish a total. “Persons covered”: share of the persons' group memberships whose group publishes "
-               "a total. " + (attrs.get("notice") or "") + " " + " ".join(notes))
+    caption = (f"Expected groups with at least one person (whole) and their shares of them, projected on the "
+               f"group-size profile “{name}” ({f'{persons:,} persons, ' if persons else ''}{kind}). Total only: "
+               "published without a table (the suppressed apart). Empty groups, published: no person, a total. "
+               "Persons covered: share of the persons' group memberships whose group publishes a total. "
+               "Assumed: " + "; ".join(_gist(n) for n in notes) + " (docs/projection.md).")
     out: list = [Table("National outcome: the groups that exist", pd.DataFrame(rows), caption=caption.strip())]
     if reference is not None and prof is not None:
         for p in plans:
@@ -620,6 +622,13 @@ def national_outcome(plans: Sequence[Plan], profile=None, reference: Plan | None
             if why and p is not reference:
                 out.append(Text(f"{p.name}: " + " ".join(why), "note"))
     return out
+
+
+def _gist(note: str) -> str:
+    """A projection note's first clause ("Coterminous copying is ignored"), so that page 1
+    keeps to one page; docs/projection.md and the planner's panel give them whole."""
+    cut = min((i for i in (note.find(":"), note.find(";"), note.find(". ")) if i > 0), default=len(note))
+    return note[:cut].rstrip(".")
 
 
 def project_of(config, profile):

@@ -320,25 +320,28 @@ def most_different(plans, profile: Profile) -> list[str]:
     return sorted(MEASURES, key=lambda m: -spread(m))
 
 
+#: The columns of `plans_headline`: fewer than per geography, so that a long plan name fits beside them.
+PLAN_COLUMNS = {"occupied": "With a person", "published": "Published", "with_table": "With a table",
+                "suppressed": "Suppressed", "empty_published": "Empty, published",
+                "persons_published_share": "Persons covered"}
+
+
 def plans_headline(plans, profile: Profile) -> pd.DataFrame:
-    """Per plan (rows), the national headline about the groups that exist
-    (`calculators.plan.HEADLINE`: publish a total, a table, suppressed, empty groups
-    published, persons covered) as text by the one format rule, each with its change
-    from the first plan in brackets."""
+    """Per plan (rows), the national headline about the groups that exist (the columns of
+    `geography_frame`, for all levels) as text by the one format rule, and under each plan
+    after the first that differs from it, a row of its changes from the first plan
+    (`CHANGE_ROW`): narrow enough for a laptop screen."""
     heads = [(name, pm.national_headline(project(cfg, profile))) for name, cfg in plans]
-    first = heads[0][1] if heads else {}
-    keys = ("occupied", "published", "with_table", "total_only", "suppressed", "empty_published",
-            "persons_published_share")
     rows = []
     for k, (name, h) in enumerate(heads):
-        row = {"Plan": name}
-        for key in keys:
-            title, kind = pm.HEADLINE[key]
-            text = pm.fmt(h[key], kind)
-            if k and pm.fmt(first[key], kind) != text:
-                text += f" ({pm.fmt_change(h[key] - first[key], kind)})"
-            row[title[0].upper() + title[1:]] = text
-        rows.append(row)
+        rows.append({"Plan": name, **{head: pm.fmt(h[key], pm.HEADLINE[key][1])
+                                      for key, head in PLAN_COLUMNS.items()}})
+        if k:
+            first = heads[0][1]
+            change = {head: pm.fmt_change(h[key] - first[key], pm.HEADLINE[key][1])
+                      for key, head in PLAN_COLUMNS.items()}
+            if any(v not in ("0", "0 points") for v in change.values()):
+                rows.append({"Plan": CHANGE_ROW, **change})
     return pd.DataFrame(rows)
 
 
