@@ -17,10 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ui.compare import layout as compare
 from ui.committee import plan_controls
-from ui.core import state, widgets
+from ui.core import auth, state, widgets
 
 st.set_page_config(page_title="SafeTab-P Studio", page_icon=":material/tune:", layout="wide")
 st.html(widgets.APP_CSS)  # margins that fit the tables at 1280 px, messages kept in view, focus, contrast
+USER = auth.gate()  # with [auth] in secrets.toml: only the sign-in until signed in, whatever the address
 
 state.init()
 
@@ -61,6 +62,7 @@ SECTIONS["SafeTab-P"].append(OLD_OVERVIEW)
 
 page = st.navigation(SECTIONS, expanded=True)  # every page listed: no "View more" hiding methods
 widgets.sidebar_summary()
+auth.sidebar(USER)
 plan_controls.sidebar()
 state.show_flashes()
 page.run()

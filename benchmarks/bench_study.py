@@ -90,6 +90,9 @@ def _child(params: str, data: str, out: str, trials: int, layout: str, jobs: int
     marks.append((time.perf_counter(), cpu()))
     stop.set()
     sampler.join()
+    # Sampled at the end as well: a study that ends within the sampler's first second was
+    # never sampled and reported 0 GB (a figure that depended on the machine's speed).
+    pss[0] = max(pss[0], _tree_pss_gb(os.getpid()))
     print("TIMES " + json.dumps({"start": t0, "marks": marks, "done": done, "pss_gb": pss[0]}), flush=True)
 
 

@@ -89,6 +89,7 @@ import gzip
 import itertools
 import json
 import math
+import re
 import threading
 import unicodedata
 import weakref
@@ -159,6 +160,11 @@ COTERMINOUS_NOTE = ("Coterminous copying is ignored: entities of different level
                     "--no-coterminous` does; with the copy (SPEC §1) such an entity publishes the outcome of the "
                     "highest unsuppressed level of its set instead, which moves some of its groups between tables, "
                     "suppressed and released.")
+#: What every projection says about the Tabulation System's suppression (`run --tabulation-suppression`).
+TABULATION_SUPPRESSION_NOTE = ("The Tabulation System's suppression (SafeTab-P paper, Section 5.3.4; `python -m engine "
+                               "run --tabulation-suppression`) is not modelled: its Alone > Alone-or-in-any-combination "
+                               "rule compares two noisy counts of different groups, which a group-size profile does "
+                               "not pair; the figures are those of a release without it.")
 #: T2 rows of a table at stat level j: its cells and the two sex marginals.
 _T2_ROWS = np.array([0.0] + [STAT_LEVEL_CELLS[j] + 2.0 for j in (1, 2, 3)])
 #: Below this standard deviation the discrete Gaussian is tabulated on a grid.
@@ -346,6 +352,9 @@ class Profile:
         if len(raw) > MAX_PROFILE_BYTES:
             raise ProfileError([f"the profile is {len(raw):,} bytes, more than the {MAX_PROFILE_BYTES:,} accepted"],
                                source)
+        listed = _sizes_listed(raw)
+        if listed > MAX_PROFILE_SIZES:  # said before the JSON is parsed, which would take half a minute
+            raise ProfileError([_too_many_sizes(listed)], source)
         try:
             data, changed = loads_unique(raw.decode("utf-8"), parse_constant=_no_constant)
         except UnicodeDecodeError:
@@ -364,6 +373,27 @@ class Profile:
     @classmethod
     def from_dict(cls, data: Any, source: str = "profile") -> "Profile":
         return _ProfileReader(source).read(data)
+
+
+#: A size_steps list as written in a profile's JSON text (a flat list of numbers).
+_SIZE_STEPS = re.compile(rb'"size_steps"\s*:\s*\[([^\]\[{}"]*)\]')
+
+
+def _sizes_listed(raw: bytes) -> int:
+    """How many sizes the size_steps lists of a profile's JSON text hold, counted on the
+    text (one pass, no parsing): the entries of each list are its commas plus one."""
+    n = 0
+    for m in _SIZE_STEPS.finditer(raw):
+        a, b = m.span(1)
+        commas = raw.count(b",", a, b)
+        n += commas + 1 if commas or raw[a:b].strip() else 0
+    return n
+
+
+def _too_many_sizes(listed: int | None = None) -> str:
+    return (f"the profile lists {'more than' if listed is None else f'{listed:,} sizes,'} "
+            f"{'' if listed is None else 'more than '}{MAX_PROFILE_SIZES:,}"
+            f"{' sizes' if listed is None else ' accepted'} (distinct group sizes over all its levels)")
 
 
 def _no_constant(name: str) -> float:
@@ -434,9 +464,9 @@ class _ProfileReader:
             self.fail(f"{where} must hold the lists size_steps and counts, of the same length")
             return empty
         self.sizes_seen += len(steps)
-        if self.sizes_seen > MAX_PROFILE_SIZES:
-            self.fail(f"the profile lists more than {MAX_PROFILE_SIZES:,} sizes")
-            return empty
+        if self.sizes_seen > MAX_PROFILE_SIZES:  # said once, and no more is read
+            self.fail(_too_many_sizes())
+            raise ProfileError(self.problems, self.source)
         arrays = []
         for name, values, lo in (("size_steps", steps, 0), ("counts", counts, 1)):
             if not all(type(v) is int for v in values):
@@ -1152,7 +1182,7 @@ def project(config: SafeTabConfig, profile: Profile) -> Projection:
     lacks, and differences between the plan and the parameters the profile was counted
     with, are named in `notes`.
     """
-    notes = [COTERMINOUS_NOTE]
+    notes = [COTERMINOUS_NOTE, TABULATION_SUPPRESSION_NOTE]
     rows, figs = [], []
     missing = []
     other_s: dict[int, list[str]] = {}

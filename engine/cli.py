@@ -120,7 +120,19 @@ def _parser() -> argparse.ArgumentParser:
                     help="reproducible noise for demos and tests; the manifest then says NOT FOR RELEASE "
                          "(default: a cryptographically secure random source)")
     sp.add_argument("--no-coterminous", dest="coterminous", action="store_false",
-                    help="skip the coterminous-geography post-processing (on by default)")
+                    help="skip the coterminous-geography post-processing. By default (on) the engine follows the "
+                         "SafeTab-P paper (Section 5.3.3, Algorithm 4: a standalone program run after SafeTab-P, "
+                         "so the published tables agree for entities covering the same blocks); the Census "
+                         "Bureau's released SafeTab-P code (DAS_2020_DDHCA_Production_Code) does not contain it, "
+                         "and it is --no-coterminous output that matches that code's output "
+                         "(docs/production-differences.md)")
+    sp.add_argument("--tabulation-suppression", action="store_true",
+                    help="after the release is computed, apply the Decennial Tabulation System's suppression "
+                         "(SafeTab-P paper, Section 5.3.4; outside the DAS, no privacy cost by Lemma 4): remove "
+                         "groups with a negative published count, and Alone groups whose noisy total exceeds the "
+                         "Alone-or-in-any-combination total of the same race and geography (pairs read from "
+                         "race-characteristic-iterations.txt). Removed groups are listed in "
+                         "suppressed/tabulation-system.csv with the rule as REASON; the manifest counts them")
     sp.add_argument("--consistency", choices=["none", "least-squares", "tree-dp"], default="none",
                     help="make nested levels add up (USA > STATE > COUNTY > TRACT, per iteration): "
                          "least-squares = weighted least squares + consistent rounding; tree-dp = exact "
@@ -151,6 +163,10 @@ def _parser() -> argparse.ArgumentParser:
                          "Census production layouts, error_report.csv (per population group, first trial) and "
                          "multi_run_error_report.csv (all trials); both: all three from the same releases "
                          "(default studio; not with --invariant or --consistency, which write their own reports)")
+    sp.add_argument("--tabulation-suppression", action="store_true",
+                    help="apply the Tabulation System's suppression to every trial (as `run "
+                         "--tabulation-suppression`) and report how many groups each rule removed; with --release, "
+                         "the release's own suppressed/tabulation-system.csv is counted without this option")
     sp.add_argument("--keep-trials", action="store_true",
                     help="also keep each trial's release under OUT_DIR/single_runs/trial_<i> (marked NOT FOR "
                          "RELEASE as trials of a study; no operator file). By default the reports are computed "
@@ -219,8 +235,10 @@ def _parser() -> argparse.ArgumentParser:
                                        "spine, before and after its optimisation; compose an area from published units")
     common(sp, out=False)
     sp.add_argument("--fanout-cutoff", type=_whole_in(0, _SPINE_OPTION_MAX), default=None, metavar="N",
-                    help="block groups and tract groups hold at most floor(sqrt(n) + N) units, N from 0 to "
-                         f"{_SPINE_OPTION_MAX:,} (more units than any county has; default 12; not with --area)")
+                    help="as the production code: a block group holds at most int(sqrt(n) + N + 1) of its tract's n "
+                         "blocks, a tract group at most int(sqrt(T) + N) of its county's T tracts (the paper's "
+                         f"example: sqrt(100) = 10); N from 0 to {_SPINE_OPTION_MAX:,} (more units than any county "
+                         "has; default 12; not with --area)")
     sp.add_argument("--entity-threshold", type=_whole_in(0, _SPINE_OPTION_MAX), default=None, metavar="N",
                     help=f"tract groups are optimised for entities farther than N, from 0 to {_SPINE_OPTION_MAX:,} "
                          "(default 9; not with --area)")
@@ -517,11 +535,20 @@ def _dispatch(args, progress: _Progress) -> int:
         truth = args.command == "truth"
         res = run(args.params_dir, args.data_dir, args.out_dir, seed=None if truth else args.seed, truth=truth,
                   coterminous=args.coterminous, overwrite=args.overwrite, progress=progress,
-                  consistency=getattr(args, "consistency", "none"), invariant=getattr(args, "invariant", None))
+                  consistency=getattr(args, "consistency", "none"), invariant=getattr(args, "invariant", None),
+                  tabulation_suppression=getattr(args, "tabulation_suppression", False))
         progress.close()
         m = res.manifest
         print(f"Wrote {res.out_dir}: {m['outputs']['rows']['t1']:,} T1 rows, {m['outputs']['rows']['t2']:,} T2 rows, "
               f"{m['outputs']['rows']['suppressed']:,} suppressed groups.")
+        tab = m["postprocessing"].get("tabulation_suppression")
+        if tab:
+            removed = tab["groups_removed"]
+            print("Tabulation System suppression (outside the DAS, no privacy cost): "
+                  + ", ".join(f"{n:,} groups removed by {rule}" for rule, n in removed.items())
+                  + " (suppressed/tabulation-system.csv).")
+            if tab.get("pairs_note"):
+                print(tab["pairs_note"])
         if not m["mode"]["for_release"]:
             print(m["mode"]["note"])
         if m["mode"].get("warning"):
@@ -552,6 +579,9 @@ def _dispatch(args, progress: _Progress) -> int:
         if args.jobs > 1 and (args.invariant or args.consistency is not None or args.release is not None):
             raise ValueError("--jobs runs the trials of a plain study in parallel; it does not apply with "
                              "--invariant, --consistency or --release")
+        if args.tabulation_suppression and (args.invariant or args.consistency is not None):
+            raise ValueError("--tabulation-suppression applies to the trials of a plain study; it does not apply "
+                             "with --invariant or --consistency")
         if args.keep_trials and (args.invariant or args.consistency is not None or args.release is not None):
             raise ValueError("--keep-trials keeps the releases of a study's trials; it does not apply with "
                              "--invariant, --consistency or --release")
@@ -583,7 +613,8 @@ def _dispatch(args, progress: _Progress) -> int:
             return EXIT_OK
         report = accuracy_report(args.params_dir, args.data_dir, args.out_dir, trials=args.trials, seed=args.seed,
                                  release_dir=args.release, overwrite=args.overwrite, progress=progress,
-                                 layout=args.layout, keep_trials=args.keep_trials, jobs=args.jobs)
+                                 layout=args.layout, keep_trials=args.keep_trials, jobs=args.jobs,
+                                 tabulation_suppression=args.tabulation_suppression)
         progress.close()
         if args.layout != "production":
             print(format_report(report))
@@ -720,10 +751,14 @@ def _spines(args, progress: _Progress) -> int:
     return EXIT_OK
 
 
-def _check_new_file(path: Path, inputs) -> None:
-    """A file the command is about to create: never an existing file, never in an input folder."""
+def _check_new_file(path: Path, inputs, clean: bool = True) -> None:
+    """A file the command is about to create: never an existing file, never in an input folder.
+    `clean`: first remove the partial files killed writers of it left (`publish.clean_new_file_leftovers`)."""
     from engine.errors import OutputError, UsageError
+    from engine.release.publish import clean_new_file_leftovers
 
+    if clean:
+        clean_new_file_leftovers(path)
     if os.path.lexists(path):
         raise UsageError(f"{_cut(path)} exists; choose a new file name (nothing is ever written over a file)")
     parent = Path(os.path.abspath(path)).parent
@@ -739,18 +774,9 @@ def _check_new_file(path: Path, inputs) -> None:
 
 
 def _write_new_file(path: Path, data: bytes, inputs) -> None:
-    """Create `path` whole or not at all (a temporary file beside it, fsynced, then linked
-    in place with os.link, which fails rather than replace a file that appeared meanwhile)."""
-    import tempfile
+    """Create `path` whole or not at all (`engine.release.publish.write_new_file`: a hidden
+    partial file beside it, fsynced, then linked in place; a killed writer's partial file
+    is removed by the next)."""
+    from engine.release.publish import write_new_file
 
-    _check_new_file(path, inputs)
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent if str(path.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.link(tmp, path)
-    finally:
-        os.unlink(tmp)
+    write_new_file(path, data, check=lambda: _check_new_file(path, inputs, clean=False))

@@ -24,7 +24,10 @@ from engine.tabulation.aggregate import (
 from engine.tabulation.flatmap import IterationCatalog, geo_class
 from engine.tabulation.mechanism import LevelPlan, Noise, level_plan, tabulate_level
 from engine.tabulation.mechanism import TOTAL_ONLY
-from engine.tabulation.postprocess import CoterminousStash, GroupRows, Published, StashedRows, postprocess_chunk
+from engine.tabulation.postprocess import (
+    TABULATION_NOTE, TABULATION_RULES, CoterminousStash, GroupRows, Published, StashedRows, TabulationSuppression,
+    alone_pairs, postprocess_chunk,
+)
 from engine.inputs.validate import Inputs, load_inputs
 from engine.timing import Phases, process_cpu
 
@@ -147,9 +150,12 @@ def iter_published(
     progress: Progress | None = None,
     chunk_groups: int = CHUNK_GROUPS,
     phases: Phases | None = None,
+    whole_regions: bool = False,
 ) -> Iterator[tuple[LevelCounts, Published]]:
     """Tabulate every level, chunk by chunk, yielding post-processed results (timed
-    into `phases`, by default the prepared inputs' own)."""
+    into `phases`, by default the prepared inputs' own). `whole_regions`: every chunk
+    holds all the iterations of its regions (the Tabulation System's rules compare two
+    groups of one region)."""
     allow_negative = prepared.inputs.config.allow_negative_counts
     total_groups = sum(prepared.universe_size(lvl) for lvl in prepared.levels)
     done = 0
@@ -162,7 +168,11 @@ def iter_published(
             plan = replace(plan, suppression_threshold=None)
         counts = prepared.counts(lvl)
         detailed_only = prepared.catalog.detailed_only(lvl.geo, lvl.iteration_level)
-        for res in tabulate_level(plan, counts, detailed_only, noise, truth=truth, chunk_groups=chunk_groups,
+        chunk = chunk_groups
+        if whole_regions:
+            n_it = max(counts.n_iterations, 1)
+            chunk = max(n_it, chunk_groups // n_it * n_it)
+        for res in tabulate_level(plan, counts, detailed_only, noise, truth=truth, chunk_groups=chunk,
                                   phases=phases):
             with phases("postprocess"):
                 pub = postprocess_chunk(res, plan, allow_negative or truth)
@@ -173,11 +183,12 @@ def iter_published(
 
 
 def publish_trial(prepared: Prepared, noise: Noise, sinks: tuple, progress: Progress | None = None,
-                  coterminous: bool = True) -> dict:
+                  coterminous: bool = True, tabulation_suppression: bool = False) -> dict:
     """One trial of a study: tabulate with `noise` and hand what every set of groups
     publishes (`GroupRows`: the counts `run` would write with the same noise, and their
     truth) to the sinks; nothing is written. Returns the run's statistics."""
-    return _write_release(prepared, None, noise, False, coterminous, progress, sinks=sinks)
+    return _write_release(prepared, None, noise, False, coterminous, progress, sinks=sinks,
+                          tabulation_suppression=tabulation_suppression)
 
 
 def make_noise(privacy_defn: str, source) -> Noise:
@@ -210,6 +221,7 @@ def run(
     invariant: str | None = None,
     study: str | None = None,
     sinks: tuple = (),
+    tabulation_suppression: bool = False,
 ) -> RunResult:
     """Validate, tabulate and write a release (or, with `truth`, the noise-free tables).
 
@@ -225,6 +237,9 @@ def run(
     `study` (a description) marks the output as a trial of an accuracy study: NOT FOR
     RELEASE whatever its noise, and no operator file. `sinks` also receive what every
     set of groups publishes (`GroupRows`, with the truth), e.g. accuracy reports.
+    `tabulation_suppression` applies the Decennial Tabulation System's two rules after
+    the release is computed (`TabulationSuppression`; outside the DAS, no privacy cost):
+    what they remove is listed in suppressed/tabulation-system.csv with the rule.
     """
     from engine import noise as _noise
     from engine.release.manifest import build_manifest
@@ -262,7 +277,8 @@ def run(
         t0 = time.perf_counter()
         stats = _write_release(prepared, writer, noise, truth, coterminous, progress, consistency,
                                invariant=None if truth else invariant,
-                               tiebreak=source.words if source is not None else None, phases=phases, sinks=sinks)
+                               tiebreak=source.words if source is not None else None, phases=phases, sinks=sinks,
+                               tabulation_suppression=tabulation_suppression and not truth)
         t1 = time.perf_counter()
         timings = dict(prepared.timings)
         timings["tabulate_and_write"] = t1 - t0
@@ -283,7 +299,8 @@ def run(
 
 def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterminous: bool,
                    progress: Progress | None, consistency: str = "none", invariant: str | None = None,
-                   tiebreak=None, phases: Phases | None = None, sinks: tuple = ()) -> dict:
+                   tiebreak=None, phases: Phases | None = None, sinks: tuple = (),
+                   tabulation_suppression: bool = False) -> dict:
     """Tabulate every level and hand what each set of groups publishes (`GroupRows`,
     coterminous copies resolved) to `writer` (a `ReleaseWriter`, or None: nothing is
     written) and to every sink (`sink.add(rows)`, e.g. accuracy reports). Returns the
@@ -296,10 +313,21 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
     if phases is None:
         phases = Phases()
 
+    tabsup = None
+    if tabulation_suppression:
+        tabsup = TabulationSuppression(alone_pairs(prepared.inputs.specs.iterations))
+
     def publish(rows: GroupRows) -> None:
+        removed = None
+        if tabsup is not None:
+            with phases("tabulation_suppression"):
+                rows, removed, rule = tabsup.apply(rows)
+            if writer is not None and len(removed):
+                with phases("write_rows"):
+                    writer.write_removed(rows, removed, rule, TABULATION_RULES)
         if writer is not None:
             with phases("write_rows"):
-                writer.write_groups(rows)
+                writer.write_groups(rows, skip=removed)
         for sink in sinks:
             with phases("reports"):
                 sink.add(rows)
@@ -344,7 +372,8 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
                           None if pub.true_total is None else pub.true_total if every else pub.true_total[keep],
                           tables))
 
-    for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress, phases=phases):
+    for counts, pub in iter_published(prepared, noise, truth=truth, progress=progress, phases=phases,
+                                      whole_regions=tabsup is not None):
         lvl = pub.plan.level
         st = stats.setdefault(lvl.key, {"groups": 0, "total_only": 0, "stat_level_0": 0, "stat_level_1": 0,
                                         "stat_level_2": 0, "stat_level_3": 0, "suppressed": 0, "noise_draws": 0})
@@ -392,7 +421,25 @@ def _write_release(prepared: Prepared, writer, noise: Noise, truth: bool, coterm
                     publish(out)
         stats["coterminous"] = {"sets": len(sets), "groups": len(rows) if rows else 0,
                                 "groups_copied": rows.copied if rows else 0}
+    if tabsup is not None:
+        stats["tabulation_suppression"] = _tabulation_summary(tabsup)
     return stats
+
+
+def _tabulation_summary(tabsup: TabulationSuppression) -> dict:
+    """The manifest's account of the Tabulation System's rules: computed counts."""
+    out = {"note": TABULATION_NOTE, "pairs": len(tabsup.pairs), "groups_removed": tabsup.totals(),
+           "by_level": tabsup.counts, "listed_in": "suppressed/tabulation-system.csv (REASON: the rule)"}
+    if not tabsup.pairs:
+        out["pairs_note"] = NO_PAIRS_NOTE
+    return out
+
+
+#: Said (CLI, manifest, Run page) when the spec files pair no Alone iteration with an AOIC one.
+NO_PAIRS_NOTE = ("The spec files pair no Alone iteration with an Alone-or-in-any-combination one "
+                 "(race-characteristic-iterations.txt: ALONE True 'X alone' beside ALONE False 'X alone or in any "
+                 "combination' at the same LEVEL), so the Alone > Alone-or-in-any-combination rule removes nothing; "
+                 "only non-negativity applies.")
 
 
 def _coterminous_rows(rows: StashedRows, geo, codes: np.ndarray) -> Iterator[GroupRows]:

@@ -617,7 +617,9 @@ def group_size_cap(n: int, fanout_cutoff: int = FANOUT_CUTOFF, unit: str = "bloc
 
     The seed (Section 4) motivates it by the smallest largest fan-out, ceil(sqrt(n))
     (`lowest_max_fanout`), plus the user's `fanout_cutoff`; its printed formula is lost
-    in the text we have. The production code (optimize_spine.py) computes
+    in the text we have. The production code (DAS_2020_Redistricting_Production_Code,
+    source/programs/geographic_spines/optimize_spine.py: `call_optimize_spine` for block
+    groups, `minimize_entity_distance` for tract groups) computes
     cutoff = int(sqrt(n) + fanout_cutoff) and then:
 
     * ``unit="block group"`` (n = blocks of the tract): starts a new block group only

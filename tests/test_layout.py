@@ -7,6 +7,7 @@ cycle hidden in a function is still a cycle a reader has to untangle).
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -53,14 +54,15 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
     return {m for m in found if not (path.name == "__init__.py" and m.startswith(me + "."))}
 
 
-def _graph() -> dict[str, set[str]]:
+@cache  # read once per run: every layer's test walks the same graph (callers never change it)
+def _graph() -> dict[str, frozenset[str]]:
     modules = _modules()
     graph = {}
     for name, path in modules.items():
         deps = _imports(path, modules)
         # Importing a submodule runs its package's __init__; a package importing its own
         # children is not an edge between different concerns.
-        graph[name] = {d for d in deps if not name.startswith(d + ".")}
+        graph[name] = frozenset(d for d in deps if not name.startswith(d + "."))
     return graph
 
 

@@ -42,12 +42,13 @@ if store.skipped:
     widgets.problems("Some rows of the scenario store cannot be shown (see the Scenarios page):", store.skipped,
                      kind="warning")
 opts = plan_controls.choices(items)
-details = {plan_controls.saved_label(s.name): (s.created, s.modified, s.note) for s in items}
+details = {plan_controls.saved_label(s.name): (s.created, s.modified, s.note, s.version_label) for s in items}
 
 ss.setdefault("memo_kind", "plan")
 kind = st.radio("Memo of", ["plan", "comparison"], key="memo_kind", persist_state="session", horizontal=True,
                 format_func=lambda k: {"plan": f"The current plan ({widgets.plain(state.source_label())})",
                                        "comparison": "A comparison of plans"}[k])
+version = ""
 if kind == "comparison":
     if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
         saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
@@ -64,6 +65,9 @@ else:
     plans = [opts[plan_controls.CURRENT]()]
     plans[0] = plans[0]._replace(name=state.source_label())
     label = plans[0].name
+    version = plan_controls.current_version()  # the saved version it is, and its author, named in the memo
+    if version:
+        st.caption(widgets.plain(f"The current plan is the saved scenario “{label}”, {version}."))
 
 out = ss.get("run")
 with_run = False
@@ -99,7 +103,7 @@ def _build() -> memo.Memo:
     # runs when a download button is pressed, on a thread of its own: only pure helpers here
     run = memo.run_info(out, meta, current) if with_run and out is not None else None
     if len(plans) == 1:
-        return memo.plan_memo(plans[0], method, delta, run, profile=profile)
+        return memo.plan_memo(plans[0], method, delta, run, profile=profile, version=version)
     return memo.comparison_memo(plans, method, delta, run, details=details, profile=profile)
 
 

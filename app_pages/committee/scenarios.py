@@ -9,8 +9,8 @@ import streamlit as st
 
 
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
-from ui.committee import comparison, plan_controls, scenario_charts, scenarios
-from ui.core import planner, state, typed, widgets
+from ui.committee import comparison, plan_controls, record, scenario_charts, scenarios
+from ui.core import auth, planner, state, widgets
 from ui.safetab import projection_panel
 
 state.page_setup()
@@ -24,6 +24,7 @@ st.caption(
     "of the current plan in this session."
 )
 store = plan_controls.store()
+user = auth.current()
 
 try:
     items = store.all()
@@ -40,7 +41,16 @@ by_name = {s.name: s for s in items}
 def _saved() -> None:
     """Save the current plan, the saved scenarios (load, rename, delete), import and export."""
     st.caption(f"Saved in {widgets.plain(store.path)} (an SQLite file). Set the environment variable "
-               f"`{scenarios.ENV_DATA}` to a folder to keep them elsewhere.")
+               f"`{scenarios.ENV_DATA}` to a folder to keep them elsewhere. Every save, replace, rename and delete is "
+               "kept as a version with who made it and when: see a scenario's history below.")
+    if user.local:
+        st.info("**Local mode**: nobody signs in (the server's `.streamlit/secrets.toml` has no `[auth]` section), so "
+                "the app is for one person on their own machine: you are its operator, and your changes are recorded "
+                f"as by “{scenarios.LOCAL}”. README.md, “Serving a committee”, says how a committee shares one server "
+                "with sign-in.", icon=":material/person:")
+    else:
+        st.caption(widgets.plain(f"Signed in as {user.email or user.name} ({user.role}): your changes are recorded "
+                                 "under this name."))
     # ------------------------------------------------------------------ save
     st.subheader("Save the current plan")
 
@@ -69,24 +79,18 @@ def _saved() -> None:
     if items:
         rows = []
         for s in items:
-            row = {"Name": s.name, "Created (UTC)": s.created.replace("T", " ")[:16],
-                   "Modified (UTC)": s.modified.replace("T", " ")[:16]}
-            if s.ok:
-                sm = planner.plan_summary(s.config, state.delta())
-                u = planner.units(s.config)
-                row["Plan"] = (f"{'pure DP' if u['puredp'] else 'zCDP'}, {u['budget']} = {typed.significant(sm['rho_release'])}, "
-                               f"ε = {sm['eps_tight']:.3g}, r = {s.config.max_race_codes}, γ = {s.config.gamma:g}, "
-                               f"p = {s.config.zero_suppression_chance:g}, {sm['levels_tabulated']} levels")
-            else:
-                row["Plan"] = "INVALID: " + "; ".join(s.problems)[:200]
-            row["Note"] = s.note
+            # its creation is version 1 of its history below (and in its plan file): room for who changed it last
+            row = {"Name": s.name, "Modified (UTC)": s.modified.replace("T", " ")[:16],
+                   "Version": s.version or None, "By": s.author,
+                   "Plan": record.plan_text(s.config, state.delta(), s.problems), "Note": s.note}
             rows.append(row)
         listing = pd.DataFrame(rows)
         widgets.table(listing, "scenarios.csv", key="sc_list",
                       column_config={"Name": st.column_config.TextColumn(width=150),
-                                     "Plan": st.column_config.TextColumn(width=380),
-                                     "Created (UTC)": st.column_config.TextColumn(width=125),
+                                     "Plan": st.column_config.TextColumn(width=330),
                                      "Modified (UTC)": st.column_config.TextColumn(width=125),
+                                     "Version": st.column_config.NumberColumn(width=60, format="%d"),
+                                     "By": st.column_config.TextColumn("Last change by", width=120),
                                      "Note": st.column_config.TextColumn(width=90)},
                       caption=f"ε of the release at δ = {state.delta():g} (tight; pure DP: the ε itself).")
         bad = [s for s in items if not s.ok]
@@ -105,6 +109,7 @@ def _saved() -> None:
             s = by_name.get(ss.get("sc_pick"))
             if s is not None and s.ok:
                 state.set_config(s.config, s.name, dict(s.targets) or None)
+                plan_controls.remember_version(s)
                 state.flash("success", f"Scenario “{s.name}” is now the plan on every page (Undo in the sidebar "
                                        "goes back).")
 
@@ -120,7 +125,7 @@ def _saved() -> None:
         with act.popover("Rename or delete", icon=":material/edit:"):
             def _on_rename():
                 try:
-                    new = store.rename(ss["sc_pick"], ss.get("sc_new_name", ""))
+                    new = store.rename(ss["sc_pick"], ss.get("sc_new_name", ""), by=user.who)
                 except scenarios.ScenarioError as exc:
                     state.flash("error", f"Not renamed: {exc}.")
                     return
@@ -131,22 +136,26 @@ def _saved() -> None:
 
             def _on_delete():
                 try:
-                    store.delete(ss["sc_pick"])
+                    store.delete(ss["sc_pick"], by=user.who)
                 except scenarios.ScenarioError as exc:
                     state.flash("error", f"Not deleted: {exc}.")
                     return
-                state.flash("success", f"Deleted scenario “{ss['sc_pick']}”.")
+                state.flash("success", f"Deleted scenario “{ss['sc_pick']}”: it is under “Deleted scenarios”, from "
+                                       "which anyone can restore it.")
                 ss["sc_delete_sure"] = False
 
             st.text_input("New name", key="sc_new_name", max_chars=scenarios.MAX_NAME, placeholder=pick)
             st.button("Rename", key="sc_rename", on_click=_on_rename, disabled=not ss.get("sc_new_name", "").strip())
             st.divider()
-            st.checkbox(f"Yes, delete “{widgets.plain(pick)}” for good", key="sc_delete_sure")
+            st.checkbox(f"Yes, delete “{widgets.plain(pick)}” (it moves to Deleted scenarios, with its history)",
+                        key="sc_delete_sure")
             st.button("Delete", key="sc_delete", icon=":material/delete:", on_click=_on_delete,
                       disabled=not ss.get("sc_delete_sure"))
+        _history(chosen)
     else:
         st.info("No scenario is saved yet. Save the current plan above (or with Save in the sidebar), or import plan "
                 "files below.")
+    _deleted()
 
     # ------------------------------------------------------------------ import / export
     # drawn only while open (on_change="rerun"): the upload box and the zip of every scenario are
@@ -190,7 +199,8 @@ def _saved() -> None:
                             try:
                                 store.save(p.name, p.config, p.targets if p.targets is not None
                                            else planner.default_targets(p.config, state.method()),
-                                           note=p.note, overwrite=bool(ss.get("sc_import_replace")))
+                                           note=p.note, overwrite=bool(ss.get("sc_import_replace")),
+                                           by=user.who)
                                 done.append(p.name)
                             except scenarios.ScenarioError as exc:
                                 errs.append(f"{p.name}: {exc}")
@@ -210,6 +220,133 @@ def _saved() -> None:
                 st.download_button(f"Download all {sum(s.ok for s in items)} scenarios (zip of plan files)",
                                    buf.getvalue(), file_name="scenarios.zip", mime="application/zip", key="sc_dl_all",
                                    on_click="ignore", icon=":material/download:")
+
+
+def _history(chosen: scenarios.Scenario) -> None:
+    """The chosen scenario's versions (who, when, what), two of them compared, and any
+    version loaded as the current plan."""
+    st.subheader(f"History of “{widgets.plain(chosen.name)}”")
+    try:
+        hist = store.history(chosen.name)
+    except scenarios.ScenarioError as exc:
+        st.caption(widgets.plain(f"{exc}."))
+        return
+    delta = state.delta()
+    widgets.table(record.history_frame(hist, delta), "scenario_history.csv", key="sc_history",
+                  column_config={"Version": st.column_config.NumberColumn(width=60, format="%d"),
+                                 "Change": st.column_config.TextColumn(width=100),
+                                 "By": st.column_config.TextColumn(width=130),
+                                 "When (UTC)": st.column_config.TextColumn(width=125),
+                                 "Name": st.column_config.TextColumn(width=120),
+                                 "Plan": st.column_config.TextColumn(width=300)},
+                  caption="Every version as it was after the change (a replace keeps what it replaced here).")
+    by_number = {v.number: v for v in hist}
+    numbers = list(by_number)
+    pick = st.columns([1.4, 1.4, 1.6], vertical_alignment="bottom")
+    if len(numbers) >= 2:
+        for key, default in (("sc_ver_a", numbers[1]), ("sc_ver_b", numbers[0])):
+            if ss.get(key) not in by_number:
+                ss[key] = default
+        a = pick[0].selectbox("Compare version", numbers, key="sc_ver_a",
+                              format_func=lambda n: record.version_title(by_number[n]))
+        b = pick[1].selectbox("with version", numbers, key="sc_ver_b",
+                              format_func=lambda n: record.version_title(by_number[n]))
+        diff = record.compare_versions(by_number[a], by_number[b], delta)
+        names = [c for c in diff.columns if c not in ("Item", comparison.DIFFERS)]
+        differ = diff[diff[comparison.DIFFERS]]
+        st.markdown(f"**{len(differ)} of {len(diff)} items differ** between version {a} and version {b}.")
+        widgets.table(differ, "scenario_versions_compared.csv", key="sc_ver_diff",
+                      style=(comparison.styled, (names,)), empty="The two versions are the same plan.",
+                      data=diff)
+    else:
+        st.caption("One version so far: the next save, replace, rename or note adds one, to compare.")
+        ss["sc_ver_b"] = numbers[0]
+
+    def _on_load_version():
+        v = by_number.get(ss.get("sc_ver_b"))
+        if v is not None and v.scenario.ok:
+            state.set_config(v.scenario.config, chosen.name, dict(v.scenario.targets) or None)
+            plan_controls.remember_version(chosen, v.label)
+            state.flash("success", f"Version {v.number} of “{chosen.name}” ({v.label}) is now the plan on "
+                                   "every page.")
+
+    shown_b = by_number.get(ss.get("sc_ver_b"))
+    pick[2 if len(numbers) >= 2 else 0].button(
+        f"Load version {shown_b.number} as the current plan" if shown_b else "Load", key="sc_ver_load",
+        icon=":material/history:", on_click=_on_load_version, disabled=shown_b is None or not shown_b.scenario.ok)
+
+
+def _deleted() -> None:
+    """The deleted scenarios: anyone restores one, an operator purges one."""
+    try:
+        gone = store.deleted()
+    except scenarios.ScenarioError as exc:
+        st.caption(widgets.plain(f"The deleted scenarios cannot be read: {exc}."))
+        return
+    # one label whatever the count: a new label would be a new expander, closed after each restore or purge
+    box = st.expander("Deleted scenarios: restore or purge", key="sc_deleted_open", on_change="rerun",
+                      icon=":material/delete:")
+    if not box.open:
+        return
+    with box:
+        purged = store.purged()
+        if purged:
+            st.caption(widgets.plain("Purged for good: " + "; ".join(
+                f"“{name}” ({n} versions) by {by}, {at.replace('T', ' ')[:16]} UTC"
+                for _sid, name, n, by, at in purged[:5]) + (f"; and {len(purged) - 5} more" if len(purged) > 5
+                                                          else "") + "."))
+        if not gone:
+            st.caption("None. A deleted scenario comes here, with its history; anyone can restore it.")
+            return
+        widgets.table(record.deleted_frame(gone), "deleted_scenarios.csv", key="sc_deleted",
+                      caption=f"{len(gone)} deleted scenario{'s' * (len(gone) != 1)}, each with its history.")
+        by_sid = {v.sid: v for v in gone}
+        if ss.get("sc_gone_pick") not in by_sid:
+            ss["sc_gone_pick"] = gone[0].sid
+        sid = st.selectbox("Deleted scenario", list(by_sid), key="sc_gone_pick", width=420,
+                           format_func=lambda k: f"{by_sid[k].scenario.name} (deleted by {by_sid[k].author}, "
+                                                 f"{by_sid[k].at.replace('T', ' ')[:16]} UTC)")
+
+        try:
+            widgets.table(record.history_frame(store.history(sid), state.delta()), "deleted_scenario_history.csv",
+                          key="sc_gone_history", caption="Its history, newest first: a restore brings back the "
+                                                         "latest version, which is what was deleted.")
+        except scenarios.ScenarioError as exc:  # purged by another session a moment ago
+            st.caption(widgets.plain(f"{exc}."))
+
+        def _on_restore():
+            try:
+                back = store.restore(ss["sc_gone_pick"], by=user.who, name=ss.get("sc_restore_name") or None)
+            except scenarios.ScenarioError as exc:
+                state.flash("error", f"Not restored: {exc}.")
+                return
+            ss["sc_restore_name"] = ""
+            ss["sc_pick"] = back.name
+            state.flash("success", f"Restored scenario “{back.name}” ({back.version_label}).")
+
+        def _on_purge():
+            why = auth.refusal(auth.PURGE, user)
+            if why:
+                state.flash("error", why)
+                return
+            try:
+                n = store.purge(ss["sc_gone_pick"], by=user.who)
+            except scenarios.ScenarioError as exc:
+                state.flash("error", f"Not purged: {exc}.")
+                return
+            ss["sc_purge_sure"] = False
+            state.flash("success", f"Purged “{by_sid[sid].scenario.name}” and its {n} versions for good.")
+
+        r = st.columns([2.2, 1.2, 2.6], vertical_alignment="bottom")
+        r[0].text_input("Restore under another name (optional)", key="sc_restore_name", max_chars=scenarios.MAX_NAME,
+                        placeholder=by_sid[sid].scenario.name)
+        r[1].button("Restore", key="sc_restore", icon=":material/restore_from_trash:", on_click=_on_restore)
+        if auth.allowed(auth.PURGE, user):
+            p = st.columns([3, 1.2], vertical_alignment="center")
+            p[0].checkbox(f"Yes, purge “{widgets.plain(by_sid[sid].scenario.name)}” and its whole history for good",
+                          key="sc_purge_sure")
+            p[1].button("Purge", key="sc_purge", icon=":material/delete_forever:", on_click=_on_purge,
+                        disabled=not ss.get("sc_purge_sure"))
 
 
 # ------------------------------------------------------------------ compare

@@ -23,7 +23,9 @@ VIEWS = ("Custom area", "Spine optimisation")
 MAX_UPLOAD = 1_000_000
 PAPER_CAPTION = ("Computed now with methods.spines (lowest_max_fanout, should_bypass, bypass_variances, "
                  "group_size_cap). The paper's formula for the largest optimised block group is lost in the text we "
-                 "have; the production code's rule, int(√n + fanout_cutoff + 1) blocks, is what the project follows. "
+                 "have; the production code's rules, int(√n + fanout_cutoff + 1) of a tract's n blocks per block "
+                 "group and int(√T + fanout_cutoff) of a county's T tracts per tract group (docs/spines.md gives the "
+                 "source), are what the project follows. "
                  "Match: equal to the printed value.")
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
 from ui.safetab import analysis, run_report, runner
-from ui.core import charts, files, planner, state, typed, urlcodec, widgets, workdir
+from ui.core import auth, charts, files, planner, state, typed, urlcodec, widgets, workdir
 from ui.compare import layout as compare
 
 state.page_setup()
@@ -97,6 +97,8 @@ elif source == "generated":
         g[3].success(f"Generated (seed {gen['seed']}): {gen['summary']}.")
     else:
         g[3].info("Choose a size and press Generate.")
+elif not auth.allowed(auth.UPLOAD_INPUTS):
+    pass  # only an operator uploads confidential inputs; the page says why
 else:
     st.markdown("Upload the **4 spec files**, **person-records.txt** and **GRF-C.txt** (or .parquet), and "
                 "optionally **config.json**, one by one or as one **zip**.")
@@ -185,6 +187,12 @@ seed = None
 if noise == "seeded":
     seed = int(widgets.number_box("Seed", "run_seed", typed.SEED, 1, container=n2,
                                   help="A whole number from 0 to 2,147,483,647."))
+pp = st.columns(2)
+coterminous = pp[0].toggle(runner.COTERMINOUS_LABEL, value=True, key="run_coterminous", persist_state="session",
+                           help=runner.COTERMINOUS_HELP)
+tab_sup = pp[1].toggle(runner.TABULATION_LABEL, value=False, key="run_tabsup", persist_state="session",
+                       help=runner.TABULATION_HELP)
+st.caption("Output: " + runner.postprocessing_words(coterminous, tab_sup))
 with n3:
     st.write("")
     go = st.button("Run SafeTab-P", type="primary", key="run_button", icon=":material/play_arrow:",
@@ -194,7 +202,7 @@ if go:
     ss.pop("accuracy", None)
     try:
         ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar,
-                                          plan=plan_name)
+                                          plan=plan_name, coterminous=coterminous, tabulation_suppression=tab_sup)
         ss["run_meta"] = {"plan": basis.plan, "data": data_words}
         ss["run_basis"] = basis
         run_report.prepare(ss["run"])  # the accuracy of this release, for "Everything (zip)", while the user reads
@@ -247,6 +255,13 @@ m = st.columns(3)
 m[0].metric("T2 rows (sex × age)", f"{len(out.t2):,}")
 m[1].metric("Suppressed totals", f"{int(out.t1['SUPPRESSED'].sum()):,}")
 m[2].metric("Run time", f"{out.seconds:.1f} s", help="Release and truth, from the files to the tables.")
+tab_words = runner.tabulation_summary(man)
+if tab_words is not None:
+    st.info(tab_words[0], icon=":material/content_cut:")
+    if tab_words[1]:
+        st.warning(widgets.plain(tab_words[1]), icon=":material/info:")
+st.caption("Post-processing of this run: " + runner.postprocessing_words(
+    bool(man.get("postprocessing", {}).get("coterminous", True)), tab_words is not None))
 trunc = man.get("confidential", {}).get("race_codes_truncated")
 if trunc:
     st.caption(f"Race multiplicity r = {trunc['max_race_codes']}: **{trunc['persons']:,}** persons have a race code "
@@ -282,6 +297,7 @@ if len(levels):
         widgets.table(levels, "stat_levels.csv", key="run_levels")
 
 rel_dir = out.release_dir
+operator = auth.refusal(auth.TRUE_COUNTS) is None  # the accuracy (in the zip) and the operator file hold true counts
 d = st.columns(5)
 d[0].download_button("T1 files (zip)", files.release_zip(rel_dir, ["t1", "suppressed"]),
                      files.download_name("t1", rel_dir, "zip"), "application/zip", key="dl_t1", on_click="ignore",
@@ -297,17 +313,22 @@ d[3].download_button("Plan (config.json)", out.config.to_json(), f"config_{out.p
                      icon=":material/download:")
 d[4].download_button("Everything (zip)", lambda: run_report.everything_zip(out, runner.production_reports(
                          ss.get("accuracy_dir"))), run_report.EVERYTHING_DOWNLOAD, "application/zip", key="dl_all",
-                     on_click="ignore", icon=":material/download:",
+                     on_click="ignore", icon=":material/download:", disabled=not operator,
                      help="The release folder as written (with SHA256SUMS) and accuracy/: this release against the "
                           "truth, and the reports over repeated releases if computed. The accuracy is measured "
                           "against the confidential truth, so this zip is NOT FOR RELEASE. Without the operator file.")
 o = st.columns([2, 4])  # the button label fits at 1280 px
 o[0].download_button("Operator file (CONFIDENTIAL)", files.operator_file(rel_dir), files.OPERATOR_DOWNLOAD,
-                     "application/json", key="dl_operator", on_click="ignore", icon=":material/lock:")
+                     "application/json", key="dl_operator", on_click="ignore", icon=":material/lock:",
+                     disabled=not operator)
 o[1].caption("The operator file holds the exact counts of the confidential input, for the operator's checks: "
              "never publish it. It is in none of the zips."
              + ("" if files.for_release(rel_dir) else " Every download of this run is marked NOT FOR RELEASE: "
                 "in its file name and by a NOT-FOR-RELEASE.txt inside each zip."))
+
+if not auth.allowed(f"{auth.TRUE_COUNTS} (Browse, truth against release, the accuracy report and its downloads, "
+                    "Everything (zip), the operator file)"):
+    st.stop()  # everything below shows or downloads true counts
 
 st.markdown("**Browse**")
 present = [g for g in GEO_LEVELS if g in set(out.t1["REGION_TYPE"])]

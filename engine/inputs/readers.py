@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +120,12 @@ def find_data_file(data_dir: Path, stem: str, log: ProblemLog) -> DataFile | Non
     txt, parquet = data_dir / f"{stem}.txt", data_dir / f"{stem}.parquet"
     found = [DataFile(p, k) for p, k in ((txt, "txt"), (parquet, "parquet")) if p.is_file()]
     if not found:
-        log.add(f"{stem}.txt", None, None, None, expected_file(txt, f" (nor {parquet.name})"))
+        # the one of the two names that holds something else (a FIFO, a folder, a dangling
+        # link) is what the user meant: say what it is, not that neither file exists
+        there = [p for p in (txt, parquet) if os.path.lexists(p)]
+        shown = there[0] if there else txt
+        log.add(shown.name, None, None, None,
+                expected_file(shown, "" if there else f" (nor {parquet.name})"))
         return None
     if len(found) == 2:
         log.add(f"{stem}.txt", None, None, None,
@@ -144,6 +150,9 @@ def check_header(df: DataFile, expected: list[str], log: ProblemLog, extra_ok: b
     schema = None
     try:
         if df.kind == "parquet":
+            if (footer := _parquet_footer_problem(df.path)) is not None:  # before pyarrow reads the footer
+                log.add(df.name, None, None, None, footer)
+                return None
             schema = pq.ParquetFile(df.path).schema_arrow
             names = schema.names
             where, shown = None, "|".join(names)
@@ -353,19 +362,88 @@ def _is_bytes(t: pa.DataType) -> bool:
     return pa.types.is_binary(t) or pa.types.is_large_binary(t)
 
 
+#: The largest Parquet footer (the file's metadata: its schema and a description of every
+#: row group and column chunk) that is read. pyarrow holds about 11 times its size in
+#: memory; a footer grows with the number of row groups (about 1.5 kB per row group of the
+#: 17 person columns), so a file of a million one-row groups would need gigabytes before its
+#: first row. 16 MiB describes over 10,000 row groups: 10 billion rows in the million-row
+#: groups pyarrow writes by default, 320 million in Spark's usual 128 MB groups.
+_MAX_PARQUET_FOOTER = 16 << 20
+#: Rows per batch of a Parquet file, and the most row groups read by one pyarrow reader:
+#: its memory grows by about 26 kB per row group it is given (measured with pyarrow 26 on
+#: one-row groups), so it is given at most this many at a time.
+_PARQUET_BATCH_ROWS, _PARQUET_ROW_GROUPS = 1_000_000, 1024
+
+
+def _parquet_footer_problem(path: Path) -> str | None:
+    """Why the footer of the Parquet file at `path` is not read (it is larger than
+    `_MAX_PARQUET_FOOTER`), said from the file's last 8 bytes (the footer's length, then
+    "PAR1") before pyarrow parses it; None otherwise (pyarrow then says what else is wrong)."""
+    try:
+        with open_input(path) as fh:
+            size = fh.seek(0, 2)
+            if size < 12:
+                return None
+            fh.seek(size - 8)
+            tail = fh.read(8)
+    except OSError:
+        return None
+    if tail[4:] != b"PAR1":
+        return None
+    footer = int.from_bytes(tail[:4], "little")
+    if footer <= _MAX_PARQUET_FOOTER:
+        return None
+    return (f"found {footer:,} bytes of Parquet metadata (the description of its row groups: the file was written in "
+            f"very many small row groups, and reading that description alone would take about {11 * footer / 1e9:.1f} "
+            f"GB of memory); expected at most {_MAX_PARQUET_FOOTER:,} bytes. Nothing was read: write the file again "
+            "with larger row groups, e.g. pyarrow.parquet.write_table(table, path, row_group_size=1_000_000)")
+
+
+def _row_group_runs(pf: pq.ParquetFile) -> Iterator[list[int]]:
+    """Consecutive row groups of `pf`, at most `_PARQUET_ROW_GROUPS` and, where they are
+    small, about `_PARQUET_BATCH_ROWS` rows at a time (a larger group alone)."""
+    meta = pf.metadata
+    run, rows = [], 0
+    for i in range(meta.num_row_groups):
+        n = meta.row_group(i).num_rows
+        if run and (rows + n > _PARQUET_BATCH_ROWS or len(run) >= _PARQUET_ROW_GROUPS):
+            yield run
+            run, rows = [], 0
+        run.append(i)
+        rows += n
+    if run:
+        yield run
+
+
 def _parquet_batches(df: DataFile, expected: list[str], dictionary: bool = False) -> Iterator[tuple[pa.Table, int]]:
     # Dictionary-encoded string columns are read as they are stored (indices into a
-    # small dictionary), without expanding every row's text.
+    # small dictionary), without expanding every row's text. The row groups are read a
+    # run at a time (`_row_group_runs`), each run by its own reader, so that memory stays
+    # bounded however many row groups the file has; the batches of many tiny row groups
+    # are joined into one table of up to `_PARQUET_BATCH_ROWS` rows, not checked one row
+    # group at a time.
     pf = pq.ParquetFile(df.path, read_dictionary=expected if dictionary else None)
     row = 1
-    for rb in pf.iter_batches(batch_size=1_000_000, columns=expected):
-        t = pa.Table.from_batches([rb]).select(expected)
-        if not dictionary:
-            # Values as written: numbers and strings alike become text (bytes stay bytes,
-            # decoded and checked like the text files).
-            t = pa.table({c: t[c] if _is_bytes(t[c].type) else t[c].cast(pa.string()) for c in expected})
-        yield t, row
-        row += rb.num_rows
+    for run in _row_group_runs(pf):
+        pending, rows = [], 0
+        for rb in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, row_groups=run, columns=expected):
+            pending.append(rb)
+            rows += rb.num_rows
+            if rows >= _PARQUET_BATCH_ROWS:
+                yield _parquet_table(pending, expected, dictionary), row
+                row, pending, rows = row + rows, [], 0
+        if pending:
+            yield _parquet_table(pending, expected, dictionary), row
+            row += rows
+
+
+def _parquet_table(batches: list[pa.RecordBatch], expected: list[str], dictionary: bool) -> pa.Table:
+    t = pa.Table.from_batches(batches).select(expected)
+    if not dictionary:
+        # Values as written: numbers and strings alike become text (bytes stay bytes,
+        # decoded and checked like the text files).
+        t = pa.table({c: t[c] if _is_bytes(t[c].type) else t[c].cast(pa.string()) for c in expected})
+    return t
 
 
 def _text_batches(df: DataFile, expected: list[str], log: ProblemLog, dictionary: bool = False,

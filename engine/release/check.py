@@ -13,7 +13,8 @@ and `t2.json`): the formats of every column, the state filter, no negative count
    config.json, and NOT-FOR-RELEASE.txt is present exactly when the manifest says the
    output is not for release; its row counts match the files;
 3. `t1/`, `t2/`, `suppressed/` exist, each file starts with the exact header row
-   (SPEC section 4);
+   (SPEC section 4); `suppressed/tabulation-system.csv` (`run --tabulation-suppression`)
+   has a fourth column REASON, one of the Tabulation System's rules;
 4. every row: REGION_TYPE one of the 10 geography levels, REGION_ID of that level's form
    (USA `1`, STATE 2 digits, COUNTY 5, TRACT 11, PLACE 7, AIANNH 4, PR-* starting with
    72; production's pattern accepts any of these lengths for any type), ITERATION_CODE
@@ -57,11 +58,14 @@ from engine.errors import InputError, Problem, ProblemLog
 from engine.release.outputs import (
     HEADERS,
     MANIFEST,
+    REASON_COLUMNS,
+    REASON_FILE,
     SUPPRESSED_COLUMNS,
     T1_COLUMNS,
     T2_COLUMNS,
     operator_path,
 )
+from engine.tabulation.postprocess import TABULATION_RULES
 from engine.release.publish import MARKER, NOT_FOR_RELEASE, marker_entries, os_message, sha256_of
 
 #: REGION_ID of each REGION_TYPE (SPEC section 4).
@@ -346,8 +350,15 @@ class _Checker:
             rows = 0
             for path in self._files(kind):
                 rel = path.relative_to(self.out_dir).as_posix()
-                for line0, batch in self._batches(path, columns):
+                # run --tabulation-suppression lists what the Tabulation System's rules removed, with a REASON
+                reasons = kind == "suppressed" and path.name == REASON_FILE
+                for line0, batch in self._batches(path, REASON_COLUMNS if reasons else columns):
                     rows += batch.num_rows
+                    if reasons:
+                        ok = pc.is_in(batch.column("REASON"),
+                                      value_set=pa.array(list(TABULATION_RULES))).to_numpy(zero_copy_only=False)
+                        self._bad(rel, line0, batch, "REASON", ~ok, "a rule of the Tabulation System: "
+                                  + " or ".join(TABULATION_RULES))
                     self._rows(kind, rel, line0, batch, cfg, us_states, levels, tabulated)
             self.summary.rows[kind] = rows
 

@@ -126,6 +126,8 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
             "consistency": stats.get("consistency", {"method": "none"}),
             # True totals held exact (`--invariant`, NOT SafeTab-P); None = no invariant.
             "invariant": invariant or None,
+            # The Decennial Tabulation System's suppression (`--tabulation-suppression`): outside the DAS.
+            "tabulation_suppression": stats.get("tabulation_suppression", False),
         },
         "outputs": {"rows": rows},
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},

@@ -5,7 +5,9 @@
 - `t2/`: REGION_ID|REGION_TYPE|ITERATION_CODE|AGESTART|AGEEND|SEX|COUNT; the two sex
   marginal rows of a table have AGESTART = AGEEND = "*".
 - `suppressed/`: REGION_ID|REGION_TYPE|ITERATION_CODE of groups whose total was
-  suppressed, so that every population group of the universe is accounted for.
+  suppressed, so that every population group of the universe is accounted for; with
+  `run --tabulation-suppression`, `suppressed/tabulation-system.csv` lists the groups the
+  Tabulation System's rules removed, with a fourth column REASON (the rule).
 - each of the three also holds `headers.csv`, the header row alone, so a table with no
   rows still has its header (as production's t1/headers.csv and t2/headers.csv).
 - `manifest.json`: what the run did (`engine.release.manifest`), WITHOUT the exact
@@ -42,14 +44,16 @@ from engine.errors import OutputError, UsageError
 from engine.release import _format
 from engine.release.publish import (
     NOT_FOR_RELEASE,
+    OPERATOR_KIND,
+    OPERATOR_SUFFIX,
     TABLES,
     StagedOutput,
     check_name_length,
     check_target,
     fsync_dir,
     is_own_output,
-    open_regular,
     os_message,
+    read_operator_body,
     sha256_of,
     tables_kind,
 )
@@ -57,6 +61,10 @@ from engine.release.publish import (
 T1_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "COUNT"]
 T2_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE", "AGESTART", "AGEEND", "SEX", "COUNT"]
 SUPPRESSED_COLUMNS = ["REGION_ID", "REGION_TYPE", "ITERATION_CODE"]
+#: suppressed/tabulation-system.csv: the groups the Tabulation System's rules removed
+#: (`run --tabulation-suppression`), each with the rule that removed it.
+REASON_FILE = "tabulation-system.csv"
+REASON_COLUMNS = SUPPRESSED_COLUMNS + ["REASON"]
 
 
 def _age_labels(stat_level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -224,8 +232,9 @@ class ReleaseWriter:
         self.operator_file = operator_file
         if operator_file:  # the longest name written beside OUT_DIR: said before the other checks
             check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")
+        # the ground truth is nothing but exact counts: owner-only, as the operator file
         self.folder = StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description=TABLES,
-                                   kind=tables_kind(mode_kind, not_safetab_p))
+                                   kind=tables_kind(mode_kind, not_safetab_p), private=mode_kind == "ground truth")
         if operator_file:  # under the lock, once an interrupted run's OUT_DIR is put back
             try:
                 _check_operator_path(self.out_dir, overwrite)
@@ -255,7 +264,8 @@ class ReleaseWriter:
         """The part file of a kind and name, created on its first non-empty write."""
         key = (kind, name)
         if key not in self._parts:
-            self._parts[key] = _PartWriter(self.stage / kind / f"{name}.csv", _COLUMNS[kind])
+            columns = REASON_COLUMNS if f"{name}.csv" == REASON_FILE else _COLUMNS[kind]
+            self._parts[key] = _PartWriter(self.stage / kind / f"{name}.csv", columns)
         return self._parts[key]
 
     def _write(self, kind: str, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
@@ -289,13 +299,18 @@ class ReleaseWriter:
             self._label_cache[key] = (strings, Labels.of(strings))  # the array is kept, so its id stays its own
         return self._label_cache[key][1]
 
-    def write_groups(self, rows) -> None:
+    def write_groups(self, rows, skip: np.ndarray | None = None) -> None:
         """T1 rows (released), suppressed rows and T2 tables of a set of groups
-        (`engine.tabulation.postprocess.GroupRows`; its true counts are never written)."""
+        (`engine.tabulation.postprocess.GroupRows`; its true counts are never written).
+        `skip`: unreleased groups listed elsewhere (`write_removed`), not in the part."""
         regions, codes = self._labels(rows.region_ids), self._labels(rows.codes)
         rel = rows.released
         self.write_t1(rows.part, regions, rows.geo, codes, rows.region_idx[rel], rows.code_idx[rel], rows.t1[rel])
-        self.write_suppressed(rows.part, regions, rows.geo, codes, rows.region_idx[~rel], rows.code_idx[~rel])
+        sup = ~rel
+        if skip is not None and len(skip):
+            sup = sup.copy()
+            sup[skip] = False
+        self.write_suppressed(rows.part, regions, rows.geo, codes, rows.region_idx[sup], rows.code_idx[sup])
         for k, (r, i, cells, marg, _true) in sorted(rows.tables.items()):
             self.write_t2(rows.part, regions, rows.geo, codes, r, i, k, cells, marg)
 
@@ -308,6 +323,14 @@ class ReleaseWriter:
                          code_idx: np.ndarray) -> None:
         """suppressed/ rows: the groups whose totals were suppressed."""
         self._write("suppressed", part, regions, region_type, codes, region_idx, code_idx)
+
+    def write_removed(self, rows, removed: np.ndarray, reason_idx: np.ndarray, reasons: tuple[str, ...]) -> None:
+        """suppressed/tabulation-system.csv rows: the groups `removed` (indices into a
+        `GroupRows`) with REASON reasons[reason_idx[i]] (`run --tabulation-suppression`)."""
+        regions, codes = self._labels(rows.region_ids), self._labels(rows.codes)
+        self._write("suppressed", REASON_FILE.removesuffix(".csv"), regions, rows.geo, codes,
+                    rows.region_idx[removed], rows.code_idx[removed], Labels.of(f"|{r}" for r in reasons),
+                    np.asarray(reason_idx, np.int64))
 
     def write_t2(self, part: str, regions: Labels, region_type: str, codes: Labels, region_idx: np.ndarray,
                  code_idx: np.ndarray, stat_level: int, cells: np.ndarray, marginals: np.ndarray) -> None:
@@ -383,9 +406,6 @@ class ReleaseWriter:
 
 MANIFEST = "manifest.json"
 HEADERS = "headers.csv"
-#: The operator file sits beside OUT_DIR: <OUT_DIR name> + this suffix.
-OPERATOR_SUFFIX = ".CONFIDENTIAL-operator.json"
-_OPERATOR_KIND = "SafeTab-P Studio operator file"
 
 
 def public_manifest(manifest: dict) -> dict:
@@ -414,10 +434,11 @@ def read_operator_file(out_dir: str | Path) -> dict:
 def _stage_operator_file(out_dir: Path, manifest: dict, manifest_sha: str) -> Path:
     """Write the operator file under a hidden temporary name beside OUT_DIR (fsynced);
     its path. OutputError if it cannot be written (then nothing is left of it). A
-    killed run leaves it as a `.N.partial-*` leftover, which the next run removes."""
+    killed run leaves it as a `.N.partial-*` leftover: the next run into N puts it in
+    place if its release was published (`publish._adopt_operator_file`), else removes it."""
     path = operator_path(out_dir)
     body = {
-        "kind": _OPERATOR_KIND,
+        "kind": OPERATOR_KIND,
         "note": "CONFIDENTIAL, for the operator only, NEVER to be published: exact figures of the confidential "
                 "input, without noise.",
         "release_folder": path.name[: -len(OPERATOR_SUFFIX)],
@@ -460,17 +481,6 @@ def _discard(path: Path) -> None:
         pass
 
 
-def _read_operator_file(path: Path) -> dict | None:
-    """The operator file at `path` if it is one of this tool's (a regular file, not a
-    link, JSON with our "kind"); None otherwise. At most 16 MB is read."""
-    try:
-        with open_regular(path) as fh:
-            body = json.loads(fh.read(16 * 1024 * 1024).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return body if isinstance(body, dict) and body.get("kind") == _OPERATOR_KIND else None
-
-
 def min_release_bytes(prepared) -> int:
     """A lower bound of the release's size: every population group of the universe gets
     at least one row `REGION_ID|REGION_TYPE|ITERATION_CODE` in t1/ or suppressed/."""
@@ -508,7 +518,7 @@ def _check_operator_path(out_dir: str | Path, overwrite: bool = False) -> None:
     check_name_length(out_dir, len(OPERATOR_SUFFIX), f"the operator file {OPERATOR_SUFFIX}")
     if not os.path.lexists(op):
         return
-    body = None if op.is_symlink() else _read_operator_file(op)
+    body = None if op.is_symlink() else read_operator_body(op)
     if body is None:
         raise UsageError(f"{op} exists and was not written by this tool; the operator file of OUT_DIR goes there. "
                          "Move it, or choose another OUT_DIR.")

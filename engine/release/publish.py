@@ -54,6 +54,11 @@ MARKER_HEAD = "# SafeTab-P Studio output"
 #: A file in every folder of an output that must not be published.
 NOT_FOR_RELEASE = "NOT-FOR-RELEASE.txt"
 
+#: The operator file of OUT_DIR sits beside it: <OUT_DIR name> + this suffix (its body's
+#: "kind" is `OPERATOR_KIND`; written by `engine.release.outputs`).
+OPERATOR_SUFFIX = ".CONFIDENTIAL-operator.json"
+OPERATOR_KIND = "SafeTab-P Studio operator file"
+
 _log = logging.getLogger(__name__)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -391,6 +396,13 @@ def _recover(parent: Path, name: str) -> list[str]:
                 notes.append(f"restored {target}: an interrupted run had moved this earlier output aside "
                              "and not replaced it")
                 break
+    for p in list(partials):
+        # a run killed after publishing its release, before renaming its operator file
+        # into place, left that file here: never removed (the exact counts), but put in place
+        note = _adopt_operator_file(parent, name, p)
+        if note is not None:
+            partials.remove(p)
+            notes.append(note)
     for p in olds + partials:
         _remove(p)
         notes.append(f"removed {p}, left unfinished by an interrupted run")
@@ -399,15 +411,125 @@ def _recover(parent: Path, name: str) -> list[str]:
     return notes
 
 
-def _new_stage(parent: Path, name: str) -> Path:
-    """A new empty P/.N.partial-XXXXXXXX (permissions from the umask, as any folder)."""
+def read_operator_body(path: str | Path) -> dict | None:
+    """The operator file at `path` if it is one of this tool's (a regular file, not a
+    link, JSON with our "kind"); None otherwise. At most 16 MB is read."""
+    try:
+        with open_regular(path) as fh:
+            body = json.loads(fh.read(16 * 1024 * 1024).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) and body.get("kind") == OPERATOR_KIND else None
+
+
+def _adopt_operator_file(parent: Path, name: str, partial: Path) -> str | None:
+    """If `partial` (a leftover `.N.partial-*` beside OUT_DIR N) is the operator file of
+    the output N holds (its manifest_sha256 is that of N/manifest.json: the run that
+    published N was killed before renaming it into place), put it in place and say so;
+    where the operator file's path holds a file this tool did not write, keep `partial`
+    and say which file to keep. None for any other leftover (removed as before)."""
+    if partial.is_symlink() or not partial.is_file():
+        return None
+    body = read_operator_body(partial)
+    target = parent / name
+    if body is None or not is_own_output(target):
+        return None
+    try:
+        belongs = body.get("manifest_sha256") == sha256_of(target / _MANIFEST)
+    except OSError:
+        belongs = False
+    if not belongs:
+        return None  # a release that was never published: its staging folder is gone too
+    op = parent / (name + OPERATOR_SUFFIX)
+    if os.path.lexists(op):
+        there = None if op.is_symlink() else read_operator_body(op)
+        if there is None:
+            return (f"kept {partial}: it is the operator file (the exact counts) of the release in {target}, "
+                    f"left there by a run killed before renaming it to {op.name}, and {op} is not an operator "
+                    f"file of this tool. Keep {partial}: move {op} away, and the next run puts it in place")
+        if there.get("manifest_sha256") == body.get("manifest_sha256"):
+            _remove(partial)
+            return f"removed {partial}, a copy of the operator file {op} of the release in {target}"
+        # the operator file of the output that release replaced (`--overwrite`): the run
+        # that was killed had checked it was, and was renaming its own over it
+    os.replace(partial, op)
+    fsync_dir(parent)
+    return (f"restored {op}: the run that published the release in {target} was killed before putting its "
+            "operator file (the exact counts) in place; the release and its operator file belong together again")
+
+
+def _new_stage(parent: Path, name: str, private: bool = False) -> Path:
+    """A new empty P/.N.partial-XXXXXXXX: owner-only (0700) for a `private` output, else
+    with permissions from the umask, as any folder. A private one is owner-only from its
+    creation, so nobody else can open a file inside it while it is written."""
     while True:
         path = parent / f".{name}.partial-{secrets.token_hex(4)}"
         try:
-            os.mkdir(path, 0o777)
+            os.mkdir(path, 0o700 if private else 0o777)
+            if private:  # whatever the umask (mkdir's mode is masked by it, never widened)
+                os.chmod(path, 0o700)
             return path
         except FileExistsError:
             continue
+
+
+def make_private(folder: Path) -> None:
+    """Every folder under `folder` (itself included) 0700 and every file 0600: what holds
+    exact counts of the confidential input is owner-only, as the operator file and
+    profiles are. Symbolic links are neither followed nor changed."""
+    for root, _dirs, names in os.walk(folder, followlinks=False):
+        os.chmod(root, 0o700)
+        for n in names:
+            p = os.path.join(root, n)
+            if not os.path.islink(p):
+                os.chmod(p, 0o600)
+
+
+# ------------------------------------------------------------------ one new file
+def clean_new_file_leftovers(path: str | Path) -> list[str]:
+    """Remove what killed writers of the file `path` left beside it (`write_new_file`'s
+    hidden ``.NAME.partial-*`` files, which may hold a whole confidential profile), under
+    the lock of its name, as a run cleans the leftovers of its OUT_DIR: each is reported
+    (logger ``engine.release.publish``). Nothing is done where the folder cannot be
+    written (the caller says so); OutputError if another process is writing `path`."""
+    path = Path(os.path.abspath(path))
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        return []
+    lock = _FolderLock(path.parent, path.name, _short(path), "writing this file")
+    try:
+        return _recover(path.parent, path.name)
+    finally:
+        lock.release()
+
+
+def write_new_file(path: str | Path, data: bytes, check=None) -> None:
+    """Create the file `path` whole or not at all: under the lock of its name (so that no
+    other writer's partial file is taken for a leftover), leftovers of killed writers are
+    removed, `check()` is called (e.g. refusing an existing file), then `data` goes to a
+    hidden owner-only ``.NAME.partial-*`` file beside it, fsynced, linked in place with
+    os.link (which fails rather than replace a file that appeared meanwhile) and the
+    partial name removed. A kill at any moment leaves no file or the whole one, and at
+    most a partial file, which the next writer of `path` removes."""
+    import tempfile
+
+    path = Path(os.path.abspath(path))
+    lock = _FolderLock(path.parent, path.name, _short(path), "writing this file")
+    try:
+        _recover(path.parent, path.name)
+        if check is not None:
+            check()
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.link(tmp, path)
+            fsync_dir(path.parent)
+        finally:
+            os.unlink(tmp)
+    finally:
+        lock.release()
 
 
 # ------------------------------------------------------------------ the staged output
@@ -416,12 +538,16 @@ class StagedOutput:
     go to `stage`, `publish` puts them in place, `close` (or `abort`) releases the lock.
 
     `inputs` are (label, folder) pairs OUT_DIR must stay clear of. Usable as a context
-    manager: leaving it with an exception aborts (the staging folder is removed)."""
+    manager: leaving it with an exception aborts (the staging folder is removed).
+    `private` (outputs that hold exact counts of the confidential input: ground truth,
+    accuracy reports, legacy studies): the folder and everything in it owner-only
+    (0700 folders, 0600 files), from the staging folder's creation on."""
 
     def __init__(self, out_dir: str | Path, *, overwrite: bool = False,
                  inputs: Iterable[tuple[str, str | Path | None]] = (), description: str = "output",
-                 kind: str | None = None):
+                 kind: str | None = None, private: bool = False):
         self.shown = _short(out_dir)
+        self.private = private
         self.overwrite = overwrite
         self.inputs = list(inputs)
         self.description = description
@@ -439,7 +565,7 @@ class StagedOutput:
         try:
             self.notes = _recover(parent, self.target.name)
             check_target(self.target, overwrite, self.inputs, self.kind)
-            self.stage = _new_stage(parent, self.target.name)
+            self.stage = _new_stage(parent, self.target.name, private)
         except OSError as exc:
             self._lock.release()
             raise OutputError(f"cannot write in the folder {_short(parent)}: {os_message(exc)}") from None
@@ -476,6 +602,8 @@ class StagedOutput:
 
     def publish(self, comments: Iterable[str] = ()) -> Path:
         """Fsync everything, write SHA256SUMS last, check OUT_DIR again, swap it in."""
+        if self.private:
+            make_private(self.stage)
         files = _files(self.stage) or set()
         for rel in sorted(files - set(self.hashes) - {MARKER}):
             path = self.stage / rel
@@ -487,6 +615,8 @@ class StagedOutput:
                  "or `python -m engine check-output`.")]
         body = [f"{self.hashes[rel]}  {rel}" for rel in sorted(self.hashes)]
         write_durable(self.stage / MARKER, ("\n".join(head + body) + "\n").encode("utf-8"))
+        if self.private:
+            os.chmod(self.stage / MARKER, 0o600)
         for root, _dirs, _names in os.walk(self.stage, topdown=False):
             fsync_dir(root)
         try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,9 @@ class AccuracyCollector:
         self.trials = 0
         #: The plan of each level (predicted MOEs), for `add`.
         self.plans = plans or {}
+        #: Groups the Tabulation System's rules removed (`run --tabulation-suppression`):
+        #: level key -> rule -> groups, over every trial.
+        self.tabulation: dict[str, dict[str, int]] = {}
 
     def _add(self, level: PopulationGroupLevel, kind: str, bins: np.ndarray, err: np.ndarray, moe: tuple) -> None:
         for b in np.unique(bins):
@@ -128,6 +132,10 @@ class AccuracyCollector:
         coterminous copies resolved: the counts of the release) against their truth."""
         lvl = PopulationGroupLevel(rows.geo, rows.iteration_level)
         plan = self.plans[lvl]
+        if rows.removed_by_rule is not None:
+            st = self.tabulation.setdefault(lvl.key, {})
+            for rule, n in rows.removed_by_rule.items():
+                st[rule] = st.get(rule, 0) + n
         moe_cell = _predicted_moe(plan, plan.stage2, 1)
         self._add_totals(plan, rows.released, rows.stat, rows.t1, rows.true_total)
         for k, (_r, _c, cells, marg, true_cells) in rows.tables.items():
@@ -149,16 +157,29 @@ class AccuracyCollector:
             self.hists[key].merge(h)
         for key, moe in other.predicted.items():
             self.predicted.setdefault(key, moe)
+        for key, by_rule in other.tabulation.items():
+            st = self.tabulation.setdefault(key, {})
+            for rule, n in by_rule.items():
+                st[rule] = st.get(rule, 0) + n
         self.trials += other.trials
 
     def __getstate__(self) -> dict:
         # What a worker of a parallel study sends back: the mergeable state, not the plans.
-        return {"hists": dict(self.hists), "predicted": self.predicted, "trials": self.trials}
+        return {"hists": dict(self.hists), "predicted": self.predicted, "trials": self.trials,
+                "tabulation": self.tabulation}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__()
         self.hists.update(state["hists"])
         self.predicted, self.trials = state["predicted"], state["trials"]
+        self.tabulation = state.get("tabulation", {})
+
+    def tabulation_summary(self) -> dict | None:
+        """How many groups each rule of the Tabulation System removed (`tabulation_counts`),
+        over the trials; None if no trial applied the rules."""
+        if not self.tabulation:
+            return None
+        return tabulation_counts(self.tabulation, self.trials)
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -177,6 +198,36 @@ class AccuracyCollector:
                 "predicted_moe95_design_bound": bound,
             })
         return pd.DataFrame(rows)
+
+
+def tabulation_counts(by_level: dict[str, dict[str, int]], trials: int) -> dict:
+    """The groups each rule of the Tabulation System's suppression removed: per level and
+    in all, summed over `trials` (and per trial)."""
+    from engine.tabulation.postprocess import TABULATION_RULES
+
+    total = {r: sum(st.get(r, 0) for st in by_level.values()) for r in TABULATION_RULES}
+    return {"trials": trials, "groups_removed": total,
+            "groups_removed_per_trial": {r: n / trials for r, n in total.items()} if trials else {},
+            "by_level": by_level}
+
+
+def release_tabulation_counts(prepared, release_dir: Path) -> dict | None:
+    """`tabulation_counts` of an existing release (one trial), read from its
+    suppressed/tabulation-system.csv; None if the release did not apply the rules."""
+    from engine.release.outputs import REASON_FILE
+
+    path = Path(release_dir) / "suppressed" / REASON_FILE
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path, sep="|", dtype=str, keep_default_na=False)
+    its = prepared.inputs.specs.iterations
+    by_level: dict[str, dict[str, int]] = {}
+    for (geo, code, reason), n in df.groupby(["REGION_TYPE", "ITERATION_CODE", "REASON"]).size().items():
+        it = its.get(code)
+        key = PopulationGroupLevel(geo, int(it.level)).key if it is not None else f"({geo}, ?)"
+        st = by_level.setdefault(key, {})
+        st[reason] = st.get(reason, 0) + int(n)
+    return tabulation_counts(by_level, 1)
 
 
 def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
@@ -198,7 +249,7 @@ MAX_TRIALS = 10_000
 def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int | None = None,
                     release_dir: Path | None = None, overwrite: bool = False, progress=None,
                     prepared=None, layout: str = "studio", keep_trials: bool = False,
-                    coterminous: bool = True, jobs: int = 1) -> pd.DataFrame:
+                    coterminous: bool = True, jobs: int = 1, tabulation_suppression: bool = False) -> pd.DataFrame:
     """Draw `trials` releases (or read `release_dir`) and compare them with the truth.
 
     layout "studio" writes OUT_DIR/accuracy.csv and accuracy.json and returns that table;
@@ -238,7 +289,13 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
     if jobs > 1 and release_dir is not None:
         raise ValueError("--jobs runs a study's trials in parallel; with --release nothing is drawn")
     inputs = [("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir), ("RELEASE_DIR", release_dir)]
-    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report") as folder:
+    if tabulation_suppression and release_dir is not None:
+        raise ValueError("--tabulation-suppression applies the Tabulation System's rules to the trials a study draws; "
+                         "with --release the release's own suppressed/tabulation-system.csv is counted")
+    # owner-only: error_report.csv holds each group's exact size, and every report is
+    # measured against the confidential truth
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="accuracy report",
+                      private=True) as folder:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
         studio = AccuracyCollector(prepared.plans) if layout != "production" else None
@@ -250,6 +307,7 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
             if layout != "studio":
                 production.write_reports(prepared, [Path(release_dir)], folder.stage)
             mode = {"kind": "existing release", "release_dir": str(release_dir)}
+            tab = release_tabulation_counts(prepared, Path(release_dir))
         else:
             prod = production.ProductionCollector(prepared) if layout != "studio" else None
             sinks = tuple(c for c in (studio, prod) if c is not None)
@@ -257,7 +315,7 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
             # cells once (exact counts, so nothing changes but the time)
             prepared.keep_cells = trials > 1
             study = _Trials(prepared, trials, seed, layout, coterminous,
-                            folder.stage / "single_runs" if keep_trials else None)
+                            folder.stage / "single_runs" if keep_trials else None, tabulation_suppression)
             workers = _workers(jobs, trials)
             # With workers, trial 0 runs here first: it fills the caches (totals, cells)
             # the workers then share, and keeps the first trial for error_report.csv.
@@ -270,8 +328,12 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
             mode = {"kind": "seeded trials" if seed is not None else "secure trials", "trials": trials, "seed": seed}
             if keep_trials:
                 mode["releases"] = "single_runs/ (each marked NOT FOR RELEASE: trials of this study)"
+            tab = studio.tabulation_summary() if studio is not None else None
         reason = "accuracy figures measured against the confidential ground truth, without noise"
         df = pd.DataFrame()
+        if tab is not None:
+            # How many groups each rule of the Tabulation System's suppression removed (outside the DAS).
+            mode["tabulation_suppression"] = tab
         if studio is not None:
             df = studio.table()
             mode["note"] = "NOT FOR RELEASE: " + reason
@@ -280,6 +342,7 @@ def accuracy_report(params_dir, data_dir, out_dir, *, trials: int = 1, seed: int
                                                            indent=2, default=float) + "\n").encode("utf-8"))
         folder.write_file(NOT_FOR_RELEASE, not_for_release_text(reason))
         folder.publish(["NOT FOR RELEASE: " + reason])
+    df.attrs["tabulation_suppression"] = tab
     return df
 
 
@@ -294,6 +357,8 @@ class _Trials:
     coterminous: bool
     #: Where each trial's release goes (OUT_DIR/single_runs in the making), or None.
     keep_dir: Path | None
+    #: Apply the Tabulation System's suppression to every trial (`run --tabulation-suppression`).
+    tabulation_suppression: bool = False
 
     def trial(self, t: int, sinks: tuple, progress=None) -> None:
         """Trial t into the sinks: noise seeded from seed + t, or a fresh secure source
@@ -307,12 +372,14 @@ class _Trials:
             run(prepared.inputs.params_dir, prepared.inputs.data_dir, self.keep_dir / f"trial_{t}", seed=trial_seed,
                 progress=progress, prepared=prepared,
                 study=f"trial {t + 1} of {self.trials} of an accuracy study (its errors are measured against "
-                      "the confidential truth)", sinks=sinks, coterminous=self.coterminous)
+                      "the confidential truth)", sinks=sinks, coterminous=self.coterminous,
+                tabulation_suppression=self.tabulation_suppression)
         else:
             source = (_noise.RandomSource.seeded(trial_seed) if trial_seed is not None
                       else _noise.RandomSource.secure())
             publish_trial(prepared, make_noise(prepared.inputs.config.privacy_defn, source), sinks,
-                          progress=progress, coterminous=self.coterminous)
+                          progress=progress, coterminous=self.coterminous,
+                          tabulation_suppression=self.tabulation_suppression)
         for c in sinks:
             c.end_trial()
 
@@ -346,107 +413,169 @@ def _workers(jobs: int, trials: int) -> int:
     return n if n >= 2 else 0
 
 
-#: The study a worker process runs trials of (set in the worker only, by `_start_worker`).
-_WORKER_STUDY: list[_Trials] = []
+_PR_SET_PDEATHSIG = 1
 
 
-def _start_worker(study: _Trials) -> None:
-    # The fork start method hands `study` over by copying the parent's memory (nothing
-    # is pickled): the prepared inputs, counts and cached cells are shared copy-on-write,
-    # and stay shared (a cell cache that grew would be copied into the worker).
-    study.prepared.freeze_cells()
-    _WORKER_STUDY.append(study)
-
-
-def _worker_trial(t: int) -> tuple:
-    import pickle
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process (a worker) when the process that forked it ends,
+    however it ends (kill -9 included): a worker never outlives its study, holding OUT_DIR's
+    lock and the caller's pipes (Linux prctl PR_SET_PDEATHSIG). A parent already gone
+    before the request ends the worker now."""
+    import ctypes
+    import signal
 
     try:
-        return _WORKER_STUDY[0].worker_trial(t)
-    except Exception as exc:
-        # The parent re-raises the exception it gets back; one that cannot make the
-        # journey would break the pool and read as a lost worker: send its text instead.
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (AttributeError, OSError):  # pragma: no cover - the workers run on Linux only (`_workers`)
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_main(study: _Trials, conn, others: list, parent: int) -> None:
+    """A worker process (forked from the study's, `_parallel_trials`): trials received on
+    `conn` one at a time, each answered with ("done", t, collectors) or ("failed", t,
+    exception); None or the parent's end of the pipe closing ends it.
+
+    The fork hands `study` over by copying the parent's memory (nothing is pickled): the
+    prepared inputs, counts and cached cells are shared copy-on-write, and stay shared (a
+    cell cache that grew would be copied into the worker)."""
+    import pickle
+    import signal
+
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the study's to handle: it ends the workers
+    for c in others:  # the other workers' pipes: only their own process may hold them open
+        c.close()
+    study.prepared.freeze_cells()
+    while True:
         try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:
-            raise RuntimeError(f"trial {t + 1}: {type(exc).__name__}: {exc}") from None
-        raise
+            t = conn.recv()
+        except (EOFError, OSError):
+            return
+        if t is None:
+            return
+        try:
+            answer = ("done", t, study.worker_trial(t))
+        except Exception as exc:  # noqa: BLE001 - handed to the study, which raises it
+            # one that cannot make the journey is sent as its text
+            try:
+                pickle.loads(pickle.dumps(exc))
+            except Exception:  # noqa: BLE001
+                exc = RuntimeError(f"trial {t + 1}: {type(exc).__name__}: {exc}")
+            answer = ("failed", t, exc)
+        conn.send(answer)
 
 
 def _parallel_trials(study: _Trials, workers: int, sinks: tuple, progress=None) -> None:
-    """Trials 1..T-1 in `workers` forked processes, one task per trial (a worker takes the
-    next trial when it is done), merged into `sinks` as they come back.
+    """Trials 1..T-1 in `workers` forked processes, one trial at a time each (a worker takes
+    the next trial when it is done), merged into `sinks` as they come back.
+
+    Each worker has a pipe of its own, held open only by the study and that worker: a
+    worker that dies, even half way through sending its result, closes it, so the study
+    reads the end of the pipe (or the worker's exit) and raises `engine.errors.WorkerLost`
+    naming the trial lost, never waits for the rest of a message nobody will send. Workers
+    die with the study (`_die_with_parent`), and the study ends every worker before it
+    returns or raises (SIGTERM, then SIGKILL): none outlives it holding OUT_DIR's lock.
+    An exception in a trial is raised here as it was raised there.
 
     Memory: each worker adds one trial's working memory (the noise, the post-processed
-    chunk, its share of the cells) to the parent's; the prepared inputs are shared. An
-    exception in a trial is raised here as it was raised there (the other workers are
-    stopped); a worker that dies (killed, e.g. by the out-of-memory killer) raises
-    `engine.errors.WorkerLost`, never a hang."""
+    chunk, its share of the cells) to the parent's; the prepared inputs are shared."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing.connection import wait
 
     from engine.errors import WorkerLost
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(study,))
+    ctx = multiprocessing.get_context("fork")
+    pipes = [ctx.Pipe(duplex=True) for _ in range(workers)]
+    procs = []
     done = 1
     if progress is not None:
         progress(f"trials done, {workers} at once", done, study.trials)
     try:
-        pending = {pool.submit(_worker_trial, t): t for t in range(1, study.trials)}
-        # the processes (forked at the first submit), for their exit codes if one dies
-        processes = list(getattr(pool, "_processes", {}).values())
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(finished, key=lambda f: pending[f]):
-                t = pending.pop(fut)
+        for i, (_, child) in enumerate(pipes):
+            others = [c for j, pair in enumerate(pipes) for c in pair if j != i] + [pipes[i][0]]
+            proc = ctx.Process(target=_worker_main, args=(study, child, others, os.getpid()),
+                               name=f"safetab-trials-{i + 1}", daemon=True)
+            proc.start()
+            procs.append(proc)
+        for _, child in pipes:
+            child.close()
+        conns = [parent for parent, _ in pipes]
+        todo = list(range(1, study.trials))
+        running: dict[int, int] = {}  # worker -> its trial
+
+        def assign(i: int) -> None:
+            if todo:
+                running[i] = todo.pop(0)
                 try:
-                    parts = fut.result()
-                except BrokenProcessPool:
-                    # the pool reports the loss when the worker's pipe closes, which can be
-                    # before the process is reaped: wait for its exit status first
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    _reap(processes)
-                    raise WorkerLost(_lost_message(processes, workers)) from None
-                for sink, part in zip(sinks, parts):
-                    sink.merge(part)
-                done += 1
-                if progress is not None:
-                    progress(f"trials done, {workers} at once (trial {t + 1} finished)", done, study.trials)
-    except BaseException:
-        # stop the trials still running: the study has failed, nothing will be written
-        for p in (getattr(pool, "_processes", None) or {}).values():
-            p.terminate()
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+                    conns[i].send(running[i])
+                except OSError:  # the worker is gone (its end of the pipe is closed)
+                    raise WorkerLost(_lost_message(procs, i, running[i], study.trials, workers)) from None
+
+        for i in range(workers):
+            assign(i)
+        while running:
+            ready = set(wait([conns[i] for i in running] + [procs[i].sentinel for i in running]))
+            for i in sorted(running):
+                if conns[i] in ready:
+                    try:
+                        kind, t, parts = conns[i].recv()
+                    except (EOFError, OSError):  # the worker died, perhaps half way through its message
+                        raise WorkerLost(_lost_message(procs, i, running[i], study.trials, workers)) from None
+                    if kind == "failed":
+                        raise parts
+                    del running[i]
+                    for sink, part in zip(sinks, parts):
+                        sink.merge(part)
+                    done += 1
+                    if progress is not None:
+                        progress(f"trials done, {workers} at once (trial {t + 1} finished)", done, study.trials)
+                    assign(i)
+                elif procs[i].sentinel in ready:
+                    raise WorkerLost(_lost_message(procs, i, running[i], study.trials, workers))
+        for c in conns:
+            try:
+                c.send(None)
+            except OSError:  # a worker gone after its last trial: nothing is lost
+                pass
+    finally:
+        _end_workers(procs)
+        for pair in pipes:
+            for c in pair:
+                c.close()
 
 
-def _reap(processes: list, seconds: float = 10.0) -> None:
-    """Wait, at most `seconds` in all, until every process has an exit code. The pool's
-    own thread may reap a process at the same moment, in which case `exitcode` reads
-    None for an instant (the status went to the other waiter): poll again."""
+def _end_workers(procs: list, seconds: float = 5.0) -> None:
+    """Every worker ended and reaped: those done leave by themselves; any other (the study
+    failed or was interrupted) is sent SIGTERM, and SIGKILL after `seconds`."""
     import time
 
     end = time.monotonic() + seconds
-    for p in processes:
-        while p.exitcode is None and time.monotonic() < end:
-            p.join(timeout=0.05)
+    for p in procs:
+        p.join(timeout=max(0.0, min(0.5, end - time.monotonic())))
+        if p.exitcode is None:
+            p.terminate()
+    for p in procs:
+        p.join(timeout=max(0.0, end - time.monotonic()))
+        if p.exitcode is None:
+            p.kill()
+            p.join()
 
 
-def _lost_message(processes: list, workers: int) -> str:
+def _lost_message(procs: list, i: int, t: int, trials: int, workers: int) -> str:
     import signal
 
-    codes = sorted({p.exitcode for p in processes if p.exitcode not in (None, 0)})
-    if len(codes) > 1:  # the pool ends the other workers itself, with SIGTERM
-        codes = [c for c in codes if c != -signal.SIGTERM]
-    how = ", ".join(f"killed by {signal.Signals(-c).name}" if c < 0 and -c in signal.valid_signals()
-                    else f"exit code {c}" for c in codes) or "ended abruptly"
-    oom = " (SIGKILL is what the out-of-memory killer sends)" if -signal.SIGKILL in codes else ""
-    return (f"a worker process of the study ended without finishing its trial ({how}){oom}. Each of the "
-            f"{workers} workers needs one trial's working memory besides the shared inputs: run with fewer "
-            "--jobs (--jobs 1 runs the trials one after another in one process). Nothing was written.")
+    proc = procs[i]
+    proc.join(timeout=5.0)  # its pipe closes as it dies, an instant before its exit status is known
+    code = proc.exitcode
+    how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0
+           and -code in signal.valid_signals() else f"exit code {code}" if code is not None else "ended abruptly")
+    oom = " (SIGKILL is what the out-of-memory killer sends)" if code == -signal.SIGKILL else ""
+    return (f"a worker process of the study ended without finishing its trial ({how}){oom}: trial {t + 1} of "
+            f"{trials} was lost. Each of the {workers} workers needs one trial's working memory besides the shared "
+            "inputs: run with fewer --jobs (--jobs 1 runs the trials one after another in one process). Nothing "
+            "was written.")
 
 
 def _trial_progress(progress, t: int, trials: int):
@@ -525,7 +654,23 @@ def _level_mask(df: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
     return df["ITERATION_CODE"].astype(str).isin(set(codes)).to_numpy()
 
 
+def format_tabulation(tab: dict | None) -> str | None:
+    """One line: the groups each rule of the Tabulation System's suppression removed."""
+    if not tab:
+        return None
+    n = tab["trials"]
+    return ("Tabulation System suppression (outside the DAS): "
+            + ", ".join(f"{c:,} groups removed by {rule}" for rule, c in tab["groups_removed"].items())
+            + (f" over {n:,} trials" if n != 1 else "") + " (per level in accuracy.json).")
+
+
 def format_report(df: pd.DataFrame, limit: int = 60) -> str:
+    """The report as text, and what the Tabulation System's rules removed if they ran."""
+    tab = format_tabulation(df.attrs.get("tabulation_suppression"))
+    return _format_table(df, limit) + (f"\n{tab}" if tab else "")
+
+
+def _format_table(df: pd.DataFrame, limit: int) -> str:
     if df.empty:
         return "No published counts to compare."
     cols = ["geo_level", "iteration_level", "table", "true_size", "counts_compared", "p95_abs_error",

@@ -214,7 +214,9 @@ def consistency_report(params_dir, data_dir, out_dir, *, methods: list[str], tri
 
     reason = "consistency methods compared with the confidential ground truth, without noise"
     inputs = (("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir))
-    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="consistency comparison") as folder:
+    # owner-only, as every accuracy report: measured against the confidential truth
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="consistency comparison",
+                      private=True) as folder:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
         comp = compare(prepared, methods, trials=trials, seed=seed, progress=progress)

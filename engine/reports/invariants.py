@@ -63,7 +63,9 @@ def invariant_accuracy(params_dir, data_dir, out_dir, choice: str, *, trials: in
         raise ValueError("--trials must be at least 1")
     reason = "accuracy of a release with invariants, measured against the confidential ground truth"
     inputs = (("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir))
-    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="invariants comparison") as folder:
+    # owner-only, as every accuracy report: measured against the confidential truth
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="invariants comparison",
+                      private=True) as folder:
         if prepared is None:
             prepared = prepare(params_dir, data_dir, progress)
         check(choice, prepared)

@@ -668,7 +668,8 @@ def write_legacy(rel: LegacyRelease, out_dir: str | Path, *, overwrite: bool = F
     never an input folder); nothing is left behind if writing fails."""
     from engine.release.publish import StagedOutput
 
-    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="legacy cell-suppression study") \
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="legacy cell-suppression study",
+                      private=True) \
             as folder:
         _write_into(folder, rel, prepared)
         return folder.publish(["NOT FOR RELEASE: " + _NOT_FOR_RELEASE_REASON])
@@ -683,7 +684,8 @@ def run_legacy(params_dir, data_dir, out_dir, options: LegacyOptions, *, overwri
 
     options.check()
     inputs = (("PARAMS_DIR", params_dir), ("DATA_DIR", data_dir))
-    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="legacy cell-suppression study") \
+    with StagedOutput(out_dir, overwrite=overwrite, inputs=inputs, description="legacy cell-suppression study",
+                      private=True) \
             as folder:
         prepared = prepare(params_dir, data_dir, progress, config=config)
         rel = legacy_release(prepared, options, progress)

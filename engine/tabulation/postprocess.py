@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -85,6 +86,8 @@ class GroupRows:
     stat: np.ndarray
     true_total: np.ndarray | None
     tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
+    #: Groups of this set the Tabulation System's rules removed, per rule (None: not applied).
+    removed_by_rule: dict[str, int] | None = None
 
 
 @dataclass
@@ -212,3 +215,122 @@ class CoterminousStash:
                 true_tables[k] = np.concatenate([p[3] for p in parts])[o]
         return StashedRows(cols["geo"], cols["lvl"], cols["region"], cols["code"], cols["t1"], cols["released"],
                            cols["stat"], src, tables, self.geos, cols["true_total"], true_tables)
+
+
+# ------------------------------------------------------- the Tabulation System's suppression
+#: The two rules of the SafeTab-P paper, Section 5.3.4, as written in suppressed/tabulation-system.csv.
+NONNEGATIVITY = "nonnegativity"
+ALONE_EXCEEDS_AOIC = "alone-exceeds-alone-or-in-any-combination"
+TABULATION_RULES = (NONNEGATIVITY, ALONE_EXCEEDS_AOIC)
+#: The file of suppressed/ that lists what the rules removed, with the rule as REASON.
+TABULATION_FILE = "tabulation-system"
+TABULATION_NOTE = (
+    "Tabulation System suppression (SafeTab-P paper, Section 5.3.4), applied after the release was computed: "
+    "outside the DAS, post-processing of the noisy counts only, so no privacy cost (the paper's Lemma 4). "
+    "Removed: groups with a negative published count (total or table cell), and Alone groups whose noisy "
+    "total exceeds the noisy total of the Alone-or-in-any-combination iteration of the same race and geography.")
+_AOIC_PHRASE = re.compile(r" alone or in (?:any combination|combination with one or more other races)")
+
+
+def alone_pairs(iterations) -> dict[str, str]:
+    """Alone iteration code -> the Alone-or-in-any-combination iteration of the same race,
+    read from the race iteration spec (`InputSpecs.iterations`: names, LEVEL and ALONE).
+
+    An AOIC iteration (ALONE False) is named as its Alone partner (ALONE True, same LEVEL)
+    with " alone" written " alone or in any combination" (level 0: " alone or in
+    combination with one or more other races"), e.g. 1003 "Albanian alone" and 1114
+    "Albanian alone or in any combination" in the 2020 files. Empty if the spec pairs none.
+    """
+    alone: dict[tuple[str, int], str] = {}
+    aoic: dict[tuple[str, int], str] = {}
+    for code, it in iterations.items():
+        if it.alone is True:
+            alone[(it.name.strip().casefold(), it.level)] = code
+        elif it.alone is False:
+            key = _AOIC_PHRASE.sub(" alone", it.name.strip(), count=1)
+            if key != it.name.strip():
+                aoic[(key.casefold(), it.level)] = code
+    return {code: aoic[key] for key, code in alone.items() if key in aoic}
+
+
+class TabulationSuppression:
+    """The Tabulation System's two rules on what a set of groups publishes (`GroupRows`).
+
+    1. Non-negativity: a released group whose published total or any published table
+       cell is negative is removed.
+    2. Alone > Alone or in any combination: a released Alone group whose published
+       total exceeds that of its AOIC partner (`alone_pairs`), same region, both released
+       and kept by rule 1, is removed.
+    Removed groups become suppressed (no T1 row, no table). Both members of a pair are
+    at the same iteration level and geography, so they are in the same `GroupRows`
+    when every chunk holds whole regions (`engine.run` sees to it). `removed` keeps what
+    was removed (part, region index, code index, rule) for suppressed/; `counts` the
+    groups per rule and population group level.
+    """
+
+    def __init__(self, pairs: dict[str, str]):
+        self.pairs = pairs
+        self.counts: dict[str, dict[str, int]] = {}
+        self._partner: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _partner_of(self, codes: np.ndarray) -> np.ndarray:
+        key = id(codes)
+        if key not in self._partner:
+            pos = {str(c): i for i, c in enumerate(codes)}
+            partner = np.array([pos.get(self.pairs.get(str(c), ""), -1) for c in codes], np.int64)
+            self._partner[key] = (codes, partner)  # the array is kept, so its id stays its own
+        return self._partner[key][1]
+
+    def apply(self, rows: GroupRows) -> tuple[GroupRows, np.ndarray, np.ndarray]:
+        """(rows with the removed groups suppressed, indices of the removed rows, their rule
+        index into TABULATION_RULES)."""
+        n_codes = max(len(rows.codes), 1)
+        key = rows.region_idx.astype(np.int64) * n_codes + rows.code_idx
+        order = np.argsort(key, kind="stable")
+        skey = key[order]
+
+        def find(k: np.ndarray) -> np.ndarray:
+            """The row of each key, -1 where none."""
+            if not len(skey):
+                return np.full(len(k), -1, np.int64)
+            pos = np.minimum(np.searchsorted(skey, k), len(skey) - 1)
+            return np.where(skey[pos] == k, order[pos], -1)
+
+        neg = rows.released & (rows.t1 < 0)
+        for _k, (r, c, cells, _m, _t) in rows.tables.items():
+            bad = (cells < 0).any(axis=1)
+            if bad.any():
+                at = find(r[bad].astype(np.int64) * n_codes + c[bad])
+                neg[at[at >= 0]] = True
+        kept = rows.released & ~neg
+        partner = self._partner_of(rows.codes)[rows.code_idx]
+        alone = np.flatnonzero(kept & (partner >= 0))
+        other = find(rows.region_idx[alone].astype(np.int64) * n_codes + partner[alone])
+        ok = other >= 0
+        alone, other = alone[ok], other[ok]
+        over = kept[other] & (rows.t1[alone] > rows.t1[other])
+        exceed = np.zeros(len(key), bool)
+        exceed[alone[over]] = True
+        removed = np.flatnonzero(neg | exceed)
+        rule = np.where(neg[removed], 0, 1).astype(np.int8)
+        st = self.counts.setdefault(f"({rows.geo}, {rows.iteration_level})", dict.fromkeys(TABULATION_RULES, 0))
+        by_rule = {NONNEGATIVITY: int(neg.sum()), ALONE_EXCEEDS_AOIC: int(exceed.sum())}
+        for r, n in by_rule.items():
+            st[r] += n
+        if not len(removed):
+            return replace(rows, removed_by_rule=by_rule), removed, rule
+        released = rows.released.copy()
+        released[removed] = False
+        gone = np.zeros(len(key), bool)
+        gone[removed] = True
+        tables = {}
+        for k, (r, c, cells, marg, true) in rows.tables.items():
+            at = find(r.astype(np.int64) * n_codes + c)
+            keep = ~gone[at]
+            if keep.any():
+                tables[k] = (r[keep], c[keep], cells[keep], marg[keep], None if true is None else true[keep])
+        return replace(rows, released=released, tables=tables, removed_by_rule=by_rule), removed, rule
+
+    def totals(self) -> dict[str, int]:
+        """Groups removed by each rule, over every level."""
+        return {r: sum(st[r] for st in self.counts.values()) for r in TABULATION_RULES}

@@ -175,7 +175,7 @@ def test_the_papers_own_numbers_and_the_capacity_model():
     at = open_app(PAGE, timeout=600)
     paper = static_table(at, "The paper says").set_index("The paper says")
     assert paper.loc["Audit bounds: each value between 0 and the grand total", "Computed here"].startswith(
-        "largest upper end 17")
+        "this example's grand total 17: largest upper end 17")
     assert paper.loc["Capacity = the cell's value: zero cells protect nothing", "Computed here"].startswith("0 (value)")
     assert paper.loc["Refinement run: a subset of the first run's complements", "Computed here"].startswith("4 → 2")
     assert (paper.drop("Backtracking across linked tables (60 → 100 units)")["Match"] == "yes").all()

@@ -86,8 +86,8 @@ def test_spine_view_shows_osed_before_and_after():
     assert paper.loc["Tract of 100 blocks: lowest possible largest fan-out", "Computed here"] == "10"
     assert paper.loc["Equal shares, pure DP: bypass a parent with at most … children", "Computed here"] == "3"
     assert paper.loc["zCDP (Gaussian): bypass parents with only … child", "Match"] == "yes"
-    assert paper.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Paper's value"] == \
-        "lost in the text"
+    assert paper.loc["Most blocks in an optimised block group (n = 100 blocks, fanout_cutoff = 12)",
+                     "Computed here"].startswith("23 (production's int(√n + fanout_cutoff + 1)")
     at.text_input(key="sp_fanout").input("0").run(timeout=120)
     assert not at.exception
     units = frame(at, "Level", "Census spine", "Optimised spine").set_index("Level")

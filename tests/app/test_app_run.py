@@ -213,3 +213,31 @@ def test_uploaded_spec_with_a_class_lacking_ethnicity_iterations_says_so(tmp_pat
     note = [i.value for i in at.info if "stability S" in i.value]
     assert note and "(USA, 2): S = 8" in note[0] and "(STATE, 2): S = 8" in note[0]
     assert "(COUNTY, 2)" not in note[0] and "less" in note[0]
+
+@needs_sample
+def test_the_post_processing_choices_reach_the_release_and_are_said():
+    """Coterminous off gives the released code's output; the Tabulation System's rules on
+    are applied after the release, counted on the page and in the manifest."""
+    at = open_app("run", timeout=120)
+    assert at.toggle(key="run_coterminous").value is True and at.toggle(key="run_tabsup").value is False
+    assert any("paper's coterminous step is applied" in c.value for c in at.caption)
+    at.radio(key="run_noise").set_value("seeded").run()
+    at.text_input(key="run_seed").input("5").run()
+    at.toggle(key="run_coterminous").set_value(False).run()
+    at.toggle(key="run_tabsup").set_value(True).run()
+    assert any("released SafeTab-P code gives" in c.value for c in at.caption)
+    at.button(key="run_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    man = at.session_state["run"].manifest["postprocessing"]
+    assert man["coterminous"] is False
+    removed = man["tabulation_suppression"]["groups_removed"]
+    info = next(i.value for i in at.info if "Tabulation System suppression" in i.value)
+    from engine.tabulation.postprocess import TABULATION_RULES
+    from ui.safetab import runner
+
+    assert set(runner.RULE_WORDS) == set(TABULATION_RULES) == set(removed)
+    for rule, n in removed.items():
+        assert f"**{n:,}** groups removed by {runner.RULE_WORDS[rule]}" in info
+    listed = at.session_state["run"].release_dir / "suppressed" / "tabulation-system.csv"
+    assert sum(1 for _ in open(listed)) - 1 == sum(removed.values()) > 0
+    assert any("Post-processing of this run: no coterminous step" in c.value for c in at.caption)

@@ -140,6 +140,7 @@ def test_tumult_side_by_side(tmp_path):
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.xdist_group("browser")  # drives Chromium and a server: never beside another browser test
 @pytest.mark.parametrize("name", sorted(BROWSER_SCRIPTS))
 def test_browser_benchmarks_run_in_their_small_mode(name, tmp_path):
     script = BENCH / f"{name}.py"
@@ -147,9 +148,9 @@ def test_browser_benchmarks_run_in_their_small_mode(name, tmp_path):
         pytest.skip(f"{script.name} is not in this checkout")
     if "--small" not in script.read_text():
         pytest.skip(f"{script.name} has no --small mode in this checkout (issue 20 gives it one)")
-    from tests.e2e.test_browser import _require_browser
+    from tests.e2e.browser import require_browser
 
-    _require_browser()
+    require_browser()
     proc = _run_small(script, tmp_path)
     if any(ln.startswith("RESULT ") for ln in proc.stdout.splitlines()):
         figures = _result(script, proc)

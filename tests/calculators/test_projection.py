@@ -229,6 +229,8 @@ def test_notes_say_what_the_projection_cannot_do():
                      _profile({COUNTY2: [1, 2]}, r=8))
     text = " ".join(proj.notes)
     assert "Coterminous copying is ignored" in text
+    # the Tabulation System's Alone > AOIC rule compares two noisy counts: not modelled, and said
+    assert P.TABULATION_SUPPRESSION_NOTE in proj.notes and "is not modelled" in P.TABULATION_SUPPRESSION_NOTE
     assert "r = 8" in text and "r = 3" in text
     assert "(USA, 2)" in text  # tabulated by the plan, absent from the profile
     assert "clamped" in text

@@ -18,13 +18,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -34,81 +29,12 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("SAFETAB_SCREENSHOTS") or Path(tempfile.gettempdir()) / "safetab-screenshots")
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run"]
 WIDTH = 1500
 #: Widths every page is checked at: a laptop (the narrowest a committee uses) and a desk screen.
 WIDTHS = (1280, 1920)
 #: Every page of the app by its address (the "Compare methods" pages are added from ui.compare.layout).
 PAGES = ("", "budget", "adaptive", "suppression", "run", "configuration", "scenarios", "memo", "glossary",
          "compare_index")
-
-
-def _require_browser():
-    missing = None
-    if not CHROMIUM.exists():
-        missing = f"{CHROMIUM} is missing (apt-get install chromium)"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            missing = "the playwright Python package is missing (pip install -r requirements-test.txt)"
-    if missing:
-        if os.environ.get("SAFETAB_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {missing}", pytrace=False)
-        pytest.skip(missing)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    _require_browser()
-    port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}", pytrace=False)
-            time.sleep(0.3)
-        yield url
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture
@@ -174,7 +100,7 @@ def _screenshot(page, name: str, width: int = WIDTH):
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": width, "height": min(int(height) + 20, 7000)})
-    time.sleep(1.5)  # charts re-layout to the new size
+    _settle(page, 0.6)  # charts re-layout to the new size
     page.screenshot(path=str(SHOTS / f"{name}.png"))
     page.set_viewport_size({"width": width, "height": 1000})
 

@@ -158,6 +158,10 @@ def test_spines_bounds_its_numeric_options_as_usage_errors(dataset, capsys, opti
     help_text = subprocess.run([sys.executable, "-m", "engine", "spines", "--help"], cwd=REPO, capture_output=True,
                                text=True).stdout
     assert "from 0 to 1,000,000" in " ".join(help_text.split())
+    # The help states the caps the code uses (production's), not floor(sqrt(n) + N).
+    flat = " ".join(help_text.split())
+    assert "floor(" not in flat
+    assert "int(sqrt(n) + N + 1)" in flat and "int(sqrt(T) + N)" in flat
 
 
 def test_options_that_would_be_ignored_are_refused_as_usage_errors(dataset, tmp_path, capsys):

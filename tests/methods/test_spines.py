@@ -348,6 +348,16 @@ def _production_block_groups(n_blocks: int, fanout_cutoff: int) -> list[int]:
     return sizes + [current]
 
 
+def test_tract_group_cap_is_the_redistricting_production_codes():
+    """DAS_2020_Redistricting_Production_Code, optimize_spine.py, minimize_entity_distance:
+    cutoff = int(np.sqrt(num_tracts) + fanout_cutoff), no + 1 (a later public copy adds
+    one; docs/spines.md says why the project does not follow it). 9 tracts, cutoff 0:
+    at most 3 tracts per group (the later copy: 4); the block groups' cap keeps its + 1."""
+    assert spines.group_size_cap(9, 0, "tract group") == 3 == int(math.sqrt(9) + 0)
+    assert spines.group_size_cap(12, 12, "tract group") == 15
+    assert spines.group_size_cap(9, 0) == 4
+
+
 def test_block_groups_follow_productions_cap():
     """Production's cap is int(sqrt(n) + fanout_cutoff) + 1 blocks, not floor(sqrt(n) +
     fanout_cutoff): 40 blocks with cutoff 2 make block groups of 9 (6 + 2 + 1)."""

@@ -627,6 +627,7 @@ def national_outcome(plans: Sequence[Plan], profile=None, reference: Plan | None
 def _gist(note: str) -> str:
     """A projection note's first clause ("Coterminous copying is ignored"), so that page 1
     keeps to one page; docs/projection.md and the planner's panel give them whole."""
+    note = re.sub(r"\s*\([^()]*\)", "", note)  # no parenthesis left open by the cut
     cut = min((i for i in (note.find(":"), note.find(";"), note.find(". ")) if i > 0), default=len(note))
     return note[:cut].rstrip(".")
 
@@ -832,9 +833,10 @@ def _production() -> Plan:
 
 
 def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DEFAULT_DELTA,
-              run: RunInfo | None = None, now: datetime | None = None, profile=None) -> Memo:
+              run: RunInfo | None = None, now: datetime | None = None, profile=None, version: str = "") -> Memo:
     """The decision memo of one plan: the decision sheet (against the 2020 production
-    plan), then the plan in full as an appendix."""
+    plan), then the plan in full as an appendix. `version`: the saved scenario's version
+    the plan is, and its author (`scenarios.Scenario.version_label`), named among the facts."""
     sections = plan_sections(plan, method, delta)
     if run is not None and run.of(plan):
         sections.append(run_section(run))
@@ -843,8 +845,11 @@ def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DE
     ref = _production()
     same = plan.config.to_dict() == ref.config.to_dict() and dict(plan.targets) == dict(ref.targets)
     sheet = decision_sheet([plan], plan if same else ref, method, delta, profile)
+    facts = _facts(plan, method, delta)
+    if version:
+        facts.insert(1, ("Saved scenario", f"{plan.name}, {version}"))
     return _marked(Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
-                        _date(now), project_version(), _facts(plan, method, delta), sections, sheet), profile)
+                        _date(now), project_version(), facts, sections, sheet), profile)
 
 
 def _signature(plans: Sequence[Plan], lvl: PopulationGroupLevel) -> tuple:
@@ -860,7 +865,8 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
     """The decision memo of several plans side by side (the first is the reference): the
     decision sheet, then the plans side by side, charts that overlay them and each plan's
     tables as an appendix. `details`: name -> (created, modified, note) of saved
-    scenarios."""
+    scenarios, or (created, modified, note, version) where `version` names the saved
+    version and its author (`scenarios.Scenario.version_label`)."""
     if len(plans) < 2:
         raise ValueError("a comparison needs two or more plans")
     names = unique_names([p.name for p in plans])
@@ -872,6 +878,8 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
         "Created (UTC)": details.get(p.name, ("", "", ""))[0].replace("T", " ")[:19] or DASH,
         "Modified (UTC)": details.get(p.name, ("", "", ""))[1].replace("T", " ")[:19] or DASH,
         "Note": details.get(p.name, ("", "", ""))[2] or DASH,
+        **({"Version (author)": (details.get(p.name, ())[3:4] or [""])[0] or DASH}
+           if any(len(d) > 3 and d[3] for d in details.values()) else {}),
     } for p in plans])
 
     def cmp_table(title: str, df: pd.DataFrame, caption: str = "") -> Table:

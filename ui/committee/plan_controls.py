@@ -13,7 +13,7 @@ from calculators import plan as pm
 from calculators import presets
 from calculators.config import SafeTabConfig
 from ui.committee import comparison, scenarios
-from ui.core import history, planner, state, widgets
+from ui.core import auth, history, planner, state, widgets
 
 SCENARIOS_PAGE = "app_pages/committee/scenarios.py"
 
@@ -46,14 +46,36 @@ def save_current(name: str, note: str = "", overwrite: bool = False) -> scenario
     """Save the current plan as a scenario; the plan takes the scenario's name. A
     problem (name taken, store unusable) becomes a message and returns None."""
     try:
-        saved = store().save(name, state.config(), state.targets(), note=note, overwrite=overwrite)
+        saved = store().save(name, state.config(), state.targets(), note=note, overwrite=overwrite,
+                             by=auth.current().who)
     except scenarios.ScenarioError as exc:
         state.flash("error", f"Not saved: {exc}.")
         return None
     ss = st.session_state
     ss[state.K_SOURCE], ss[state.K_EDITED] = saved.name, False
+    remember_version(saved)
     state.flash("success", f"Saved the current plan as scenario “{saved.name}” ({store().path}).")
     return saved
+
+
+#: The saved version the current plan is (set when a scenario is loaded or saved): {"name", "label"}.
+K_VERSION = "plan_version"
+
+
+def remember_version(s: scenarios.Scenario, label: str | None = None) -> None:
+    """Note that the current plan is the saved scenario `s` (its latest version, or the
+    version `label` names), for the memo."""
+    st.session_state[K_VERSION] = {"name": s.name, "label": s.version_label if label is None else label}
+
+
+def current_version() -> str:
+    """The saved version the current plan is, with its author ("version 3 by ana@x.org,
+    ..."), or "" if the plan is not a saved version as it was saved or loaded."""
+    ss = st.session_state
+    rec = ss.get(K_VERSION)
+    if not rec or ss.get(state.K_EDITED) or ss.get(state.K_SOURCE) != rec.get("name"):
+        return ""
+    return rec.get("label", "")
 
 
 #: The name a user asked to save under that a scenario already has: shown with a

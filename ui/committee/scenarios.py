@@ -15,6 +15,17 @@ several app sessions can share the store; the file is in WAL mode and writes are
 serialised (`ScenarioStore`). What is read back passes the same checks as a link or a
 plan file (`urlcodec.config_from_text`, `urlcodec.plan_targets`).
 
+The decision record (schema 3): every save, replace, rename, change of note, delete and
+restore appends a *version* to the table ``versions`` (``sid`` the scenario's own number,
+kept across renames; ``number`` 1, 2, ...; ``action``; ``author``, the signed-in user's
+e-mail or `LOCAL`; ``at``, UTC; and the whole scenario as it was after the change). A
+delete moves the scenario out of ``scenarios`` and leaves its versions: it is listed by
+`ScenarioStore.deleted` and can be restored (`restore`) or, by an operator, purged
+(`purge`, the one change that removes versions; it is logged in ``purged``). The table
+``scenarios`` keeps the layout of schema 2 (the live scenarios), so a store of schema 2 is
+read as it is and migrated in place by its first write: every scenario it holds becomes
+version 1 of its history, author `UNKNOWN_AUTHOR`.
+
 A plan also travels as a *plan file* (`plan_file_text` / `read_plan_file`):
 ``{"format": "safetab-p-studio plan", "version": 1, "name": ..., "config": {...},
 "moe_targets": {...}, "note": ..., "created": ..., "modified": ...}``. Reading accepts a
@@ -31,7 +42,7 @@ import sqlite3
 import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,7 +68,24 @@ MAX_FILE = 200_000
 PLAN_FORMAT = "safetab-p-studio plan"
 PLAN_VERSION = 1
 #: 2: names unique after NFKC and case folding (`name_key`); older duplicates renamed.
-_SCHEMA_VERSION = 2
+#: 3: every change kept as a version with its author and time (``versions``, ``purged``).
+_SCHEMA_VERSION = 3
+#: The author of a change when nobody signs in (local mode, see `ui.core.auth`).
+LOCAL = "local"
+#: The author of what a store held before it kept versions (or of a row another program wrote).
+UNKNOWN_AUTHOR = "unknown (saved before versions were kept)"
+#: The most versions (or deleted scenarios) one listing shows; the store keeps them all.
+MAX_LISTED = 1_000
+#: What each kind of version is called on the page and in the memo.
+ACTIONS = {
+    "create": "saved",
+    "replace": "replaced",
+    "rename": "renamed",
+    "note": "note changed",
+    "delete": "deleted",
+    "restore": "restored",
+    "migrated": "kept from before versions were recorded",
+}
 
 
 class ScenarioError(ValueError):
@@ -77,10 +105,49 @@ class Scenario:
     created: str = ""
     modified: str = ""
     problems: tuple[str, ...] = ()
+    #: Its number in the decision record (kept across renames; 0: not recorded yet).
+    sid: int = 0
+    #: Its latest version and who made it (0 and "" in a store not yet migrated).
+    version: int = 0
+    author: str = ""
 
     @property
     def ok(self) -> bool:
         return self.config is not None
+
+    @property
+    def version_label(self) -> str:
+        """E.g. "version 3 by ana@example.org, 2026-12-06 09:14 UTC" ("" if not recorded)."""
+        return version_label(self.version, self.author, self.modified)
+
+
+@dataclass(frozen=True)
+class Version:
+    """One change of a scenario: what it was after the change (for a delete: what was
+    deleted), who made it and when."""
+
+    sid: int
+    number: int
+    action: str
+    author: str
+    at: str
+    scenario: Scenario
+
+    @property
+    def label(self) -> str:
+        return version_label(self.number, self.author, self.at)
+
+    @property
+    def what(self) -> str:
+        return ACTIONS.get(self.action, self.action)
+
+
+def version_label(number: int, author: str, at: str) -> str:
+    """How a version is named on the page and in the memo."""
+    if not number:
+        return ""
+    when = at.replace("T", " ")[:16]
+    return f"version {number} by {author or UNKNOWN_AUTHOR}" + (f", {when} UTC" if when else "")
 
 
 # ------------------------------------------------------------------ location
@@ -220,8 +287,25 @@ class ScenarioStore:
             " created TEXT NOT NULL,"
             " modified TEXT NOT NULL)"
         )
-        if version < _SCHEMA_VERSION:
+        # config, targets and note as found: a row another program wrote is kept as it is
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS versions ("
+            " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+            " sid INTEGER,"
+            " number INTEGER NOT NULL,"
+            " action TEXT NOT NULL,"
+            " author TEXT NOT NULL,"
+            " at TEXT NOT NULL,"
+            " name TEXT NOT NULL,"
+            " config, targets, note, created)"
+        )
+        con.execute("CREATE INDEX IF NOT EXISTS versions_sid ON versions (sid, number)")
+        con.execute("CREATE TABLE IF NOT EXISTS purged (sid INTEGER NOT NULL, name TEXT NOT NULL, versions INTEGER "
+                    "NOT NULL, author TEXT NOT NULL, at TEXT NOT NULL)")
+        if version < 2:
             _rename_duplicates(con)
+        _adopt(con)
+        if version < _SCHEMA_VERSION:
             con.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     # ---- reading
@@ -235,13 +319,14 @@ class ScenarioStore:
             rows = con.execute(
                 "SELECT rowid, name, config, targets, note, created, modified FROM scenarios "
                 "ORDER BY modified DESC, name COLLATE NOCASE LIMIT ?", (MAX_SCENARIOS,)).fetchall()
+            live = _live(con)
         out = []
         for row in rows:
             why = _bad_name(row[1])
             if why:
                 self.skipped.append(f"row {row[0]}: {why}")
             else:
-                out.append(_scenario(*row[1:]))
+                out.append(_with_version(_scenario(*row[1:]), live))
         return out
 
     def names(self) -> list[str]:
@@ -250,15 +335,16 @@ class ScenarioStore:
     def get(self, name: str) -> Scenario:
         name = clean_name(name)
         with self._connect(write=False) as con:
-            row = None
+            row, live = None, {}
             if con is not None and _has_table(con):
                 rowid = _find(con, name)
                 if rowid is not None:
                     row = con.execute("SELECT name, config, targets, note, created, modified FROM scenarios "
                                       "WHERE rowid = ?", (rowid,)).fetchone()
+                    live = _live(con)
         if row is None:
             raise ScenarioError(f"there is no scenario named {name!r}")
-        return _scenario(*row)
+        return _with_version(_scenario(*row), live)
 
     def exists(self, name: str) -> bool:
         try:
@@ -267,56 +353,263 @@ class ScenarioStore:
             return False
         return True
 
+    def history(self, name_or_sid: str | int) -> list[Version]:
+        """Every version of a scenario (by its name, or its `sid` for a deleted one),
+        newest first (at most `MAX_LISTED`)."""
+        with self._connect(write=False) as con:
+            sid = self._sid(con, name_or_sid)
+            rows = con.execute(f"SELECT {_VERSION_COLUMNS} FROM versions WHERE sid = ? ORDER BY number DESC LIMIT ?",
+                               (sid, MAX_LISTED)).fetchall()
+        return [_version(*r) for r in rows]
+
+    def version(self, name_or_sid: str | int, number: int) -> Version:
+        """One version of a scenario (see `history`)."""
+        with self._connect(write=False) as con:
+            sid = self._sid(con, name_or_sid)
+            row = con.execute(f"SELECT {_VERSION_COLUMNS} FROM versions WHERE sid = ? AND number = ?",
+                              (sid, int(number))).fetchone()
+        if row is None:
+            raise ScenarioError(f"scenario {name_or_sid!r} has no version {number}")
+        return _version(*row)
+
+    def deleted(self) -> list[Version]:
+        """The deleted scenarios (each as its deleting version: what was deleted, by whom,
+        when), most recently deleted first."""
+        with self._connect(write=False) as con:
+            if con is None or not _has_versions(con):
+                return []
+            rows = con.execute(f"SELECT {_VERSION_COLUMNS} FROM versions WHERE action = 'delete' AND number = "
+                               "(SELECT MAX(number) FROM versions v WHERE v.sid = versions.sid) "
+                               "ORDER BY at DESC, id DESC LIMIT ?", (MAX_LISTED,)).fetchall()
+        return [_version(*r) for r in rows]
+
+    def purged(self) -> list[tuple[int, str, int, str, str]]:
+        """The purge log, newest first: (sid, name, versions removed, by whom, when)."""
+        with self._connect(write=False) as con:
+            if con is None or con.execute("SELECT 1 FROM sqlite_master WHERE name = 'purged'").fetchone() is None:
+                return []
+            return con.execute("SELECT sid, name, versions, author, at FROM purged ORDER BY rowid DESC LIMIT ?",
+                               (MAX_LISTED,)).fetchall()
+
+    def _sid(self, con: sqlite3.Connection | None, name_or_sid: str | int) -> int:
+        if con is None or not _has_versions(con):
+            raise ScenarioError(f"scenario {name_or_sid!r} has no recorded history yet (its history starts with its "
+                                "next change)")
+        if isinstance(name_or_sid, int):
+            if con.execute("SELECT 1 FROM versions WHERE sid = ?", (name_or_sid,)).fetchone() is None:
+                raise ScenarioError(f"there is no scenario number {name_or_sid} in the record")
+            return name_or_sid
+        name = clean_name(name_or_sid)
+        rowid = _find(con, name)
+        found = _live(con).get(con.execute("SELECT name FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()[0]) \
+            if rowid is not None else None
+        if found is None:
+            raise ScenarioError(f"there is no scenario named {name!r}" + (
+                " with a recorded history (its history starts with its next change)" if rowid is not None else ""))
+        return found[0]
+
     # ---- writing
     def save(self, name: str, config: SafeTabConfig, targets: Mapping[str, Any] | None = None,
-             note: str = "", overwrite: bool = False) -> Scenario:
-        """Store a plan under `name`. An existing scenario of that name (after
-        `name_key`) is replaced only with overwrite=True (it keeps its creation time)."""
+             note: str = "", overwrite: bool = False, by: str = LOCAL) -> Scenario:
+        """Store a plan under `name`, as a new version by `by`. An existing scenario of
+        that name (after `name_key`) is replaced only with overwrite=True (it keeps its
+        creation time, and what it held stays in its history)."""
         name = _new_name(name)
         note = _clean_note(note)
+        by = _clean_author(by)
         cfg_text = config.to_json()
         tgt_text = json.dumps(clean_targets(targets), sort_keys=True)
         stamp = now()
         with self._connect(write=True) as con:
             rowid = _find(con, name)
-            if rowid is not None and not overwrite:
-                old = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()[0]
-                raise ScenarioError(f"a scenario named {old!r} exists already; choose another name or replace it")
+            if rowid is not None and not overwrite:  # e.g. another user saved this name a moment ago
+                old, modified = con.execute("SELECT name, modified FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()
+                _sid, number, author = _live(con).get(old, (0, 0, ""))
+                raise ScenarioError(f"a scenario named {old!r} exists already"
+                                    + (f" ({version_label(number, author, modified)})" if number else "")
+                                    + "; choose another name or replace it (what it holds stays in its history)")
             if rowid is None:
-                count = con.execute("SELECT COUNT(*) FROM scenarios").fetchone()[0]
-                if count >= MAX_SCENARIOS:
-                    raise ScenarioError(f"the store holds {MAX_SCENARIOS} scenarios, its limit; delete some first")
+                self._room(con)
                 con.execute("INSERT INTO scenarios (name, config, targets, note, created, modified) "
                             "VALUES (?, ?, ?, ?, ?, ?)", (name, cfg_text, tgt_text, note, stamp, stamp))
+                _record(con, None, "create", by, stamp, (name, cfg_text, tgt_text, note, stamp))
             else:
+                sid = _sid_of_row(con, rowid)
                 con.execute("UPDATE scenarios SET name = ?, config = ?, targets = ?, note = ?, modified = ? "
                             "WHERE rowid = ?", (name, cfg_text, tgt_text, note, stamp, rowid))
+                _record_row(con, sid, "replace", by, stamp, rowid)
         return self.get(name)
 
-    def rename(self, old: str, new: str) -> Scenario:
+    def rename(self, old: str, new: str, by: str = LOCAL) -> Scenario:
         """Give a scenario another name (a change of case or spelling only is allowed)."""
-        old, new = clean_name(old), _new_name(new)
+        old, new, by = clean_name(old), _new_name(new), _clean_author(by)
         with self._connect(write=True) as con:
             rowid = _existing(con, old)
             clash = _find(con, new)
             if clash is not None and clash != rowid:
                 taken = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (clash,)).fetchone()[0]
                 raise ScenarioError(f"a scenario named {taken!r} exists already")
-            con.execute("UPDATE scenarios SET name = ?, modified = ? WHERE rowid = ?", (new, now(), rowid))
+            sid, stamp = _sid_of_row(con, rowid), now()
+            con.execute("UPDATE scenarios SET name = ?, modified = ? WHERE rowid = ?", (new, stamp, rowid))
+            _record_row(con, sid, "rename", by, stamp, rowid)
         return self.get(new)
 
-    def delete(self, name: str) -> None:
-        name = clean_name(name)
+    def delete(self, name: str, by: str = LOCAL) -> Version:
+        """Move a scenario to the deleted scenarios (its versions stay; `restore` brings
+        it back). Returns the deleting version."""
+        name, by = clean_name(name), _clean_author(by)
         with self._connect(write=True) as con:
             rowid = _existing(con, name)
+            sid, stamp = _sid_of_row(con, rowid), now()
+            number = _record_row(con, sid, "delete", by, stamp, rowid)
             con.execute("DELETE FROM scenarios WHERE rowid = ?", (rowid,))
+        return self.version(sid, number)
 
-    def set_note(self, name: str, note: str) -> Scenario:
-        name, note = clean_name(name), _clean_note(note)
+    def restore(self, sid: int, by: str = LOCAL, name: str | None = None) -> Scenario:
+        """Bring a deleted scenario back, under its name or `name` (anyone may)."""
+        by = _clean_author(by)
+        with self._connect(write=True) as con:
+            last = _deleted_version(con, sid)
+            name = _new_name(name if name and name.strip() else last.scenario.name)
+            clash = _find(con, name)
+            if clash is not None:
+                taken = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (clash,)).fetchone()[0]
+                raise ScenarioError(f"a scenario named {taken!r} exists already; restore it under another name")
+            self._room(con)
+            stamp = now()
+            _n, cfg, tgt, note, created = con.execute(
+                "SELECT name, config, targets, note, created FROM versions WHERE sid = ? AND number = ?",
+                (sid, last.number)).fetchone()
+            content = (name, cfg, tgt if tgt is not None else "{}", note if note is not None else "",
+                       created if isinstance(created, str) else stamp)
+            con.execute("INSERT INTO scenarios (name, config, targets, note, created, modified) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (*content, stamp))
+            _record(con, sid, "restore", by, stamp, content)
+        return self.get(name)
+
+    def purge(self, sid: int, by: str) -> int:
+        """Remove a deleted scenario and every version of it for good (an operator's
+        decision, checked by the page: `ui.core.auth`); logged in ``purged``. Returns how
+        many versions were removed."""
+        by = _clean_author(by)
+        with self._connect(write=True) as con:
+            last = _deleted_version(con, sid)
+            n = con.execute("DELETE FROM versions WHERE sid = ?", (sid,)).rowcount
+            con.execute("INSERT INTO purged (sid, name, versions, author, at) VALUES (?, ?, ?, ?, ?)",
+                        (sid, last.scenario.name, n, by, now()))
+        return n
+
+    def set_note(self, name: str, note: str, by: str = LOCAL) -> Scenario:
+        name, note, by = clean_name(name), _clean_note(note), _clean_author(by)
         with self._connect(write=True) as con:
             rowid = _existing(con, name)
-            con.execute("UPDATE scenarios SET note = ?, modified = ? WHERE rowid = ?", (note, now(), rowid))
+            sid, stamp = _sid_of_row(con, rowid), now()
+            con.execute("UPDATE scenarios SET note = ?, modified = ? WHERE rowid = ?", (note, stamp, rowid))
+            _record_row(con, sid, "note", by, stamp, rowid)
         return self.get(name)
+
+    @staticmethod
+    def _room(con: sqlite3.Connection) -> None:
+        count = con.execute("SELECT COUNT(*) FROM scenarios").fetchone()[0]
+        if count >= MAX_SCENARIOS:
+            raise ScenarioError(f"the store holds {MAX_SCENARIOS} scenarios, its limit; delete some first")
+
+
+# ------------------------------------------------------------------ the record (versions)
+_VERSION_COLUMNS = "sid, number, action, author, at, name, config, targets, note, created"
+
+
+def _has_versions(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'versions'").fetchone() \
+        is not None
+
+
+def _live(con: sqlite3.Connection) -> dict[str, tuple[int, int, str]]:
+    """The live scenarios of the record: name -> (sid, latest version, its author), from
+    each scenario's latest version unless it is a delete ({} before schema 3)."""
+    if not _has_versions(con):
+        return {}
+    rows = con.execute("SELECT v.sid, v.number, v.name, v.author FROM versions v JOIN "
+                       "(SELECT sid, MAX(number) AS n FROM versions GROUP BY sid) m "
+                       "ON v.sid = m.sid AND v.number = m.n WHERE v.action != 'delete'").fetchall()
+    return {name: (sid, number, author) for sid, number, name, author in rows}
+
+
+def _with_version(s: Scenario, live: Mapping[str, tuple[int, int, str]]) -> Scenario:
+    sid, number, author = live.get(s.name, (0, 0, ""))
+    return replace(s, sid=sid, version=number, author=author)
+
+
+def _record(con: sqlite3.Connection, sid: int | None, action: str, author: str, at: str,
+            content: tuple[Any, Any, Any, Any, Any]) -> int:
+    """Append a version (content = name, config, targets, note, created); a new
+    scenario (sid None) takes the id of its first version as its number. Returns the
+    version's number."""
+    if sid is None:
+        cur = con.execute("INSERT INTO versions (sid, number, action, author, at, name, config, targets, note, created)"
+                          " VALUES (NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?)", (action, author, at, *content))
+        con.execute("UPDATE versions SET sid = id WHERE id = ?", (cur.lastrowid,))
+        return 1
+    number = con.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE sid = ?", (sid,)).fetchone()[0]
+    con.execute("INSERT INTO versions (sid, number, action, author, at, name, config, targets, note, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (sid, number, action, author, at, *content))
+    return number
+
+
+def _record_row(con: sqlite3.Connection, sid: int, action: str, author: str, at: str, rowid: int) -> int:
+    """Append a version holding the scenarios row `rowid` as it is now."""
+    row = con.execute("SELECT name, config, targets, note, created FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()
+    return _record(con, sid, action, author, at, row)
+
+
+def _sid_of_row(con: sqlite3.Connection, rowid: int) -> int:
+    name = con.execute("SELECT name FROM scenarios WHERE rowid = ?", (rowid,)).fetchone()[0]
+    return _live(con)[name][0]  # every named row has a live version (`_adopt`, at the start of each write)
+
+
+def _adopt(con: sqlite3.Connection) -> None:
+    """Make the record match the table of live scenarios (run by every write, so it
+    also migrates a store of schema 2): a row without a live version (kept from before
+    versions, or written by another program) gets one ("migrated", `UNKNOWN_AUTHOR`);
+    a live version whose row is gone (removed by another program) gets a delete, so
+    that it is listed among the deleted scenarios and can be restored."""
+    live = _live(con)
+    names = set()
+    for row in con.execute("SELECT name, config, targets, note, created, modified FROM scenarios ORDER BY rowid") \
+            .fetchall():
+        if not isinstance(row[0], str):
+            continue  # skipped by `all()`, left untouched
+        names.add(row[0])
+        if row[0] not in live:
+            _record(con, None, "migrated", UNKNOWN_AUTHOR, row[5] if isinstance(row[5], str) and row[5] else now(),
+                    row[:5])
+    for name, (sid, _n, _a) in live.items():
+        if name not in names:
+            last = con.execute("SELECT name, config, targets, note, created FROM versions WHERE sid = ? "
+                               "ORDER BY number DESC LIMIT 1", (sid,)).fetchone()
+            _record(con, sid, "delete", "another program (the row was removed outside the app)", now(), last)
+
+
+def _deleted_version(con: sqlite3.Connection, sid: Any) -> Version:
+    """The deleting version of the deleted scenario `sid`; ScenarioError if it is not deleted."""
+    row = con.execute(f"SELECT {_VERSION_COLUMNS} FROM versions WHERE sid = ? ORDER BY number DESC LIMIT 1",
+                      (int(sid),)).fetchone()
+    if row is None:
+        raise ScenarioError(f"there is no scenario number {sid} in the record (purged?)")
+    if row[2] != "delete":
+        raise ScenarioError(f"scenario {row[5]!r} is not deleted")
+    return _version(*row)
+
+
+def _version(sid, number, action, author, at, name, cfg, tgt, note, created) -> Version:
+    return Version(sid, number, action, author, at,
+                   replace(_scenario(name, cfg, tgt, note, created, at), sid=sid, version=number, author=author))
+
+
+def _clean_author(by: Any) -> str:
+    """Who makes a change, as recorded: the signed-in e-mail (or name), or `LOCAL`."""
+    text = " ".join(str(by or "").split())[:200]
+    return text or LOCAL
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -502,8 +502,9 @@ def paper_numbers() -> pd.DataFrame:
     prim = cs.frequency_rule(x, 3) & interior.reshape(-1)
     cube = cs.protect(x, prim, rel, 2)
     rows = [
-        ("§4", "Audit bounds: each value between 0 and the grand total", f"≤ {t[-1, -1]:.0f}",
-         f"largest upper end {np.nanmax(a.high):.0f}; x[0,0] in [{a.low[0, 0]:.0f}, {a.high[0, 0]:.0f}]",
+        ("§4", "Audit bounds: each value between 0 and the grand total", "0 to the grand total (no number)",
+         f"this example's grand total {t[-1, -1]:.0f}: largest upper end {np.nanmax(a.high):.0f}; "
+         f"x[0,0] in [{a.low[0, 0]:.0f}, {a.high[0, 0]:.0f}]",
          "yes" if np.nanmax(a.high) == t[-1, -1] else "no"),
         ("§2-3", "Capacity = the cell's value: zero cells protect nothing", "0 zero cells",
          f"{zeros[0]} (value); {zeros[1]} with unbounded capacity", "yes" if zeros[0] == 0 else "no"),

@@ -651,7 +651,9 @@ def paper_numbers(seed: int = 0, repetitions: int = 50) -> pd.DataFrame:
         ("§5.1", "Budget ε = 4 (total) × 0.16 (county) × 0.3 (population)", "0.192", f"{eps:.3f}",
          _close(eps, 0.192, 0.0005)),
         ("Lemma 3.4", "Gaussian multiplier c_ε,δ", "formula only", "see the table below", "—"),
-        ("§1, Fig. 1", "Illinois regressions: 48 states, 37 negative, 11 significant", "48, 37, 11",
+        ("§1, Fig. 1 (left)", "County regressions, one per state or territory with more than five counties "
+         "(47 states and Puerto Rico; Illinois is only the right panel): 48, 37 negative, 11 significant",
+         "48, 37, 11",
          "not computable (the 2010 data)", "—"),
     ]
     return pd.DataFrame(rows, columns=["Where", "The paper says", "Paper's value", "Computed here", "Match"])

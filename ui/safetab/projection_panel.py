@@ -16,7 +16,7 @@ from calculators.config import SafeTabConfig
 from calculators.levels import PopulationGroupLevel
 from calculators.projection import Profile, ProfileError, Projection, project
 from ui.safetab import projection as pj
-from ui.core import state, widgets
+from ui.core import auth, state, widgets
 
 K_CHOICE = "proj_choice"
 K_UPLOADED = "proj_uploaded"
@@ -60,6 +60,9 @@ def _on_upload(widget: str) -> None:
             raise ProfileError([f"the file is {up.size:,} bytes; a profile may have at most "
                                 f"{pj.MAX_UPLOAD_BYTES:,}"], up.name)
         prof = pj.read_upload(up.getvalue(), up.name)
+        why = auth.refusal(auth.CONFIDENTIAL_PROFILE) if prof.confidential else None
+        if why:  # a member plans on the shipped or synthetic profiles only; this one is dropped at once
+            raise ProfileError([why], up.name)
     except ProfileError as exc:
         ss[f"{widget}_error"] = exc
         return

@@ -41,6 +41,10 @@ they are for checking the plan, never for publication.
 #: The download name of "Everything": it holds accuracy measured against the confidential
 #: truth, so it is never a release, whatever noise the run used.
 EVERYTHING_DOWNLOAD = "everything-NOT-FOR-RELEASE.zip"
+#: Why "Everything" is never a release (its NOT-FOR-RELEASE.txt), even of a secure run.
+EVERYTHING_REASON = ("this zip holds accuracy figures measured against the confidential ground truth (accuracy/), "
+                     "and accuracy/error_report.csv, if present, lists the exact size of every population group; "
+                     "publish a release only from the release's own downloads")
 
 
 def release_accuracy(out: RunOutput) -> pd.DataFrame:
@@ -78,11 +82,19 @@ def everything_zip(out: RunOutput, production: dict[str, bytes] | None = None) -
     manifest.json, SHA256SUMS; never the operator file) plus accuracy/ with the accuracy
     of this release against the truth, the report over repeated trials if one was
     computed (`out.trials`), production's reports over them (`production`, {file name:
-    CSV bytes}) and a README saying they are not for release."""
+    CSV bytes}) and a README saying they are not for release. The zip is never a release
+    (accuracy/ holds exact per-group counts): NOT-FOR-RELEASE.txt is at its top, that of a
+    seeded release or, for a secure one, one saying why (`EVERYTHING_REASON`), and in accuracy/."""
+    from engine.release.outputs import not_for_release_text
+
     base = files.release_zip(out.release_dir)
     report, trials = release_accuracy(out), out.trials
     buf = io.BytesIO(base)
+    marker = files.RELEASE_NOTES[1]
     with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED) as zf:
+        if marker not in zf.namelist():  # a seeded release has its own
+            zf.writestr(marker, not_for_release_text(EVERYTHING_REASON))
+        zf.writestr(f"accuracy/{marker}", not_for_release_text(EVERYTHING_REASON))
         zf.writestr("accuracy/README.txt", README)
         zf.writestr("accuracy/accuracy_of_this_release.csv", report.to_csv(index=False))
         if trials is not None and len(trials):

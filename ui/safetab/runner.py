@@ -88,13 +88,59 @@ def on_files(config: SafeTabConfig) -> SafeTabConfig:
     return config.updated(reader="csv") if reads_as_csv(config) else config
 
 
+#: The Run page's choices of post-processing, as `python -m engine run` words them.
+COTERMINOUS_LABEL = "Coterminous post-processing (the paper's step)"
+COTERMINOUS_HELP = (
+    "On (default): entities of different levels covering the same blocks (DC's state, county and place...) "
+    "publish the counts of the highest unsuppressed one, as the SafeTab-P paper's Section 5.3.3 (Algorithm 4, a "
+    "standalone program run after SafeTab-P) describes: the published tables never give two numbers for the "
+    "same people. Off (`run --no-coterminous`): the output matches the Census Bureau's released SafeTab-P code "
+    "(DAS_2020_DDHCA_Production_Code), which does not contain the step. See docs/production-differences.md.")
+TABULATION_LABEL = "Tabulation System suppression (outside the DAS)"
+TABULATION_HELP = (
+    "Off (default). On (`run --tabulation-suppression`): after the release is computed, the Decennial Tabulation "
+    "System's two rules of the paper's Section 5.3.4 remove groups with a negative published count, and Alone "
+    "groups whose noisy total exceeds the Alone-or-in-any-combination total of the same race and geography. "
+    "Post-processing of noisy counts: no privacy cost (Lemma 4). Removed groups are listed in "
+    "suppressed/tabulation-system.csv with the rule.")
+
+
+#: The rules of `engine.tabulation.postprocess.TABULATION_RULES`, as the page says them.
+RULE_WORDS = {"nonnegativity": "non-negativity (a negative count)",
+              "alone-exceeds-alone-or-in-any-combination": "Alone above Alone or in any combination"}
+
+
+def postprocessing_words(coterminous: bool, tabulation_suppression: bool) -> str:
+    """Which output the Run page's choices give, in one sentence."""
+    which = ("the paper's coterminous step is applied (as published, not the released code's output)" if coterminous
+             else "no coterminous step: the output the Census Bureau's released SafeTab-P code gives")
+    return which + ("; then the Tabulation System's suppression (outside the DAS)." if tabulation_suppression
+                    else ".")
+
+
+def tabulation_summary(manifest: dict) -> tuple[str, str | None] | None:
+    """(what the Tabulation System's rules removed, the no-pairs note or None) from a
+    release's manifest; None when the run did not apply them."""
+    tab = manifest.get("postprocessing", {}).get("tabulation_suppression")
+    if not tab:
+        return None
+    removed = tab["groups_removed"]
+    text = ("Tabulation System suppression (outside the DAS, no privacy cost): "
+            + ", ".join(f"**{n:,}** groups removed by {RULE_WORDS.get(rule, rule)}" for rule, n in removed.items())
+            + f" ({tab['pairs']:,} Alone / Alone-or-in-any-combination pairs in the spec files); listed in "
+            "suppressed/tabulation-system.csv with the rule.")
+    return text, tab.get("pairs_note")
+
+
 def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTabConfig, work_dir: str | Path,
-                   seed: int | None = None, report: Report | None = None, plan: str = "") -> RunOutput:
+                   seed: int | None = None, report: Report | None = None, plan: str = "", *,
+                   coterminous: bool = True, tabulation_suppression: bool = False) -> RunOutput:
     """Validate and count once (`engine.run.prepare(..., config=config)`), then write
     the release (`engine.run.run`, seeded or secure) and the truth (truth=True) under
     work_dir, and read them back with iteration names; `plan` names the plan for the
-    pages and file names. Raises InputError / ConfigError / ValueError / OSError like
-    the engine."""
+    pages and file names. `coterminous` and `tabulation_suppression` are the release's
+    post-processing (`run --no-coterminous`, `--tabulation-suppression`). Raises
+    InputError / ConfigError / ValueError / OSError like the engine."""
     from engine.run import prepare, run
 
     t0 = time.perf_counter()
@@ -108,7 +154,8 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
     # Folder names say what must not be published (the folders also carry NOT-FOR-RELEASE.txt).
     rel_name = "release" if seed is None else "release-seeded-NOT-FOR-RELEASE"
     rel = run(params_dir, data_dir, work / rel_name, seed=seed, overwrite=True,
-              progress=_phase(report, "release"), prepared=prepared)
+              progress=_phase(report, "release"), prepared=prepared, coterminous=coterminous,
+              tabulation_suppression=tabulation_suppression)
     tru = run(params_dir, data_dir, work / "truth-NOT-FOR-RELEASE", truth=True, overwrite=True,
               progress=_phase(report, "truth"), prepared=prepared)
     if report:
@@ -126,7 +173,8 @@ def run_with_truth(params_dir: str | Path, data_dir: str | Path, config: SafeTab
 def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Report | None = None) -> pd.DataFrame:
     """`engine.reports.accuracy.accuracy_report` on the run's prepared inputs: `trials` fresh
     releases (seeded from the run's seed + 1000 if the run was seeded) against the truth.
-    Both layouts: the project's table is returned, production's two reports are written
+    The trials post-process as the run did (coterminous step, Tabulation System's
+    suppression). Both layouts: the project's table is returned, production's two reports are written
     into work_dir (`production_reports` reads them back). The table is also kept on the
     output (`output.trials`) for the downloads and the memo."""
     from engine.reports.accuracy import accuracy_report
@@ -143,9 +191,12 @@ def accuracy(output: RunOutput, work_dir: str | Path, trials: int, report: Repor
             frac = (k - 1 + frac) / n
         report(f"{stage} ({int(done):,} of {int(total):,})", frac)
 
+    # the trials post-process as the run did (the Run page's coterminous and Tabulation System choices)
+    post = output.manifest.get("postprocessing", {})
     output.trials = accuracy_report(output.params_dir, output.data_dir, work_dir, trials=int(trials), seed=seed,
                                     overwrite=True, progress=cb if report else None, prepared=output.prepared,
-                                    layout="both")
+                                    layout="both", coterminous=bool(post.get("coterminous", True)),
+                                    tabulation_suppression=bool(post.get("tabulation_suppression")))
     return output.trials
 
 

@@ -295,7 +295,7 @@ def test_an_older_store_with_names_that_are_now_one_is_migrated_without_loss(tmp
     notes = {s.name: s.note for s in store.all()}
     assert notes == {"été": "0", "ÉTÉ (3)": "1", "ÉTÉ (2)": "2", "x": ""}  # every plan kept, each findable
     with sqlite3.connect(path) as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 3  # schema 3 keeps versions (issue 42)
 
 
 def test_built_in_plan_names_cannot_be_taken(store, prod):

@@ -272,6 +272,12 @@ def test_paper_numbers_match_the_papers_printed_figures():
                    "Median 'standard deviation' of the errors (50 runs)", "… its 5% quantile", "… its 95% quantile",
                    "Budget ε = 4 (total) × 0.16 (county) × 0.3 (population)"], "Match"] == "yes").all()
     assert t.loc["The same figures read as standard deviations", "Match"] == "no"
+    # Figure 1: the 48 regressions are one per state or territory with more than five counties (47 states and
+    # Puerto Rico, left panel); Illinois is only the right panel, not "48 states".
+    fig1 = t[t["Where"].str.startswith("§1, Fig. 1")]
+    assert len(fig1) == 1 and fig1["Where"].iloc[0] == "§1, Fig. 1 (left)"
+    said = fig1.index[0]
+    assert "47 states and Puerto Rico" in said and "48 states" not in said and "Illinois is only the right panel" in said
     # The seeded rerun agrees with the exact law.
     rerun = float(t.loc["Median 'standard deviation' of the errors (50 runs)", "Computed here"].split("; ")[1].split()[0])
     assert abs(rerun - med) < 0.01

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from engine import noise as _noise
 from engine.reports import spines as rs
 from engine.reports.levels import level_tables
 from engine.run import make_noise, prepare
+from methods import spines
 from ui.compare import spines as cs
 
 SAMPLE = Path(__file__).resolve().parents[3] / "sample_data"
@@ -145,10 +147,17 @@ def test_paper_numbers_match_the_papers_printed_values():
     t = cs.paper_numbers().set_index("The paper says")
     printed = t[t["Match"] != "—"]
     assert (printed["Match"] == "yes").all() and len(printed) == 5
-    assert (printed["Paper's value"].str.replace("(equality)", "", regex=False).str.strip().replace("", None).dropna()
-            .tolist() == ["10", "11", "3", "1"])
-    assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Paper's value"] == "lost in the text"
-    assert t.loc["Most blocks in an optimised block group (√n + fanout_cutoff)", "Computed here"].startswith("23 ")
+    assert printed["Paper's value"].tolist() == ["10", "11", "3", "not increased (no number printed)", "1"]
+    # Remark 1 states an if-and-only-if, no "(equality)" value; the equality is what is computed here.
+    remark = t[t["Where"] == "§5, Remark 1"].iloc[0]
+    assert "equality" not in remark["Paper's value"] and remark["Match"] == "yes"
+    assert remark["Computed here"] == "before 0.75, after 0.75 (equal: the condition holds with equality)"
+    # The cap row states the formula that gives its value: int(sqrt(100) + 12 + 1) = 23, not sqrt(n) + 12 = 22.
+    cap = t.loc["Most blocks in an optimised block group (n = 100 blocks, fanout_cutoff = 12)"]
+    assert cap["Paper's value"].startswith("lost in the text")
+    assert cap["Computed here"] == "23 (production's int(√n + fanout_cutoff + 1) = int(10 + 12 + 1))"
+    assert int(cap["Computed here"].split()[0]) == spines.group_size_cap(100, 12) == int(math.sqrt(100) + 12 + 1)
+    assert not any("(√n + fanout_cutoff)" in s for s in t.index)
 
 
 def test_the_spine_verdict_writes_counts_with_thousands_separators():

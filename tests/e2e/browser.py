@@ -1,0 +1,101 @@
+"""What every browser test shares: Debian's Chromium (never a downloaded browser), a free
+loopback port, and a Streamlit server of app.py that is always terminated.
+
+`tests/e2e/conftest.py` turns these into fixtures: one server and one browser for the
+whole run (per pytest-xdist worker), shared by every browser test that needs the app as
+shipped; a test that needs another server (e.g. with sign-in configured) starts its own
+with `streamlit_server`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run"]
+
+
+def require_browser() -> None:
+    """Skip the test without Chromium or Playwright; fail instead when SAFETAB_REQUIRE_BROWSER=1 (CI)."""
+    missing = None
+    if not CHROMIUM.exists():
+        missing = f"{CHROMIUM} is missing (apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "the playwright Python package is missing (pip install -r requirements-test.txt)"
+    if missing:
+        if os.environ.get("SAFETAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {missing}", pytrace=False)
+        pytest.skip(missing)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(log: Path, cwd: Path = REPO, env: Mapping[str, str] | None = None,
+                     startup_seconds: float = 90, port: int | None = None, args: Sequence[str] = ()) -> Iterator[str]:
+    """`streamlit run app.py` in `cwd` on a free loopback port (or `port`, when the test must
+    know it first, e.g. for a sign-in redirect address), with more options `args` (e.g.
+    ``--secrets.files``); yields its URL once it answers its health check, and terminates it
+    (and its process group) on exit, whatever happened."""
+    port = free_port() if port is None else port
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none", *args]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_seconds
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}", pytrace=False)
+            time.sleep(0.3)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[object]:
+    """A headless Debian Chromium driven by Playwright, closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
