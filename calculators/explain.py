@@ -69,12 +69,12 @@ def r_change_columns(unit: str = "ρ") -> dict[str, str]:
     "epsilon_rederived", "caption"."""
     kept, red = R_CHANGE_COLUMNS["kept"], R_CHANGE_COLUMNS["rederived"]
     return {
-        "budget_kept": f"{unit}, {kept}", "budget_rederived": f"{unit}, {red}",
-        "epsilon_kept": f"Level ε, {kept}", "epsilon_rederived": f"Level ε, {red}",
-        "moe_kept": f"MOE, {kept}", "moe_rederived": f"MOE, {red}",
-        "caption": (f"“{kept}”: the plan now, every level's {unit} as it was, so its noise and MOE moved with r or "
-                    f"γ. “{red}”: the proposal, every level's {unit} recomputed so that its MOE meets its target "
-                    "again."),
+        "budget_kept": f"Budget {unit} kept", "budget_rederived": f"Budget {unit} re-derived",
+        "epsilon_kept": "Level ε kept", "epsilon_rederived": "Level ε re-derived",
+        "moe_kept": "MOE kept", "moe_rederived": "MOE re-derived",
+        "caption": (f"“Kept”: {kept}, the plan now, every level's {unit} as it was, so its noise and MOE moved with "
+                    f"r or γ. “Re-derived”: {red}, the proposal, every level's {unit} recomputed so that its MOE "
+                    "meets its target again."),
     }
 
 

@@ -222,9 +222,12 @@ def resolve_targets(config: SafeTabConfig, targets: Mapping[str, int], method: s
 
 
 # ----------------------------------------------------------------- formatting
-def _sig(x: float, digits: int) -> str:
+def _sig(x: float, digits: int, strip: bool = False) -> str:
     """`x` to `digits` significant digits, never in scientific notation for
-    1e-6 <= |x| < 1e15 (1234.5 -> "1,235", 0.0001234 -> "0.0001234"), with thousands separators."""
+    1e-6 <= |x| < 1e15 (1234.5 -> "1,235", 0.0001234 -> "0.0001234"), with thousands
+    separators; `strip`: without trailing zeros after the point (0.1590 -> "0.159"). A
+    number between -1 and 1 never reads as ±1: digits are added until it does not
+    (p = 0.99995 is "0.99995", not "1", another value)."""
     if x == 0:
         return "0"
     ax = abs(x)
@@ -232,10 +235,14 @@ def _sig(x: float, digits: int) -> str:
         return f"{x:.{digits - 1}e}".replace("-", _MINUS)
     exp = math.floor(math.log10(ax))
     rounded = round(ax, digits - 1 - exp)
+    if ax < 1 and rounded >= 1 and digits < 17:
+        return _sig(x, digits + 1, strip)
     if rounded >= 10 ** (exp + 1):  # 9.9996 -> 10.00: one digit more to the left
         exp += 1
     decimals = max(digits - 1 - exp, 0)
     text = f"{rounded:,.{decimals}f}"
+    if strip and "." in text:
+        text = text.rstrip("0").rstrip(".")
     return (_MINUS if x < 0 else "") + text
 
 
@@ -243,7 +250,8 @@ def fmt(value: Any, kind: str = NUMBER) -> str:
     """A figure as every view shows it, by one rule: budgets (`BUDGET`) to 4 significant
     digits, counts (`COUNT`: groups, rows, persons, MOEs, thresholds) whole with thousands
     separators, shares (`SHARE`, a fraction) as a percentage to 3 significant digits, other
-    figures (`NUMBER`: errors, epsilons, scales) to 4 significant digits. Missing values
+    figures (`NUMBER`: errors, epsilons, scales) to 4 significant digits, trailing zeros
+    dropped (0.159, not 0.1590; a fraction never reads as 1). Missing values
     (None, NaN) are a dash; a budget of 0 is "0" (off); infinities are "∞"."""
     if value is None or type(value).__name__ == "NAType" or (isinstance(value, float) and math.isnan(value)):
         return _DASH
@@ -263,7 +271,7 @@ def fmt(value: Any, kind: str = NUMBER) -> str:
         return f"{n:,}".replace("-", _MINUS)
     if kind == SHARE:
         return _sig(100 * x, SHARE_DIGITS) + " %"
-    return _sig(x, BUDGET_DIGITS)
+    return _sig(x, BUDGET_DIGITS, strip=True)
 
 
 def fmt_change(value: Any, kind: str = NUMBER) -> str:

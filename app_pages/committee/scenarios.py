@@ -7,6 +7,7 @@ import zipfile
 import pandas as pd
 import streamlit as st
 
+
 from calculators.levels import POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.committee import comparison, plan_controls, record, scenario_charts, scenarios
 from ui.core import auth, planner, state, widgets
@@ -398,6 +399,9 @@ def _compare() -> None:
     def _shown(df):
         return df[df[comparison.DIFFERS]] if only_diff else df
 
+    # the figures that differ most first (issue 40 item 3): the nation, then the settings and levels
+    st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
+    projection_panel.compare(plans, names)
 
     s_show = _shown(summ)
     widgets.table(s_show, "compare_settings.csv", key="sc_summary", height=35 * (len(s_show) + 1) + 3,
@@ -405,13 +409,10 @@ def _compare() -> None:
                   caption="Settings and privacy accounting. Budgets are ρ (zCDP) or ε (pure DP); smaller budgets "
                           "and smaller ε mean more privacy and more noise.")
 
-    st.markdown("**National outcome of each plan** (from a group-size profile, expected over the noise)")
-    projection_panel.compare(plans, names)
-
     st.markdown("**By population group level**")
     # only the open tab is drawn (each holds a table and a chart per plan): a page of 5 plans opens in a blink
     tabs = st.tabs([comparison.MEASURES[m][0] for m in comparison.MEASURES], key="sc_tabs", on_change="rerun")
-    fmt_float = {n: "{:.5g}" for n in names}
+    fmt_float = {n: "{:.4g}" for n in names}  # the one format rule: budgets to 4 significant digits
     for tab, m in zip(tabs, comparison.MEASURES, strict=True):
         if not tab.open:
             continue

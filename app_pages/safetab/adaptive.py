@@ -191,8 +191,7 @@ def _page() -> None:
                        "group total.")
 
     st.subheader(f"National outcome: {planner.level_label(level)} and every level")
-    projection_panel.outcome(cfg, "ad_nat", level=level, columns=(
-        "groups", "tables", "age4", "age9", "age23", "total_only", "t2_rows", "mean_abs_error"))
+    projection_panel.outcome(cfg, "ad_nat", level=level, columns=projection_panel.PLANNER_COLUMNS)  # one table
 
     st.subheader("Thresholds of every level")
     all_th = analysis.thresholds_table(cfg)

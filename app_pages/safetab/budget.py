@@ -3,6 +3,7 @@ group level, r, gamma, presets, MOE against the budget (plans side by side: the 
 
 import streamlit as st
 
+from calculators import explain
 from calculators.config import GAMMA_RANGE, ConfigError
 from ui.safetab import analysis, projection_panel
 from ui.core import charts, planner, state, typed, widgets
@@ -139,8 +140,17 @@ def _change_panel(method: str, u: dict, delta: float) -> None:
         return
     with st.container(border=True):
         st.markdown(f"**You changed {', '.join(change['what'])}.** The budgets are as before, so the MOEs moved "
-                    f"away from their targets. Re-derive {u['budget']} from the MOE targets? Now → re-derived:")
-        widgets.change_table(planner.change_table(now, proposal, state.targets(), delta), "chg_rederive")
+                    f"away from their targets. Re-derive {u['budget']} from the MOE targets?")
+        st.caption(explain.r_change_columns(u["budget"])["caption"])
+        widgets.change_table(planner.change_table(now, proposal, state.targets(), delta, kept_rederived=True),
+                             "chg_rederive")
+        old_r = change["before"].max_race_codes
+        if now.max_race_codes < old_r:
+            prof = projection_panel.chosen()
+            why = [] if prof is None else explain.smaller_r_suppresses_more(
+                change["before"], now.max_race_codes, state.targets(), method, prof)
+            if why:
+                st.info("\n\n".join(why), icon=":material/lightbulb:")
         b = st.columns([1.4, 1.4, 2.6])
         if b[0].button(f"Re-derive {u['budget']}", key="chg_apply", type="primary",
                        help="Apply the 'after' column: every level meets its MOE target again."):
@@ -219,6 +229,8 @@ def _plan() -> None:
     widgets.fragment_start()  # a change the sidebar shows: the whole app at once, not twice
     state.show_flashes()
     _controls(state.config())
+    # the nation, with its change from the reference, in view with the controls (issue 40 item 3)
+    projection_panel.national_metrics(state.config())
     method = state.method()
     cfg = state.config()
     S = planner.stability_of(cfg)
@@ -228,7 +240,7 @@ def _plan() -> None:
 
     ver = ss.get("planner_version", 0)
     editor_key = f"planner_{ver}"
-    table = planner.plan_table(cfg, state.targets(), method, delta)
+    table = planner.plan_table(cfg, state.targets(), method, delta, reference=state.reference().config)
     # A refused cell's message stays in view while the user scrolls through the table
     # (`widgets.STICKY`): above the table, and pinned under the page's header.
     messages = st.container(key=widgets.sticky_key("planner_messages"))
@@ -242,8 +254,9 @@ def _plan() -> None:
         on_change=_on_edit,
         args=(editor_key,),
         disabled=[col for col in table.columns if col not in planner.EDITABLE],
-        column_order=[col for col in table.columns
-                      if col not in (planner.RUN, planner.SIGMA2) and not (u["puredp"] and col == planner.EPS)],
+        column_order=[col for col in table.columns  # the changes from the reference: their own table below
+                      if col not in (planner.RUN, planner.SIGMA2, planner.CHANGE)
+                      and not (u["puredp"] and col == planner.EPS)],
         placeholder="—",
         column_config=widgets.fit_columns(table, {
             planner.GEO: st.column_config.TextColumn(width=86),
@@ -274,6 +287,7 @@ def _plan() -> None:
             planner.STATUS: st.column_config.TextColumn(
                 planner.VERDICT_LABEL[method], width=170,
                 help=f"Compares the MOE target with the {planner.METHOD_SHORT[method]} (chosen above)."),
+
         }),
         height=35 * 21 + 3,
     )
@@ -285,6 +299,14 @@ def _plan() -> None:
     if problems:
         with messages:
             widgets.problems("Not used (the table keeps the previous values):", problems)
+    ref = state.reference()
+    changed = planner.reference_table(cfg, ref.config)
+    if len(changed):
+        widgets.table(changed, "changes_from_reference.csv", key="pl_ref_changes",
+                      caption=f"The levels whose budget or exact MOE differ from the reference plan "
+                              f"({widgets.plain(ref.source)}; chosen in the sidebar).")
+    else:
+        st.caption(f"Every level's budget and MOE are those of the reference plan ({widgets.plain(ref.source)}).")
     warn = planner.budget_warnings(cfg, delta)
     if warn:
         widgets.problems("Budgets to double-check:", warn, kind="warning")

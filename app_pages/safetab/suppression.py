@@ -82,8 +82,7 @@ def _page() -> None:
     )
 
     st.subheader("Suppressed groups nationally")
-    projection_panel.outcome(cfg, "sup_nat", columns=("groups", "total_only", "suppressed", "t1_rows",
-                                                      "mean_abs_error"))
+    projection_panel.outcome(cfg, "sup_nat", columns=projection_panel.PLANNER_COLUMNS)  # one table
 
     if p == 0:
         st.info("Suppression is off (p = 0): every total is released.")

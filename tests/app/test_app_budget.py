@@ -164,11 +164,13 @@ def test_changing_gamma_offers_to_rederive_with_a_before_after_view():
     at.text_input(key="w_gamma").input("0.5").run()
     assert config(at).gamma == 0.5 and config(at).rho(COUNTY2) == 0.159  # offered, not applied
     assert "You changed γ 0.1 → 0.5" in texts(at)
-    change = frame(at, "Budget ρ before", "Budget ρ after", "MOE before", "MOE after")
+    # the two columns say what they are: the budgets kept, the budgets re-derived (issue 40 item 5)
+    change = frame(at, "Budget ρ kept", "Budget ρ re-derived", "MOE kept", "MOE re-derived")
     county = change[change["Level"] == "COUNTY Detailed"].iloc[0]
     want = planner.round_up(budget.rho_level_for_exact_moe(11, 9, 0.5))
-    assert county["Budget ρ before"] == 0.159 and county["Budget ρ after"] == pytest.approx(want)
-    assert county["MOE after"] == 11 < county["MOE before"]
+    assert county["Budget ρ kept"] == 0.159 and county["Budget ρ re-derived"] == pytest.approx(want)
+    assert county["MOE re-derived"] == 11 < county["MOE kept"]
+    assert any("“Kept”: budgets kept, the plan now" in c.value for c in at.caption)
     at.button(key="chg_apply").click().run()
     assert config(at).rho(COUNTY2) == pytest.approx(want)
     assert not any("You changed" in m.value for m in at.markdown)

@@ -77,15 +77,19 @@ def test_the_outcome_follows_a_new_budget():
 def test_the_adaptive_page_shows_its_level_and_follows_the_thresholds():
     at = open_app("adaptive")
     s = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
-    assert metric(at, "With a sex × age table") == f"{s['tables']:,.0f}"
-    assert metric(at, "… of them sex × age23") == f"{s['age23']:,.0f}"
+    # the groups that exist (issue 40 item 2)
+    assert metric(at, "Groups with a person") == f"{s['occupied']:,.0f}"
+    assert metric(at, "With a sex × age table") == f"{s['occupied_with_table']:,.0f}"
+    assert metric(at, "Suppressed") == f"{s['occupied_suppressed']:,.0f}"
     at.text_input(key="ad_t1").input("100").run()
     s2 = pj.level_summary(P.project(config(at), pj.shipped(pj.NATIONAL)), COUNTY2)
-    assert s2["tables"] > s["tables"]
-    assert metric(at, "With a sex × age table") == f"{s2['tables']:,.0f}"
+    assert s2["occupied_with_table"] > s["occupied_with_table"]
+    assert metric(at, "With a sex × age table") == f"{s2['occupied_with_table']:,.0f}"
+    # one table, the same on every page: total only never holds the suppressed
+    from ui.safetab import projection_panel
+
     assert _national(at).to_dict("records") == pj.display_table(
-        P.project(config(at), pj.shipped(pj.NATIONAL)),
-        ("groups", "tables", "age4", "age9", "age23", "total_only", "t2_rows", "mean_abs_error")).to_dict("records")
+        P.project(config(at), pj.shipped(pj.NATIONAL)), projection_panel.PLANNER_COLUMNS).to_dict("records")
 
 
 def test_a_plan_that_clamps_counts_shows_its_error_as_a_bound():
@@ -104,8 +108,10 @@ def test_a_plan_that_clamps_counts_shows_its_error_as_a_bound():
 
 
 def test_the_suppression_page_follows_p():
+    from ui.safetab import projection_panel
+
     at = open_app("suppression")
-    cols = ("groups", "total_only", "suppressed", "t1_rows", "mean_abs_error")
+    cols = projection_panel.PLANNER_COLUMNS  # the same table as on the planner (issue 40 item 4)
     shown = frame(at, LEVEL, SUPP)
     assert shown.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
                                                         cols).to_dict("records")

@@ -170,7 +170,7 @@ def test_undo_and_redo_in_the_sidebar():
 
 def test_save_from_the_sidebar(store):
     at = open_app("overview")
-    at.text_input(key="sb_save_name").set_value("Sidebar plan").run()
+    at.text_input(key="sb_save_name").set_value("Sidebar plan")  # typed, then Save: no Enter needed
     at.button(key="sb_save").click().run()
     assert store.names() == ["Sidebar plan"]
 

@@ -92,9 +92,9 @@ def test_a_published_totals_error_above_the_moe_is_explained(nation):
 
 def test_the_r_change_columns_are_named_in_words():
     names = explain.r_change_columns("ρ")
-    assert names["moe_kept"] == "MOE, budgets kept" and names["moe_rederived"] == "MOE, budgets re-derived"
-    assert "budgets kept" in names["caption"] and "re-derived" in names["caption"]
-    assert explain.r_change_columns("ε")["budget_kept"] == "ε, budgets kept"
+    assert names["moe_kept"] == "MOE kept" and names["moe_rederived"] == "MOE re-derived"
+    assert "“Kept”: budgets kept" in names["caption"] and "“Re-derived”: budgets re-derived" in names["caption"]
+    assert explain.r_change_columns("ε")["budget_kept"] == "Budget ε kept"
 
 
 def test_the_headline_sentence_counts_groups_that_exist(nation):

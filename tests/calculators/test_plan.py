@@ -19,8 +19,9 @@ PRCOUNTY2 = PopulationGroupLevel("PR-COUNTY", 2)
 
 
 @pytest.mark.parametrize("value, kind, text", [
-    (2.134567, plan.BUDGET, "2.135"), (0.0081234, plan.BUDGET, "0.008123"), (0.159, plan.BUDGET, "0.1590"),
-    (0, plan.BUDGET, "0"), (1e6, plan.BUDGET, "1,000,000"), (9.99996, plan.BUDGET, "10.00"),
+    (2.134567, plan.BUDGET, "2.135"), (0.0081234, plan.BUDGET, "0.008123"), (0.159, plan.BUDGET, "0.159"),
+    (0, plan.BUDGET, "0"), (1e6, plan.BUDGET, "1,000,000"), (9.99996, plan.BUDGET, "10"),
+    (0.99995, plan.NUMBER, "0.99995"), (0.2647, plan.NUMBER, "0.2647"), (18.3, plan.NUMBER, "18.3"),
     (1234567.6, plan.COUNT, "1,234,568"), (-2312345.2, plan.COUNT, "−2,312,345"), (49, plan.COUNT, "49"),
     (0.81818, plan.SHARE, "81.8 %"), (0.99934, plan.SHARE, "99.9 %"), (0.0012345, plan.SHARE, "0.123 %"),
     (1.0, plan.SHARE, "100 %"), (117.94, plan.NUMBER, "117.9"), (25.36281, plan.NUMBER, "25.36"),
@@ -35,7 +36,7 @@ def test_changes_are_signed_and_shares_change_in_points():
     assert plan.fmt_change(1234, plan.COUNT) == "+1,234"
     assert plan.fmt_change(0.2, plan.COUNT) == "0"
     assert plan.fmt_change(0.0123, plan.SHARE) == "+1.23 points"
-    assert plan.fmt_change(-0.5, plan.BUDGET) == "−0.5000"
+    assert plan.fmt_change(-0.5, plan.BUDGET) == "−0.5"
     assert plan.fmt_change(None) == "—"
 
 

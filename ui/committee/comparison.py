@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from calculators import budget
+from calculators import plan as pm
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.safetab import analysis
@@ -58,8 +59,9 @@ MEASURES: dict[str, tuple[str, str]] = {
 
 
 def cell_text(value: Any) -> str:
-    """How every memo renderer prints a value: integers with thousands separators,
-    other numbers to 6 significant digits, missing values as a dash."""
+    """A value as the comparison tables print it, by the plan model's one rule
+    (`calculators.plan.fmt`): integers with thousands separators, other numbers to 4
+    significant digits, missing values as a dash."""
     if value is None or value is pd.NA:
         return _DASH
     if isinstance(value, bool):
@@ -71,8 +73,8 @@ def cell_text(value: Any) -> str:
         if math.isinf(x):
             return "∞" if x > 0 else "−∞"
         if isinstance(value, int) or (x.is_integer() and abs(x) < 1e15):
-            return f"{int(x):,}"
-        return f"{x:.6g}"
+            return pm.fmt(x, pm.COUNT).replace("−", "-")
+        return pm.fmt(x, pm.NUMBER)
     if hasattr(value, "item"):  # numpy scalars
         return cell_text(value.item())
     return str(value)

@@ -36,7 +36,8 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from calculators import budget, presets
+from calculators import budget, explain, presets
+from calculators import plan as pm
 from calculators.levels import GEO_LEVELS, POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.safetab import analysis
 from ui.core import charts, files, planner, typed
@@ -111,6 +112,16 @@ class RunInfo:
     release_report: pd.DataFrame | None
     trials: pd.DataFrame | None
     same_plan: bool
+    #: The configuration the run used (config.json as a dict), so that a memo carries a
+    #: run's accuracy only as the accuracy of the plan that ran (issue 40 item 5).
+    config: dict | None = None
+
+    def of(self, plan: Plan) -> bool:
+        """Whether this run is a run of `plan` (same configuration; without the run's
+        configuration, whether it is a run of the current plan)."""
+        if self.config is None:
+            return self.same_plan
+        return self.config == plan.config.to_dict()
 
 
 @dataclass
@@ -315,6 +326,41 @@ def _parameters(plan: Plan) -> pd.DataFrame:
 AXIS_TITLE_PX = 12
 
 
+#: Characters per line of a panel's title or axis title in a half-page chart of two panels.
+PANEL_CHARS = 24
+
+
+def wrap_words(text: str, width: int = PANEL_CHARS) -> str:
+    """`text` on lines of at most `width` characters (broken at spaces, joined by <br>)."""
+    lines: list[str] = []
+    for word in str(text).replace("<br>", " ").split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+def half_page_panels(fig: go.Figure) -> go.Figure:
+    """A chart of two panels side by side (`scenario_charts`' overlays) made to print half a
+    page wide (HALF_PX) with every title whole and apart (issue 40 item 6): the panels a
+    fifth of the width apart, each panel's title and axis titles wrapped on lines of
+    PANEL_CHARS characters and centred over it, the chart's own title left to the memo's
+    heading above the picture (at this width it was cut, and the right panel's y-axis title
+    ran into the left panel)."""
+    domains = ((0.0, 0.38), (0.62, 1.0))
+    fig.update_layout(title_text=None, margin=dict(t=70, l=70, r=20))
+    for k, (a, b) in enumerate(domains, start=1):
+        fig.update_xaxes(domain=[a, b], row=1, col=k, title_font_size=AXIS_TITLE_PX)
+        fig.update_yaxes(row=1, col=k, title_font_size=AXIS_TITLE_PX)
+    for axis in (fig.layout.xaxis, fig.layout.xaxis2, fig.layout.yaxis, fig.layout.yaxis2):
+        if axis.title.text:
+            axis.title.text = wrap_words(axis.title.text)
+    for ann, (a, b) in zip(fig.layout.annotations[:2], domains):  # make_subplots' panel titles
+        ann.update(text=wrap_words(ann.text), x=(a + b) / 2, font=dict(size=AXIS_TITLE_PX + 1))
+    return fig
+
+
 def axis_title_room(fig: go.Figure) -> go.Figure:
     """The figure with its y-axis title on two lines ("95% margin of error" over "(persons,
     log scale)") at AXIS_TITLE_PX, and room above the plot. Drawn half a page wide and at
@@ -334,10 +380,17 @@ def axis_title_room(fig: go.Figure) -> go.Figure:
 CHART_GROUPS = 2
 
 
+#: What a plan's brief section (of a comparison memo) says instead of the per-level tables
+#: that the comparison already gives side by side.
+BRIEF_NOTE = ("Per level (budget, ε, MOE, target, thresholds, suppression threshold T): section B gives every plan "
+              "side by side.")
+
+
 def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief: bool = False) -> list[Section]:
     """Parameters, privacy accounting, planner, adaptive tables and suppression of one
-    plan. `brief` (a plan of a comparison, whose charts overlay the plans): the tables
-    without the per-level charts."""
+    plan. `brief` (a plan of a comparison, whose charts overlay the plans and whose
+    per-level figures section B gives side by side): the tables that are not there
+    already, without the per-level charts, so that a memo of 3 plans keeps to 20 pages."""
     cfg, targets = plan.config, plan.targets
     u = planner.units(cfg)
     b = u["budget"]
@@ -361,8 +414,9 @@ def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief
               f"unbounded ones (add or remove one person). ε is the (ε, δ)-DP guarantee at δ = {delta:g}: tight "
               "(Canonne-Kamath-Steinke) and classic ρ + 2√(ρ ln 1/δ). Smaller ρ and ε are more private.")),
         Table("The release", planner.summary_table(cfg, delta)),
-        Table("Each level", accounting_table(plan, delta),
-              caption=f"ε of one level alone; the release's ε is that of the summed {b}, not the sum of these."),
+        *([Text(BRIEF_NOTE)] if brief else [
+            Table("Each level", accounting_table(plan, delta),
+                  caption=f"ε of one level alone; the release's ε is that of the summed {b}, not the sum of these.")]),
     ]))
 
     # --- planner
@@ -372,7 +426,7 @@ def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief
         Text(f"MOE = 95% margin of error of one published stage-2 cell, in persons. Two figures: the design "
              f"paper's ⌊1.96σ⌋ and the exact {u['law']} MOE (smallest m with P(|noise| ≤ m) ≥ 95%). The verdict "
              f"uses the {planner.METHOD_SHORT[method]}."),
-        Table("Budget and MOE per level", planner.relabel(table, cfg)),
+        Text(BRIEF_NOTE) if brief else Table("Budget and MOE per level", planner.relabel(table, cfg)),
     ]
     if missed:
         blocks.append(Text(f"{len(missed)} level(s) miss their MOE target: {', '.join(missed)}.", "warning"))
@@ -402,7 +456,9 @@ def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief
     # --- adaptive tables
     levels = cfg.tabulated_levels()
     blocks = []
-    if levels:
+    if levels and brief:
+        blocks.append(Text(BRIEF_NOTE))
+    elif levels:
         blocks.append(Table("Thresholds of every level", analysis.thresholds_table(cfg),
                             caption="Relative MOE of a cell of the table a threshold opens, for a group exactly at "
                                     "the threshold spread evenly over the table's cells."))
@@ -429,8 +485,10 @@ def plan_sections(plan: Plan, method: str, delta: float, prefix: str = "", brief
     blocks = [Text(f"Zero-suppression chance p = {number_text(float(p))}. At sub-state levels a total-only (stat level 0) group's "
                    "total is released only if its noisy value is above T, the smallest count with "
                    "P(noise ≤ T) ≥ p; released counts are biased upward. State and above are never suppressed.")]
-    if levels:
+    if levels and not brief:
         blocks.append(Table("Threshold T per level", analysis.suppression_table(cfg, p)))
+    elif levels:
+        blocks.append(Text(BRIEF_NOTE))
     sub = [lvl for lvl in levels if not lvl.is_state_or_above]
     if p > 0 and sub and not brief:
         groups = _distinct(cfg, sub)
@@ -494,54 +552,91 @@ def differences(reference: Plan, plan: Plan) -> list[str]:
 
 
 def count_share(count: float, of: float) -> str:
-    """An expected number of groups, whole, and its share of `of`: "119,694 (0.046%)". A
-    share under 1% keeps two significant digits, so that a table given to tens of
-    thousands of groups out of millions does not read as 0.0%."""
-    share = 100 * count / of if of else 0.0
-    pct = "0%" if share == 0 else f"{share:.1f}%" if share >= 1 else f"{share:.2g}%"
-    return f"{round(count):,} ({pct})"
+    """An expected number of groups, whole, and its share of `of` by the one format rule
+    (`calculators.plan.fmt`: 3 significant digits): "119,694 (0.0456 %)", so that a table
+    given to tens of thousands of groups out of millions does not read as 0.0 %."""
+    return f"{pm.fmt(count, pm.COUNT)} ({pm.fmt(count / of if of else 0.0, pm.SHARE)})"
 
 
-def national_outcome(plans: Sequence[Plan], profile=None) -> list:
-    """NATIONAL PROJECTION BLOCK of the decision sheet (issue 23): the share of the
-    nation's population groups that get each table and that are suppressed, per plan,
-    from the national projection of a group-size profile (`profile`; the shipped
-    synthetic national profile by default), with the profile named.
+def national_outcome(plans: Sequence[Plan], profile=None, reference: Plan | None = None) -> list:
+    """NATIONAL PROJECTION BLOCK of the decision sheet (issues 23, 40): per plan, what it
+    does to the groups that exist (at least one person): how many publish a total, only a
+    total, each sex x age table, are suppressed; how many empty groups publish a total; the
+    share of persons covered; and the change of each count from the `reference` plan.
+    From the national projection of a group-size profile (`profile`; the shipped synthetic
+    national one by default), with the profile named; counts whole, shares to 3
+    significant digits (`calculators.plan.fmt`), so plans that differ show different numbers.
 
     The one place page 1 takes the projection from: `ui.safetab.projection.national_outcome`
     (one row per level and a "TOTAL" row; its attrs name the profile). Without it (an app
-    without the projection, or no profile) the block says so in one line."""
+    without the projection, or no profile) the block says so in one line. Where a plan
+    spends less budget than the reference and yet publishes more tables, a note says why
+    (`calculators.explain.less_budget_more_tables`)."""
     try:
-        from ui.safetab.projection import national_outcome as project_plan
+        from ui.safetab import projection as pj
     except ImportError:
         return [Text("National outcome (share of groups with each table, suppressed): the national projection "
                      "is not available in this version of the app; the appendix shows the thresholds and "
                      "suppression rules it would apply.", "note")]
-    rows, attrs, notes = [], {}, {}
+    rows, attrs, notes, heads = [], {}, {}, {}
     try:
-        for p in plans:
-            df = project_plan(p.config, profile)
+        prof = profile if profile is not None else pj.shipped(pj.NATIONAL)
+        for p in ([reference] if reference is not None else []) + list(plans):
+            df = pj.national_outcome(p.config, prof)
             attrs = df.attrs
             notes.update(dict.fromkeys(attrs.get("notes", ())))  # what the projection assumes, each once
-            total = df[df["geo"] == "TOTAL"].iloc[0]
-            groups = float(total["groups"]) or 1.0
-            rows.append({"Plan": p.name, "Groups": round(float(total["groups"])),
-                         **{label: count_share(float(total[col]), groups) for col, label in (
-                             ("total_only", "Total only"), ("age4", "Sex × age4"), ("age9", "Sex × age9"),
-                             ("age23", "Sex × age23"), ("suppressed", "Suppressed"))}})
+            heads[id(p)] = pm.national_headline(project_of(p.config, prof))
     except Exception as exc:  # noqa: BLE001 - a missing or unreadable profile: said on the sheet
         return [Text(f"National outcome: the national projection could not be made ({str(exc)[:200]}).",
                      "warning")]
+    ref_h = heads.get(id(reference)) if reference is not None else None
+    for p in plans:
+        h = heads[id(p)]
+        occ = h["occupied"]
+        row = {"Plan": p.name, "With a person": pm.fmt(occ, pm.COUNT),
+               "Publish a total": count_share(h["published"], occ),
+               "Total only": count_share(h["total_only"], occ),
+               **{f"Sex × age{a}": count_share(h[f"age{a}"], occ) for a in (4, 9, 23)},
+               "Suppressed": count_share(h["suppressed"], occ),
+               "Empty groups, published": pm.fmt(h["empty_published"], pm.COUNT),
+               "Persons covered": pm.fmt(h["persons_published_share"], pm.SHARE)}
+        if ref_h is not None:
+            ch = pm.national_changes(ref_h, h)
+            moved = [f"{pm.fmt_change(ch[k], pm.COUNT)} {word}" for k, word in (
+                ("published", "publish a total"), ("with_table", "with a table"), ("suppressed", "suppressed"))
+                if round(ch[k]) != 0]
+            row[f"Change from {reference.name}"] = "; ".join(moved) if moved else "none"
+        rows.append(row)
     kind = "synthetic" if attrs.get("synthetic") else "CONFIDENTIAL"
     name = attrs.get("profile", "the national profile")
     persons = attrs.get("persons")
-    caption = (f"Expected numbers of groups (rounded) and their shares of all population groups of the nation, "
-               f"from the projection of each plan on the "
-               f"group-size profile “{name}” ({f'{persons:,} persons, ' if persons else ''}{kind}). Suppressed "
-               "groups are among those with a total only. "
-               + (attrs.get("notice") or "") + " " + " ".join(notes))
-    return [Table("National outcome: groups with each table, and suppressed", pd.DataFrame(rows),
-                  caption=caption.strip())]
+    caption = (f"Expected groups with at least one person (whole) and their shares of them, projected on the "
+               f"group-size profile “{name}” ({f'{persons:,} persons, ' if persons else ''}{kind}). Total only: "
+               "published without a table (the suppressed apart). Empty groups, published: no person, a total. "
+               "Persons covered: share of the persons' group memberships whose group publishes a total. "
+               "Assumed: " + "; ".join(_gist(n) for n in notes) + " (docs/projection.md).")
+    out: list = [Table("National outcome: the groups that exist", pd.DataFrame(rows), caption=caption.strip())]
+    if reference is not None and prof is not None:
+        for p in plans:
+            why = explain.less_budget_more_tables(reference.config, p.config, prof)
+            if why and p is not reference:
+                out.append(Text(f"{p.name}: " + " ".join(why), "note"))
+    return out
+
+
+def _gist(note: str) -> str:
+    """A projection note's first clause ("Coterminous copying is ignored"), so that page 1
+    keeps to one page; docs/projection.md and the planner's panel give them whole."""
+    note = re.sub(r"\s*\([^()]*\)", "", note)  # no parenthesis left open by the cut
+    cut = min((i for i in (note.find(":"), note.find(";"), note.find(". ")) if i > 0), default=len(note))
+    return note[:cut].rstrip(".")
+
+
+def project_of(config, profile):
+    """`calculators.projection.project` (one name for the memo's two uses of it)."""
+    from calculators.projection import project
+
+    return project(config, profile)
 
 
 def _target_line(plan: Plan, method: str) -> str:
@@ -580,7 +675,7 @@ def decision_sheet(plans: Sequence[Plan], reference: Plan, method: str, delta: f
     blocks: list = [
         Table("Privacy loss of the release (smaller is more private)", pd.DataFrame(privacy)),
         Table("Which levels meet their MOE target", targets),
-        *national_outcome(plans, profile),
+        *national_outcome(plans, profile, reference),
     ]
     rows = []
     for p in plans:
@@ -624,7 +719,8 @@ def accuracy_summary(reports: Sequence[tuple[str, pd.DataFrame]]) -> pd.DataFram
     rows: dict[tuple, dict] = {}
     for name, rep in reports:
         for (geo, it), g in rep.groupby(["geo_level", "iteration_level"], sort=False):
-            row = rows.setdefault((order.get(geo, len(order)), it, geo), {"Level": f"({geo}, {it})"})
+            row = rows.setdefault((order.get(geo, len(order)), it, geo),
+                                  {"Level": pm.level_name(PopulationGroupLevel(geo, int(it)))})
             obs, pred = g["p95_abs_error"], g["predicted_moe95_exact"]
             ratio = obs / pred.where(pred > 0)
             row[f"{name}: rows over the MOE"] = f"{int((obs > pred).sum())} of {len(g)}"
@@ -636,6 +732,7 @@ def levels_and_accuracy(levels: pd.DataFrame, summary: pd.DataFrame) -> pd.DataF
     """The run's tables published per level with the accuracy summary's columns beside
     them (one table of one row per level, half the height of two); levels without
     accuracy rows get a dash."""
+    levels = _named_levels(levels)
     if not len(levels):
         return summary
     if not len(summary):
@@ -643,6 +740,21 @@ def levels_and_accuracy(levels: pd.DataFrame, summary: pd.DataFrame) -> pd.DataF
     out = levels.merge(summary, on="Level", how="left")
     extra = summary[~summary["Level"].isin(levels["Level"])]
     return pd.concat([out, extra], ignore_index=True) if len(extra) else out
+
+
+def _named_levels(df: pd.DataFrame) -> pd.DataFrame:
+    """A table whose "Level" column holds keys as the run's manifest writes them ("(USA, 1)")
+    with the planner's names instead ("USA Regional"), as everywhere in the memo."""
+    if "Level" not in df.columns or not len(df):
+        return df
+
+    def name(key):
+        try:
+            return pm.level_name(PopulationGroupLevel.parse(str(key)))
+        except ValueError:
+            return key
+
+    return df.assign(Level=df["Level"].map(name))
 
 
 def accuracy_chart_rows(rep: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -667,7 +779,7 @@ def run_section(run: RunInfo) -> Section:
         Text("The last run of this session on the Run page. Errors compare the release with the true counts of "
              "the confidential input: for checking the plan, NOT FOR RELEASE.", "note"),
     ]
-    if not run.same_plan:
+    if not run.same_plan and run.config is None:
         blocks.append(Text("The plan has changed since this run: the run used the plan named below, not "
                            "necessarily the plan of this memo.", "warning"))
     blocks.append(Table("The run", run.summary))
@@ -697,13 +809,18 @@ def run_section(run: RunInfo) -> Section:
     return Section(RUN_SECTION, blocks)
 
 
+#: What a one-plan memo says instead of the accuracy of a run of another plan.
+OTHER_RUN = ("The last run of this session used another plan than {name}: its accuracy is not this plan's, so it is "
+             "left out of this memo. Run {name} on the Run page to include its accuracy.")
+
+
 def run_info(out, meta: dict | None, current_config) -> RunInfo:
     """A RunInfo of a `ui.safetab.runner.RunOutput` (its own release's accuracy is computed once)."""
     from ui.safetab import run_report
 
     return RunInfo(run_report.summary(out, meta), files.stat_level_counts(out.manifest),
                    run_report.release_accuracy(out), out.trials,
-                   out.config.to_dict() == current_config.to_dict())
+                   out.config.to_dict() == current_config.to_dict(), out.config.to_dict())
 
 
 # ------------------------------------------------------------------ memos
@@ -721,8 +838,10 @@ def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DE
     plan), then the plan in full as an appendix. `version`: the saved scenario's version
     the plan is, and its author (`scenarios.Scenario.version_label`), named among the facts."""
     sections = plan_sections(plan, method, delta)
-    if run is not None:
+    if run is not None and run.of(plan):
         sections.append(run_section(run))
+    elif run is not None:  # a run of another plan is never shown as this plan's accuracy
+        sections.append(Section(RUN_SECTION, [Text(OTHER_RUN.format(name=plan.name), "note")]))
     ref = _production()
     same = plan.config.to_dict() == ref.config.to_dict() and dict(plan.targets) == dict(ref.targets)
     sheet = decision_sheet([plan], plan if same else ref, method, delta, profile)
@@ -802,14 +921,12 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
         lvl, name = grp[0], _names(grp)
         ad = scenario_charts.adaptive_data(plans, lvl)
         if len(ad):
-            fig = scenario_charts.adaptive_overlay(ad, plans, lvl)
-            fig.update_layout(title_text=f"{name}: expected accuracy by true group size, one line per plan")
-            ov.append(Figure(f"{name}: adaptive tables", fig, ad, half=True))
+            fig = half_page_panels(scenario_charts.adaptive_overlay(ad, plans, lvl))
+            ov.append(Figure(f"{name}: expected accuracy by true group size, one line per plan", fig, ad, half=True))
         sd = scenario_charts.suppression_data(plans, lvl)
         if len(sd):
-            fig = scenario_charts.suppression_overlay(sd, lvl)
-            fig.update_layout(title_text=f"{name}: suppression by true count, one line per plan")
-            ov.append(Figure(f"{name}: suppression", fig, sd, half=True))
+            fig = half_page_panels(scenario_charts.suppression_overlay(sd, lvl))
+            ov.append(Figure(f"{name}: suppression by true count, one line per plan", fig, sd, half=True))
     secs.append(Section(COMPARISON_SECTIONS[2], ov))
     keys = comparison.config_keys(plans)
     diff_keys = keys[keys[DIFFERS]].reset_index(drop=True)
@@ -821,7 +938,14 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
             s.level = 2
             secs.append(s)
     if run is not None:
-        secs.append(run_section(run))
+        ran = next((p for p in plans if run.of(p)), None)
+        if ran is None:  # never shown as the accuracy of a plan that did not run
+            secs.append(Section(RUN_SECTION, [Text(OTHER_RUN.format(name="any of these plans").replace(
+                "Run any of these plans", "Run one of them"), "note")]))
+        else:
+            sec = run_section(run)
+            sec.blocks.insert(0, Text(f"A run of {ran.name}: its accuracy is that plan's.", "note"))
+            secs.append(sec)
     facts = [("Plans", ", ".join(names)), ("Reference (first) plan", names[0]),
              ("MOE targets met with", planner.METHOD_SHORT[method]),
              ("δ for ε of zCDP plans", f"{delta:g}")]

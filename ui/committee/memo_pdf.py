@@ -231,15 +231,18 @@ def _table(pdf: _Doc, t: Table) -> None:
     pdf.set_line_width(0.15)
 
     def draw_row(lines_row, h, bold, fills, aligns):
+        """One row: each cell's box, then its text, once (`bold`: every cell, or a list
+        with one flag per cell: a highlighted cell is bold, and drawn only in bold)."""
         y = pdf.get_y()
         x = pdf.l_margin
-        pdf.set_font(pdf.face, "B" if bold else "", size)
+        bolds = bold if isinstance(bold, list) else [bold] * len(lines_row)
         for j, lines in enumerate(lines_row):
             w = widths[j]
             fill = fills[j]
             if fill is not None:
                 pdf.set_fill_color(*fill)
             pdf.rect(x, y, w, h, style="DF" if fill is not None else "D")
+            pdf.set_font(pdf.face, "B" if bolds[j] else "", size)
             for k, line in enumerate(lines):
                 ty = y + PAD + lh * (k + 0.78)
                 if aligns[j] == "R":
@@ -259,23 +262,9 @@ def _table(pdf: _Doc, t: Table) -> None:
             draw_row(head, head_h, True, header_fills, left)
         fills = [CELL_FILL if (i, c) in hl else ROW_FILL if (i in marked and j == 0) else None
                  for j, c in enumerate(cols)]
-        bold = False
         aligns = ["L" if isinstance(values[i][j], str) else "R" for j in range(len(cols))]
-        if any(f is CELL_FILL for f in fills):  # highlighted cells in bold, the rest as usual
-            draw_row(lines, h, False, [f if f is not CELL_FILL else CELL_FILL for f in fills], aligns)
-            pdf.set_y(pdf.get_y() - h)
-            x = pdf.l_margin
-            pdf.set_font(pdf.face, "B", size)
-            for j, c in enumerate(cols):
-                if (i, c) in hl:
-                    for k, line in enumerate(lines[j]):
-                        tx = (x + widths[j] - PAD - pdf.c_margin - pdf.get_string_width(line)) if aligns[j] == "R" \
-                            else x + PAD + pdf.c_margin
-                        pdf.text(tx, pdf.get_y() + PAD + lh * (k + 0.78), line)
-                x += widths[j]
-            pdf.set_y(pdf.get_y() + h)
-        else:
-            draw_row(lines, h, bold, fills, aligns)
+        # highlighted cells in bold, the rest as usual: each text drawn once (issue 40 item 6)
+        draw_row(lines, h, [(i, c) in hl for c in cols], fills, aligns)
     pdf.set_draw_color(0)
     if t.caption:
         _caption(pdf, t.caption)
@@ -482,8 +471,12 @@ def render(memo: Memo, pngs: Sequence[bytes | None] | None = None, charts_note: 
                    new_x="LMARGIN", new_y="NEXT")
     pdf.set_text_color(0)
 
-    # ---- the appendix, from page 2, sections flowing on
-    pdf.add_page()
+    # ---- the appendix, from page 2, sections flowing on (a sheet that ran onto page 2 is
+    # followed there, so that no page holds only its last line)
+    if pdf.page_no() == 1:
+        pdf.add_page()
+    else:
+        pdf.ln(4)
     for i, s in enumerate(memo.sections):
         rows = _rows(s.blocks)
         title = f"{appendix_label(i)}. {s.title}"

@@ -9,10 +9,11 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from calculators import plan as pm
 from calculators import presets
 from calculators.config import SafeTabConfig
 from ui.committee import comparison, scenarios
-from ui.core import auth, history, planner, state
+from ui.core import auth, history, planner, state, widgets
 
 SCENARIOS_PAGE = "app_pages/committee/scenarios.py"
 
@@ -77,10 +78,55 @@ def current_version() -> str:
     return rec.get("label", "")
 
 
+#: The name a user asked to save under that a scenario already has: shown with a
+#: second, explicit "Replace" step (issue 40 item 7).
+K_SAVE_PENDING = "sb_save_pending"
+
+
+def fresh_name(label: str, taken) -> str:
+    """A name to suggest for saving the plan called `label` that no scenario has yet
+    (`taken(name)` says whether one has): the suggested name, else with " (2)", " (3)"..."""
+    base = scenarios.suggested_name(label)
+    name, k = base, 2
+    while taken(name) and k < 1000:
+        suffix = f" ({k})"
+        name, k = base[: scenarios.MAX_NAME - len(suffix)] + suffix, k + 1
+    return name
+
+
+def _taken(name: str) -> bool:
+    try:
+        return bool(name.strip()) and store().exists(name)
+    except scenarios.ScenarioError:
+        return False
+
+
+def _saved() -> None:
+    """After a save: the next opening of the popover suggests a fresh name."""
+    ss = st.session_state
+    ss.pop(K_SAVE_PENDING, None)
+    ss["sb_save_name"] = fresh_name(state.source_label(), _taken)
+
+
 def _on_sidebar_save() -> None:
-    name = st.session_state.get("sb_save_name", "")
-    if save_current(name, overwrite=bool(st.session_state.get("sb_save_replace"))):
-        st.session_state["sb_save_replace"] = False
+    """Save under the typed name; a name already taken is not overwritten: it asks first."""
+    ss = st.session_state
+    name = ss.get("sb_save_name", "")
+    if _taken(name):
+        ss[K_SAVE_PENDING] = name
+        return
+    if save_current(name):
+        _saved()
+
+
+def _on_replace() -> None:
+    name = st.session_state.get(K_SAVE_PENDING)
+    if name and save_current(name, overwrite=True):
+        _saved()
+
+
+def _on_cancel_replace() -> None:
+    st.session_state.pop(K_SAVE_PENDING, None)
 
 
 def sidebar() -> None:
@@ -99,19 +145,60 @@ def sidebar() -> None:
                       width="stretch", help="Make the last undone change again." if n_redo else "Nothing to redo.")
         with st.popover("Save as scenario", icon=":material/save:", width="stretch",
                         help="Save the current plan as a named scenario (kept on disk across restarts)."):
-            if "sb_save_name" not in ss or not ss.get("sb_save_name"):
-                ss["sb_save_name"] = scenarios.suggested_name(state.source_label())
-            st.text_input("Scenario name", key="sb_save_name", max_chars=scenarios.MAX_NAME)
-            taken = False
-            try:
-                taken = store().exists(ss.get("sb_save_name", "")) if ss.get("sb_save_name", "").strip() else False
-            except scenarios.ScenarioError:
-                taken = False
-            if taken:
-                st.checkbox("A scenario of this name exists: replace it", key="sb_save_replace")
-            st.button("Save", key="sb_save", type="primary", on_click=_on_sidebar_save,
-                      disabled=taken and not ss.get("sb_save_replace"))
+            if not ss.get("sb_save_name"):
+                ss["sb_save_name"] = fresh_name(state.source_label(), _taken)
+            # a form: the typed name goes with the click, no Enter needed (and Enter alone saves nothing)
+            with st.form("sb_save_form", border=False, enter_to_submit=False):
+                st.text_input("Scenario name", key="sb_save_name", max_chars=scenarios.MAX_NAME)
+                st.form_submit_button("Save", key="sb_save", type="primary", on_click=_on_sidebar_save)
+            pending = ss.get(K_SAVE_PENDING)
+            if pending:
+                st.warning(f"A scenario named “{widgets.plain(pending)}” exists. Replace it with the current plan? "
+                           "Its old plan is then gone.")
+                with st.container(horizontal=True, gap="small"):
+                    st.button("Replace it", key="sb_save_replace", on_click=_on_replace)
+                    st.button("Cancel", key="sb_save_cancel", on_click=_on_cancel_replace)
             st.page_link(SCENARIOS_PAGE, label="All scenarios, compare, memo", icon=":material/folder_open:")
+        reference_choice()
+
+
+# ------------------------------------------------------------------ the reference plan
+def _saved_scenarios() -> list[scenarios.Scenario]:
+    try:
+        return [s for s in store().all() if s.ok]
+    except scenarios.ScenarioError:
+        return []
+
+
+def reference_choice() -> None:
+    """The reference plan every change is shown against (issue 40 item 3), in the sidebar:
+    the 2020 production plan (default), the plan before my last change, or any saved
+    scenario; and the release's budget against it. The chosen scenario's plan is kept in
+    the session (`state.K_REFERENCE_SAVED`) for `state.reference`."""
+    ss = st.session_state
+    saved = {saved_label(s.name): s for s in _saved_scenarios()}
+    options = [state.REF_PRODUCTION, state.REF_LAST, *saved]
+    if ss.get(state.K_REFERENCE) not in options:
+        if ss.get(state.K_REFERENCE) is not None:
+            state.flash("warning", f"The reference scenario “{ss[state.K_REFERENCE]}” is no longer there: changes "
+                                   f"are shown against the {state.REF_PRODUCTION}.")
+        ss[state.K_REFERENCE] = state.REF_PRODUCTION
+    st.selectbox("Reference plan (changes are shown against it)", options, key=state.K_REFERENCE,
+                 help="Every national figure, budget and MOE shows its change from this plan: the 2020 production "
+                      "plan, the plan as it was before your last change, or a saved scenario.")
+    choice = ss[state.K_REFERENCE]
+    if choice in saved:
+        sc = saved[choice]
+        ss[state.K_REFERENCE_SAVED] = history.Snapshot(sc.config, dict(sc.targets), choice, False)
+    ref = state.reference()
+    s_now, s_ref = planner.plan_summary(state.config(), state.delta()), planner.plan_summary(ref.config, state.delta())
+    unit = planner.units(state.config())["budget"]
+    same_law = ref.config.privacy_defn == state.config().privacy_defn
+    change = (pm.fmt_change(s_now["rho_release"] - s_ref["rho_release"], pm.BUDGET) if same_law
+              else "another privacy definition")
+    st.caption(f"{unit} of the release: {pm.fmt(s_now['rho_release'], pm.BUDGET)}, reference "
+               f"{pm.fmt(s_ref['rho_release'], pm.BUDGET)} ({change}); levels on: {s_now['levels_tabulated']} "
+               f"(reference {s_ref['levels_tabulated']}).")
 
 
 # ------------------------------------------------------------------ plans to compare

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calculators import budget, noise_family
+from calculators import budget, explain, noise_family
+from calculators import plan as pm
 from calculators.config import BUDGET_RANGE, ConfigError, SafeTabConfig
 # The plan model (calculators.plan) computes a plan's figures; this module lays them out.
 from calculators.plan import (  # noqa: F401  (re-exported: the pages call them planner.X)
@@ -81,6 +82,8 @@ SIGMA2 = "σ² stage 2"
 MOE_BOUND = "MOE (⌊1.96σ⌋ bound)"
 MOE_EXACT = "MOE (exact)"
 STATUS = "Meets target?"
+#: The planner's column of changes from the reference plan (budget and exact MOE).
+CHANGE = "Change from reference"
 EDITABLE = (ON, TARGET, RHO)
 #: The radio of the planner: when a MOE target counts as met.
 TARGET_RULES = {EXACT: "exact MOE ≤ target (recommended)", BOUND: "⌊1.96σ⌋ ≤ target (design paper)"}
@@ -327,8 +330,45 @@ def verdict(achieved: int, exact: int, target: int, method: str) -> str:
     return f"✗ misses ({achieved} > {target})"
 
 
+def reference_change(config: SafeTabConfig, reference: SafeTabConfig, level: PopulationGroupLevel) -> str:
+    """A level's change from the reference plan in words, by the one format rule
+    (`calculators.plan.fmt_change`): "ρ −0.1190, MOE +4", "same", "on (off in the
+    reference)", "off (on in the reference)"."""
+    a, b = pm.level_figures(config, level), pm.level_figures(reference, level)
+    if not a.on and not b.on:
+        return ""
+    if a.on != b.on:
+        return "on (off in the reference)" if a.on else "off (on in the reference)"
+    parts = []
+    if config.privacy_defn == reference.privacy_defn and a.budget != b.budget:
+        parts.append(f"{units(config)['budget']} {pm.fmt_change(a.budget - b.budget, pm.BUDGET)}")
+    if a.moe_exact != b.moe_exact:
+        parts.append(f"MOE {pm.fmt_change(a.moe_exact - b.moe_exact, pm.COUNT)}")
+    return ", ".join(parts) or "same"
+
+
+def reference_table(config: SafeTabConfig, reference: SafeTabConfig) -> pd.DataFrame:
+    """The levels whose budget or exact MOE differ from the reference plan's, with both
+    values and the change, as text by the one format rule (`calculators.plan.fmt`); no
+    row when nothing differs."""
+    u = units(config)["budget"]
+    rows = []
+    for r in pm.level_changes(pm.plan_levels(reference), pm.plan_levels(config)):
+        text = reference_change(config, reference, r["level"])
+        if text in ("", "same"):
+            continue
+        rows.append({"Level": r["name"], f"Budget {u}": pm.fmt(r["budget"], pm.BUDGET),
+                     "Reference budget": pm.fmt(r["budget_reference"], pm.BUDGET),
+                     "Budget change": pm.fmt_change(r["budget_change"], pm.BUDGET)
+                     if config.privacy_defn == reference.privacy_defn else "—",
+                     "MOE exact": pm.fmt(r["moe_exact"], pm.COUNT),
+                     "Reference MOE": pm.fmt(r["moe_exact_reference"], pm.COUNT),
+                     "MOE change": pm.fmt_change(r["moe_exact_change"], pm.COUNT)})
+    return pd.DataFrame(rows)
+
+
 def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str,
-               delta: float = DEFAULT_DELTA) -> pd.DataFrame:
+               delta: float = DEFAULT_DELTA, reference: SafeTabConfig | None = None) -> pd.DataFrame:
     """One row per population group level, in config order (the row position is the
     index into `POPULATION_GROUP_LEVELS`): on/off, MOE target and rho as text (the
     editable cells: `apply_edits` parses them), the epsilon the level's budget gives at
@@ -369,6 +409,7 @@ def plan_table(config: SafeTabConfig, targets: Mapping[str, int], method: str,
             MOE_EXACT: m_exact,
             MOE_BOUND: m_bound,
             STATUS: status,
+            **({CHANGE: reference_change(config, reference, lvl)} if reference is not None else {}),
         })
     df = pd.DataFrame(rows)
     for col in (MOE_BOUND, MOE_EXACT):
@@ -583,11 +624,22 @@ def convert_privacy(config: SafeTabConfig, targets: Mapping[str, int], method: s
 
 
 def change_table(before: SafeTabConfig, after: SafeTabConfig, targets: Mapping[str, int],
-                 delta: float = DEFAULT_DELTA) -> pd.DataFrame:
+                 delta: float = DEFAULT_DELTA, kept_rederived: bool = False) -> pd.DataFrame:
     """Before / after of a plan change, per level on in either plan (SPEC §1-§2): the
     budget (rho or epsilon, each plan's own), the epsilon it gives (at delta under zCDP),
-    the exact MOE of one stage-2 cell, the MOE target and the thresholds."""
+    the exact MOE of one stage-2 cell, the MOE target and the thresholds. With
+    `kept_rederived` (the r-change panel: `before` is the plan with its budgets kept,
+    `after` the proposal with budgets re-derived from the targets) the columns say so
+    (`calculators.explain.r_change_columns`) instead of "before" / "after"."""
     ub, ua = units(before)["budget"], units(after)["budget"]
+    names = {"Budget before": f"Budget {ub} before", "Budget after": f"Budget {ua} after",
+             "Level ε before": "Level ε before", "Level ε after": "Level ε after",
+             "MOE before": "MOE before", "MOE after": "MOE after"}
+    if kept_rederived:
+        words = explain.r_change_columns(ub)
+        names = {"Budget before": words["budget_kept"], "Budget after": words["budget_rederived"],
+                 "Level ε before": words["epsilon_kept"], "Level ε after": words["epsilon_rederived"],
+                 "MOE before": words["moe_kept"], "MOE after": words["moe_rederived"]}
     rows = []
     for lvl in POPULATION_GROUP_LEVELS:
         rb, ra = before.rho(lvl), after.rho(lvl)
@@ -597,19 +649,19 @@ def change_table(before: SafeTabConfig, after: SafeTabConfig, targets: Mapping[s
         ta = ", ".join(map(str, after.thresholds(lvl))) if lvl.key in after.thresholds_p else ""
         rows.append({
             "Level": level_label(lvl),
-            f"Budget {ub} before": rb,
-            f"Budget {ua} after": ra,
-            "Level ε before": epsilon_of(rb, delta, before.privacy_defn) if rb > 0 else None,
-            "Level ε after": epsilon_of(ra, delta, after.privacy_defn) if ra > 0 else None,
-            "MOE before": achieved_moe(before, lvl, EXACT),
-            "MOE after": achieved_moe(after, lvl, EXACT),
+            names["Budget before"]: rb,
+            names["Budget after"]: ra,
+            names["Level ε before"]: epsilon_of(rb, delta, before.privacy_defn) if rb > 0 else None,
+            names["Level ε after"]: epsilon_of(ra, delta, after.privacy_defn) if ra > 0 else None,
+            names["MOE before"]: achieved_moe(before, lvl, EXACT),
+            names["MOE after"]: achieved_moe(after, lvl, EXACT),
             TARGET: targets.get(lvl.key),
             "Θ before": tb,
             "Θ after": ta,
         })
     df = pd.DataFrame(rows)
     if len(df):
-        for col in ("MOE before", "MOE after", TARGET):
+        for col in (names["MOE before"], names["MOE after"], TARGET):
             df[col] = df[col].astype("Int64")
         if df["Θ before"].equals(df["Θ after"]):
             df = df.drop(columns=["Θ before", "Θ after"])

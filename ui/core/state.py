@@ -140,6 +140,31 @@ def source_label() -> str:
     return f"{name}, edited" if ss.get(K_EDITED) else name
 
 
+# ------------------------------------------------------------------ the reference plan
+#: The reference every change is shown against (chosen in the sidebar; issue 40 item 3):
+#: the 2020 production plan (default), the plan before the last change, or a saved
+#: scenario (`ui.committee.plan_controls` resolves it and keeps it in K_REFERENCE_SAVED).
+K_REFERENCE = "reference_choice"
+K_REFERENCE_SAVED = "reference_saved"
+REF_PRODUCTION, REF_LAST = PRODUCTION, "before my last change"
+
+
+def reference() -> history.Snapshot:
+    """The reference plan (`K_REFERENCE`): its configuration, MOE targets and name. Before
+    any change, "before my last change" is the current plan itself; a saved scenario that
+    is no longer there falls back to the production plan (the sidebar says so)."""
+    ss = st.session_state
+    choice = ss.get(K_REFERENCE, REF_PRODUCTION)
+    if choice == REF_LAST:
+        snap = history.peek(ss, history.K_UNDO) or snapshot()
+        name = f"{snap.source}, edited" if snap.edited else snap.source
+        return history.Snapshot(snap.config, dict(snap.targets), f"{REF_LAST} ({name})", snap.edited)
+    saved = ss.get(K_REFERENCE_SAVED)
+    if choice != REF_PRODUCTION and saved is not None and saved.source == choice:
+        return saved
+    return history.Snapshot(presets.production_2020(), planner.production_targets(), PRODUCTION, False)
+
+
 # ------------------------------------------------------------------ changes
 def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str, int] | None = None,
                edited: bool = False) -> None:

@@ -24,7 +24,9 @@ PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png",
 #: * containers keyed with `sticky_key` stay pinned under the page's header while the
 #:   content after them scrolls (messages about a tall table stay in view).
 #: * captions, widget help and placeholders in CAPTION_COLOR (Streamlit's faded grey is
-#:   3.9:1 on white; this one is over 6:1 on both backgrounds);
+#:   3.9:1 on white; this one is over 6:1 on both backgrounds), captions at full opacity
+#:   (Streamlit draws them at 0.6, which made CAPTION_COLOR 2.8:1 as displayed;
+#:   tests/e2e/test_contrast.py measures the colours as rendered);
 #: * a clear outline (FOCUS_COLOR, 3 px) on whatever has keyboard focus.
 CAPTION_COLOR = "#555866"
 FOCUS_COLOR = "#1f5aa6"
@@ -34,6 +36,7 @@ APP_CSS = f"""<style>
 [data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p,
 [data-testid='stWidgetLabel'] [data-testid='stTooltipHoverTarget'] svg,
 [data-testid='stMetricLabel'] svg {{color: {CAPTION_COLOR};}}
+[data-testid='stCaptionContainer'] {{opacity: 1 !important;}}
 input::placeholder, textarea::placeholder {{color: {CAPTION_COLOR}; opacity: 1;}}
 a:focus-visible, button:focus-visible, [role='tab']:focus-visible, [role='radio']:focus-visible,
 input:focus-visible, textarea:focus-visible, summary:focus-visible,
@@ -416,23 +419,29 @@ def fmt(x: float, digits: int = 4) -> str:
 
 def sidebar_summary() -> None:
     """The current plan's name and privacy accounting, on every page: what the release
-    costs (SPEC §1) and how many levels are on. r and gamma, which change the noise but
-    not the budget, are shown where they are set (planner, overview), so that changing
-    them redraws only the planner's own part (`state.sidebar_signature`)."""
+    costs (SPEC §1) and how many levels are on, by the plan model's one format rule
+    (`calculators.plan.fmt`: the memo and Scenarios print the same digits). r and gamma,
+    which change the noise but not the budget, are shown where they are set (planner,
+    overview), so that changing them redraws only the planner's own part
+    (`state.sidebar_signature`)."""
+    from calculators import plan as pm
+
     cfg = state.config()
     s = planner.plan_summary(cfg, state.delta())
     st.session_state[state.K_SIDEBAR] = state.sidebar_signature()
     head = f"**Current plan:** {plain(state.source_label())}\n\n"
     levels = f"{s['levels_tabulated']} of {s['levels_total']} levels on"
+    b = {k: pm.fmt(s[k], pm.BUDGET) for k in ("rho_release", "rho_us", "rho_pr", "rho_release_bounded")}
     with st.sidebar:
         if cfg.privacy_defn == "puredp":
             st.markdown(
-                f"{head}**Pure DP** (geometric noise): ε release **{typed.significant(s['rho_release'])}** (US {typed.significant(s['rho_us'])}, "
-                f"PR {typed.significant(s['rho_pr'])}; bounded {typed.significant(s['rho_release_bounded'])}), δ = 0  \n{levels}"
+                f"{head}**Pure DP** (geometric noise): ε release **{b['rho_release']}** (US {b['rho_us']}, "
+                f"PR {b['rho_pr']}; bounded {b['rho_release_bounded']}), δ = 0  \n{levels}"
             )
             return
         st.markdown(
-            f"{head}ρ release **{typed.significant(s['rho_release'])}** (US {typed.significant(s['rho_us'])}, PR {typed.significant(s['rho_pr'])}; "
-            f"bounded {typed.significant(s['rho_release_bounded'])})  \n"
-            f"ε at δ = {s['delta']:g}: **{s['eps_tight']:.2f}** tight, {s['eps_classic']:.2f} classic  \n{levels}"
+            f"{head}ρ release **{b['rho_release']}** (US {b['rho_us']}, PR {b['rho_pr']}; "
+            f"bounded {b['rho_release_bounded']})  \n"
+            f"ε at δ = {s['delta']:g}: **{pm.fmt(s['eps_tight'])}** tight, {pm.fmt(s['eps_classic'])} classic  \n"
+            f"{levels}"
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calculators import plan as pm
 from calculators.config import SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
 from calculators.projection import MAX_PROFILE_BYTES, Profile, ProfileError, Projection, project
@@ -52,7 +53,7 @@ OWN_IN_SHORT = ("An agency's own profile: `python -m engine profile` inside its 
 
 #: Display labels of the projection's columns.
 LABELS = {
-    "groups": "Groups", "total_only": "Total only", "age4": "Sex × age4", "age9": "Sex × age9",
+    "groups": "Groups", "total_only": "Total only", "total_only_published": "Total only (published)", "age4": "Sex × age4", "age9": "Sex × age9",
     "age23": "Sex × age23", "tables": "With a table", "suppressed": "Suppressed", "t1_rows": "T1 rows",
     "t2_rows": "T2 rows", "mean_abs_error": "Mean |error| of a total",
 }
@@ -141,16 +142,69 @@ def _label(row: dict) -> str:
 def display_table(proj: Projection, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Per level and in total, expected figures rounded to whole groups and rows (the
     error to 0.1 person); `columns` picks and orders the figures (keys of LABELS)."""
-    columns = columns or ("groups", "tables", "age4", "age9", "age23", "total_only", "suppressed", "t1_rows",
+    columns = columns or ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
                           "t2_rows", "mean_abs_error")
     rows = []
     for r in proj.rows + [proj.total]:
         out = {LEVEL: _label(r) if r["geo"] != "TOTAL" else "All levels"}
         for c in columns:
-            v = r["age4"] + r["age9"] + r["age23"] if c == "tables" else r[c]
+            v = _value(r, c)
             out[LABELS[c]] = round(v, 1) if c == "mean_abs_error" else (None if math.isnan(v) else int(round(v)))
         rows.append(out)
     return pd.DataFrame(rows)
+
+
+def _value(row: dict, key: str) -> float:
+    """A figure of a projection row, with the two the rows do not hold: "tables" (any
+    sex x age table) and "total_only_published" (a total only, published: the
+    suppressed are not in it)."""
+    if key == "tables":
+        return row["age4"] + row["age9"] + row["age23"]
+    if key == "total_only_published":
+        return row["total_only"] - row["suppressed"]
+    return row[key]
+
+
+#: Columns of the compact national table (`geography_frame`): headline key -> header.
+GEOGRAPHY_COLUMNS = {
+    "occupied": "With a person", "published": "Published", "total_only": "Total only", "age4": "Sex×age4",
+    "age9": "Sex×age9", "age23": "Sex×age23",
+    "suppressed": "Suppressed", "empty_published": "Empty, published", "persons_published_share": "Persons covered",
+}
+
+
+#: The label of a row of changes under a geography's row (`geography_frame`).
+CHANGE_ROW = "  change"
+
+
+def geography_frame(proj: Projection, reference: Projection | None = None) -> pd.DataFrame:
+    """The headline per geography (nation, state, county, tract, place, AIANNH, Puerto
+    Rico; `calculators.plan.geography_table`) and for all levels, as text by the one
+    format rule (`calculators.plan.fmt`); with a `reference` projection, a geography whose
+    figures differ from the reference's has a row of signed changes under it
+    (`CHANGE_ROW`: "−2,312,345", "+1.23 points"), so the table stays narrow enough for a
+    laptop screen."""
+    ref = {r["geography"]: r for r in pm.geography_table(reference)} if reference is not None else {}
+    rows = []
+    for r in pm.geography_table(proj):
+        rows.append({"Geography": r["geography"],
+                     **{head: pm.fmt(r[key], pm.HEADLINE[key][1]) for key, head in GEOGRAPHY_COLUMNS.items()}})
+        base = ref.get(r["geography"])
+        if base is None:
+            continue
+        change = {head: pm.fmt_change(r[key] - base[key], pm.HEADLINE[key][1]) for key, head in
+                  GEOGRAPHY_COLUMNS.items()}
+        if any(v not in ("0", "0 points") for v in change.values()):
+            rows.append({"Geography": CHANGE_ROW, **change})
+    return pd.DataFrame(rows)
+
+
+def headline_changes(proj: Projection, reference: Projection) -> list[tuple[str, str, str, str]]:
+    """The national headline against the reference: (name, value, change, kind) per
+    figure of `calculators.plan.HEADLINE`, formatted by the one rule."""
+    a, b = pm.national_headline(proj), pm.national_headline(reference)
+    ch = pm.national_changes(b, a)
+    return [(name, pm.fmt(a[k], kind), pm.fmt_change(ch[k], kind), kind) for k, (name, kind) in pm.HEADLINE.items()]
 
 
 def level_summary(proj: Projection, level: PopulationGroupLevel) -> dict | None:
@@ -235,6 +289,13 @@ def _pct(x: float) -> str:
 # ------------------------------------------------------------------ plans side by side
 #: Figures the Scenarios page compares plans on: key -> (title, help).
 MEASURES = {
+    "occupied_suppressed": ("Groups with a person, suppressed", "Expected groups with at least one person whose "
+                            "total is suppressed."),
+    "occupied_published": ("Groups with a person, published", "Expected groups with at least one person that "
+                           "publish a total."),
+    "occupied_with_table": ("Groups with a person and a table", "Expected groups with at least one person that get "
+                            "a sex × age table."),
+    "empty_published": ("Empty groups, published", "Expected groups with no person that publish a total."),
     "tables": ("Groups with a table", "Expected groups that get a sex × age table (age4, age9 or age23)."),
     "age23": ("Groups with sex × age23", "Expected groups that get the most detailed table."),
     "suppressed": ("Suppressed groups", "Expected groups whose total is suppressed (sub-state levels)."),
@@ -242,6 +303,46 @@ MEASURES = {
     "t2_rows": ("T2 rows", "Expected published sex × age rows (cells and sex marginals)."),
     "mean_abs_error": ("Mean |error| of a total", "Expected |published − true| of a published total (persons)."),
 }
+
+
+def most_different(plans, profile: Profile) -> list[str]:
+    """The MEASURES ordered by how much the plans differ on them over all levels: the
+    largest relative spread (max - min) / max of the "All levels" figure first, so that a
+    comparison opens on the figures that differ most."""
+    projs = [project(cfg, profile) for _name, cfg in plans]
+
+    def spread(m: str) -> float:
+        vals = [_value(p.total, m) for p in projs]
+        vals = [v for v in vals if not math.isnan(v)]
+        top = max((abs(v) for v in vals), default=0.0)
+        return (max(vals) - min(vals)) / top if vals and top > 0 else 0.0
+
+    return sorted(MEASURES, key=lambda m: -spread(m))
+
+
+#: The columns of `plans_headline`: fewer than per geography, so that a long plan name fits beside them.
+PLAN_COLUMNS = {"occupied": "With a person", "published": "Published", "with_table": "With a table",
+                "suppressed": "Suppressed", "empty_published": "Empty, published",
+                "persons_published_share": "Persons covered"}
+
+
+def plans_headline(plans, profile: Profile) -> pd.DataFrame:
+    """Per plan (rows), the national headline about the groups that exist (the columns of
+    `geography_frame`, for all levels) as text by the one format rule, and under each plan
+    after the first that differs from it, a row of its changes from the first plan
+    (`CHANGE_ROW`): narrow enough for a laptop screen."""
+    heads = [(name, pm.national_headline(project(cfg, profile))) for name, cfg in plans]
+    rows = []
+    for k, (name, h) in enumerate(heads):
+        rows.append({"Plan": name, **{head: pm.fmt(h[key], pm.HEADLINE[key][1])
+                                      for key, head in PLAN_COLUMNS.items()}})
+        if k:
+            first = heads[0][1]
+            change = {head: pm.fmt_change(h[key] - first[key], pm.HEADLINE[key][1])
+                      for key, head in PLAN_COLUMNS.items()}
+            if any(v not in ("0", "0 points") for v in change.values()):
+                rows.append({"Plan": CHANGE_ROW, **change})
+    return pd.DataFrame(rows)
 
 
 def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
@@ -258,7 +359,7 @@ def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
             lab = _label(r) if r["geo"] != "TOTAL" else "All levels"
             if lab not in labels and lab != "All levels":
                 labels.append(lab)
-            v = r["age4"] + r["age9"] + r["age23"] if measure == "tables" else r[measure]
+            v = _value(r, measure)
             values[name][lab] = v
     labels.append("All levels")
     rows = []

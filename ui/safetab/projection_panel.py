@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from calculators import explain
+from calculators import plan as pm
 from calculators.config import SafeTabConfig
 from calculators.levels import PopulationGroupLevel
 from calculators.projection import Profile, ProfileError, Projection, project
 from ui.safetab import projection as pj
-from ui.core import auth, widgets
+from ui.core import auth, state, widgets
 
 K_CHOICE = "proj_choice"
 K_UPLOADED = "proj_uploaded"
@@ -143,16 +145,26 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
         if s is None:
             st.info(f"The profile has no groups of {level.key}.")
         else:
-            m = st.columns(5)
-            m[0].metric("Groups", f"{s['groups']:,.0f}")
-            m[1].metric("With a sex × age table", f"{s['tables']:,.0f}")
-            m[2].metric("… of them sex × age23", f"{s['age23']:,.0f}")
-            m[3].metric("Suppressed", f"{s['suppressed']:,.0f}", help=f"± {s['suppressed_sd']:,.0f} (one standard deviation)")
+            m = st.columns(5)  # the groups that exist (issue 40 item 2)
+            m[0].metric("Groups with a person", pm.fmt(s["occupied"], pm.COUNT),
+                        help=f"Of the level's {pm.fmt(s['groups'], pm.COUNT)} groups, those with at least one person.")
+            m[1].metric("Publish a total", pm.fmt(s["occupied_published"], pm.COUNT),
+                        help=f"{pm.fmt(s['occupied_published'] / s['occupied'] if s['occupied'] else 0, pm.SHARE)} of "
+                             f"the groups with a person. Groups with no person that publish a total: "
+                             f"{pm.fmt(s['empty_published'], pm.COUNT)}.")
+            m[2].metric("With a sex × age table", pm.fmt(s["occupied_with_table"], pm.COUNT),
+                        help=f"Groups with a person that get a table: sex × age4 {pm.fmt(s['occupied_age4'], pm.COUNT)}, "
+                             f"age9 {pm.fmt(s['occupied_age9'], pm.COUNT)}, age23 {pm.fmt(s['occupied_age23'], pm.COUNT)}.")
+            m[3].metric("Suppressed", pm.fmt(s["occupied_suppressed"], pm.COUNT),
+                        help=f"Groups with a person whose total is suppressed; ± "
+                             f"{pm.fmt(s['occupied_suppressed_sd'], pm.COUNT)} (one standard deviation). All groups: "
+                             f"{pm.fmt(s['suppressed'], pm.COUNT)}.")
             if s["mean_abs_error_bound"]:
                 m[4].metric("Mean |error| of a total", f"≤ {s['mean_abs_error']:.1f}", help=BOUND_HELP)
             else:
                 m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
                             help="Expected |published − true| of a published total, in persons.")
+    headline(config, proj, key)
     table = pj.display_table(proj, columns)
     full = proj.frame()
     widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full, csv_head=proj.header_lines(),
@@ -162,6 +174,9 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
                           "deviation. A group with only a total may have it suppressed (sub-state levels). "
                           + " ".join(proj.notes) + " " + pj.OWN_IN_SHORT)
+    over = _error_above_moe(config, proj)
+    if over:
+        st.caption(" ".join(over))
     words = scale_words(config, proj)
     if words:
         st.info(words[0] + "\n" + "\n".join(f"- {w}" for w in words[1:]), icon=":material/straighten:")
@@ -172,6 +187,81 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
             st.markdown(pj.HOW_TO_OWN)
             _glossary_links()
     return proj
+
+
+def _reference_projection(profile: Profile) -> tuple[str, Projection]:
+    ref = state.reference()
+    return ref.source, _projection(ref.config, profile)
+
+
+def headline(config: SafeTabConfig, proj: Projection, key: str) -> None:
+    """What the plan does to the groups that exist (issue 40 item 2), per geography, with
+    each figure's change from the reference plan (chosen in the sidebar), and why a plan
+    with less budget publishes more tables when it does."""
+    ref_name, ref_proj = _reference_projection(proj.profile)
+    st.markdown(explain.headline_sentence(proj))
+    widgets.table(pj.geography_frame(proj, ref_proj), f"national_by_geography_{key}.csv", key=f"{key}_geo",
+                  csv_head=proj.header_lines(),
+                  column_config={"Geography": st.column_config.TextColumn(width=84)},
+                  caption=f"Groups with at least one person, per geography; under a geography, its change from the "
+                          f"reference plan ({pj.plain(ref_name)}; chosen in the sidebar) where it differs. “Total only” is published totals "
+                          "without a table; the suppressed are their own column. “Empty, published”: groups with no "
+                          "person that publish a total. “Persons covered”: share of the persons' group memberships "
+                          "whose group publishes a total.")
+    why = explain.less_budget_more_tables(state.reference().config, config, proj.profile)
+    if why:
+        st.info("\n\n".join(why), icon=":material/lightbulb:")
+
+
+def _error_above_moe(config: SafeTabConfig, proj: Projection) -> list[str]:
+    """Why a level's mean |error| of a published total exceeds its MOE (the level where it
+    does most), in words from the numbers (`calculators.explain.published_error_above_moe`)."""
+    worst, ratio = None, 1.0
+    for r in proj.rows:
+        lvl = PopulationGroupLevel(r["geo"], int(r["iteration_level"]))
+        moe = pm.achieved_moe(config, lvl, pm.EXACT)
+        if moe and r["mean_abs_error"] == r["mean_abs_error"] and r["mean_abs_error"] / moe > ratio:
+            worst, ratio = lvl, r["mean_abs_error"] / moe
+    if worst is None:
+        return []
+    lines = explain.published_error_above_moe(config, worst, proj)
+    moe = pm.achieved_moe(config, worst, pm.EXACT)
+    return [f"Why “Mean |err|” can exceed the MOE: {pm.level_name(worst)} expects "
+            f"{pm.fmt(proj.row(worst)['mean_abs_error'])} persons beside a MOE of {pm.fmt(moe, pm.COUNT)}.", *lines[:2]]
+
+
+def national_metrics(config: SafeTabConfig) -> None:
+    """The compact national summary the planner keeps beside its controls: five figures
+    about the groups that exist, each with its change from the reference plan (st.metric
+    deltas), on the profile chosen for the national outcome."""
+    try:
+        prof = chosen()
+    except ProfileError:
+        return
+    if prof is None:
+        return
+    proj = _projection(config, prof)
+    if not proj.rows:
+        return
+    ref_name, ref_proj = _reference_projection(prof)
+    a, b = pm.national_headline(proj), pm.national_headline(ref_proj)
+    ch = pm.national_changes(b, a)
+    shown = (("published", "Publish a total", "normal"), ("with_table", "With a sex × age table", "normal"),
+             ("suppressed", "Suppressed", "inverse"), ("empty_published", "Empty, published", "inverse"),
+             ("persons_published_share", "Persons covered", "normal"))
+    with st.container(key="pl_national_metrics"):
+        st.markdown(f"**Nation** ({pj.plain(prof.name)}): of **{pm.fmt(a['occupied'], pm.COUNT)}** groups with at "
+                    f"least one person; change from **{pj.plain(ref_name)}**")
+        cols = st.columns(len(shown))
+        for col, (k, label, colour) in zip(cols, shown):
+            kind = pm.HEADLINE[k][1]
+            change = pm.fmt_change(ch[k], kind)
+            moved = change not in ("0", "0 points")
+            # st.metric reads the direction from a leading ASCII "-"
+            col.metric(label, pm.fmt(a[k], kind), delta=change.replace("−", "-", 1),
+                       delta_color=colour if moved else "off", delta_arrow="auto" if moved else "off",
+                       help=f"{pm.HEADLINE[k][0][0].upper()}{pm.HEADLINE[k][0][1:]}; reference "
+                            f"{pm.fmt(b[k], kind)}. Expected over the noise.")
 
 
 #: The glossary's entries of the panel's terms (linked in "Where the profile comes from").
@@ -191,7 +281,8 @@ def _glossary_links() -> None:
 #: The planner's columns: the three sex x age tables counted together ("With table") so that
 #: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
 #: split them.
-PLANNER_COLUMNS = ("groups", "tables", "age23", "total_only", "suppressed", "t1_rows", "t2_rows", "mean_abs_error")
+PLANNER_COLUMNS = ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
+                   "mean_abs_error")
 
 
 #: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
@@ -203,6 +294,8 @@ _HEADERS = {
     "age23": ("Sex×age23", "Groups that get sex × age23 (46 cells)."),
     "total_only": ("Total only", "Groups that publish a total only (stat level 0, suppressed or not, and TotalOnly "
                                  "groups)."),
+    "total_only_published": ("Total only", "Groups that publish a total and no table (the suppressed are not in "
+                                           "it: their own column)."),
     "suppressed": ("Suppressed", "Groups whose total is suppressed (stat level 0 at sub-state levels)."),
     "t1_rows": ("T1 rows", "Published totals."),
     "t2_rows": ("T2 rows", "Published sex × age rows: the cells and two sex marginals of each table."),
@@ -244,7 +337,14 @@ def compare(plans, names: list[str]) -> None:
     if prof is None:
         return
     ss = st.session_state
-    ss.setdefault("sc_nat_measure", "tables")
+    plan_list = [(n, p.config) for n, p in zip(names, plans)]
+    heads = pj.plans_headline(plan_list, prof)
+    st.markdown(f"**The groups that exist** (at least one person): each plan's outcome, and its change from "
+                f"{pj.plain(names[0])}.")
+    widgets.table(heads, "compare_national_headline.csv", key="sc_nat_head",
+                  csv_head=pj.profile_lines(prof, "each plan's outcome for the groups with at least one person."))
+    if ss.get("sc_nat_measure") not in pj.MEASURES:  # opens on the figure the plans differ on most
+        ss["sc_nat_measure"] = pj.most_different([(n, p.config) for n, p in zip(names, plans)], prof)[0]
     measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
                        format_func=lambda m: pj.MEASURES[m][0])
     df = pj.compare_plans([(n, p.config) for n, p in zip(names, plans)], prof, measure)
@@ -258,5 +358,5 @@ def compare(plans, names: list[str]) -> None:
     st.caption(" ".join(words + df.attrs["notes"]))
     widgets.table(df, f"compare_national_{measure}.csv", key="sc_nat_table", height=35 * (len(df) + 1) + 3,
                   csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
-                  style=(comparison.styled, (names, {n: "{:,.1f}" if measure == "mean_abs_error" else "{:,.0f}"
+                  style=(comparison.styled, (names, {n: "{:.4g}" if measure == "mean_abs_error" else "{:,.0f}"
                                                      for n in names})))

@@ -306,42 +306,55 @@ def test_a_browser_kept_open_draws_the_same_pictures_and_closes():
 
 
 def test_page_one_national_outcome_is_the_projection_of_each_plan(plan):
-    """The decision sheet's national block is the national projection (issue 23) of each
-    plan on the shipped synthetic profile, named, and differs between plans that differ."""
+    """The decision sheet's national block (issues 23, 40) is the national projection of each
+    plan on the shipped synthetic profile, named, about the groups that exist, with each
+    plan's change from the reference; plans that differ show different numbers."""
+    from calculators import plan as pm
     from calculators.projection import project
     from ui.safetab import projection
 
     profile = projection.shipped(projection.NATIONAL)
     assert profile is not None and profile.persons == 330_000_000
     ref = Plan("2020 production plan", production_2020(), planner.production_targets())
-    (block,) = memo.national_outcome([plan, ref])
+    (block,) = memo.national_outcome([plan, ref], reference=ref)
     assert isinstance(block, memo.Table), getattr(block, "text", block)
     df = block.df.set_index("Plan")
     for p in (plan, ref):
-        total = project(p.config, profile).frame().query("geo == 'TOTAL'").iloc[0]
-        assert df.loc[p.name, "Groups"] == round(float(total["groups"]))
-        for col, label in (("age4", "Sex × age4"), ("suppressed", "Suppressed"), ("total_only", "Total only")):
-            assert df.loc[p.name, label] == memo.count_share(float(total[col]), float(total["groups"]))
+        h = pm.national_headline(project(p.config, profile))
+        occ = h["occupied"]
+        assert df.loc[p.name, "With a person"] == f"{round(occ):,}"
+        for key, label in (("published", "Publish a total"), ("age4", "Sex × age4"), ("suppressed", "Suppressed"),
+                           ("total_only", "Total only")):
+            assert df.loc[p.name, label] == memo.count_share(h[key], occ)
             count, share = df.loc[p.name, label].rstrip("%)").split(" (")
-            assert int(count.replace(",", "")) == round(float(total[col]))
-            assert float(share) == pytest.approx(100 * float(total[col]) / float(total["groups"]), rel=0.05, abs=0.05)
+            assert int(count.replace(",", "")) == round(h[key])
+            assert float(share) == pytest.approx(100 * h[key] / occ, rel=0.005)
+        # total only never holds the suppressed: published = total only + tables; + suppressed = occupied
+        assert h["total_only"] + h["with_table"] + h["suppressed"] == pytest.approx(occ)
+    assert df.loc[ref.name, "Change from 2020 production plan"] == "none"
+    change = df.loc[plan.name, "Change from 2020 production plan"]
+    ch = pm.national_changes(pm.national_headline(project(ref.config, profile)),
+                             pm.national_headline(project(plan.config, profile)))
+    assert pm.fmt_change(ch["suppressed"], pm.COUNT) in change
     assert profile.name in block.caption and "synthetic" in block.caption
     assert block.caption.count("Coterminous copying is ignored") == 1  # its notes, once for all plans
     # r = 3 instead of 8 changes which groups are published at every level
-    assert (df.loc[plan.name] != df.loc[ref.name]).any()
+    assert df.loc[plan.name, "With a person"] == df.loc[ref.name, "With a person"]  # the same nation
+    for col in ("Publish a total", "Total only", "Suppressed", "Empty groups, published", "Persons covered"):
+        assert df.loc[plan.name, col] != df.loc[ref.name, col], col
     # another profile (the one chosen on the planner) is used and named instead
     sample = projection.shipped(projection.SAMPLE)
     (other,) = memo.national_outcome([plan], sample)
     assert sample.name in other.caption and profile.name not in other.caption
-    assert other.df.iloc[0]["Groups"] == round(float(project(plan.config, sample).total["groups"]))
+    assert other.df.iloc[0]["With a person"] == f"{round(project(plan.config, sample).total['occupied']):,}"
 
 
 def test_a_small_share_keeps_its_digits():
-    """Tens of thousands of groups out of 262 million are not printed as 0.0%."""
-    assert memo.count_share(119_694.4, 262_667_218) == "119,694 (0.046%)"
-    assert memo.count_share(250_228_438, 262_667_218) == "250,228,438 (95.3%)"
-    assert memo.count_share(0.0, 262_667_218) == "0 (0%)"
-    assert memo.count_share(5.0, 0.0) == "5 (0%)"
+    """Tens of thousands of groups out of 262 million are not printed as 0.0 % (3 significant digits)."""
+    assert memo.count_share(119_694.4, 262_667_218) == "119,694 (0.0456 %)"
+    assert memo.count_share(250_228_438, 262_667_218) == "250,228,438 (95.3 %)"
+    assert memo.count_share(0.0, 262_667_218) == "0 (0 %)"
+    assert memo.count_share(5.0, 0.0) == "5 (0 %)"
 
 
 def test_page_one_says_so_when_the_profile_cannot_be_read(plan, tmp_path):
@@ -387,6 +400,24 @@ def run_info():
     return memo.RunInfo(summary, levels, _report(1, 1), _report(3, 2), same_plan=True)
 
 
+def test_a_memo_never_carries_a_run_of_another_plan_as_its_own(plan, run_info):
+    """A run of another plan (here: of plan B) is left out of the production plan's memo, with
+    a line saying so; a memo of the plan that ran, or a comparison that holds it, keeps it,
+    named (issue 40 item 5)."""
+    import dataclasses
+
+    ran = dataclasses.replace(run_info, same_plan=False, config=plan.config.to_dict())
+    prod = Plan("2020 production plan", production_2020(), planner.production_targets())
+    sec = memo.plan_memo(prod, planner.EXACT, 1e-10, run=ran, now=NOW).sections[-1]
+    assert sec.title == memo.RUN_SECTION and len(sec.blocks) == 1
+    assert "used another plan than 2020 production plan" in sec.blocks[0].text
+    assert not any(isinstance(b, memo.Table) for b in sec.blocks)
+    own = memo.plan_memo(plan, planner.EXACT, 1e-10, run=ran, now=NOW).sections[-1]
+    assert any(isinstance(b, memo.Table) for b in own.blocks)
+    both = memo.comparison_memo([prod, plan], planner.EXACT, 1e-10, run=ran, now=NOW).sections[-1]
+    assert both.blocks[0].text == f"A run of {plan.name}: its accuracy is that plan's."
+
+
 @pytest.fixture(scope="module")
 def run_layouts(plan, run_info):
     from pypdf import PdfReader
@@ -415,6 +446,8 @@ def test_the_runs_accuracy_is_summarised_per_level_and_charted_readably(run_layo
     tables = {b.title: b.df for b in sec.blocks if isinstance(b, memo.Table)}
     acc = tables["Tables published per level and their accuracy"].set_index("Level")
     assert len(acc) == 20  # one row per level, not one per kind and size
+    assert "USA Regional" in acc.index and "(USA, 1)" not in acc.index  # the planner's names, as everywhere
+    acc = acc.rename(index=lambda name: {"COUNTY Detailed": "(COUNTY, 2)"}.get(name, name))
     # the summary's numbers are those of the reports
     for name, rep in (("this release", run_info.release_report), ("3 releases", run_info.trials)):
         g = rep[(rep["geo_level"] == "COUNTY") & (rep["iteration_level"] == 2)]
