@@ -1,8 +1,10 @@
-"""Browser-test fixtures: one Streamlit server of the shipped app for the whole run and a
-Chromium per module (tests/e2e/browser.py), and every browser test in one pytest-xdist group, so
-that under `-n 2` they run one after another on one worker (each drives a server and a
-browser of its own processes: two at once would fight for the two cores) while the other
-worker runs the rest of the suite."""
+"""Browser-test fixtures: one Streamlit server of the shipped app per test process (per
+pytest-xdist worker) and a Chromium per module (tests/e2e/browser.py).
+
+Under `-n 2 --dist loadgroup` each browser-test module is one group, run one test after
+another on one worker, with its Chromium opened once (and the page-fit test's two widths
+are a group each, being the two longest tests): the groups spread over the two workers
+instead of one worker running every browser test while the other idles at the end."""
 
 from __future__ import annotations
 
@@ -15,10 +17,18 @@ from tests.e2e.browser import chromium, require_browser, streamlit_server
 _HERE = Path(__file__).resolve().parent
 
 
+#: Browser tests long enough to be a group of their own (one per parameter).
+_ALONE = {"test_every_page_fits_at_common_widths"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if Path(str(item.fspath)).resolve().is_relative_to(_HERE):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+        path = Path(str(item.fspath)).resolve()
+        if path.is_relative_to(_HERE):
+            group = f"browser-{path.stem}"
+            if getattr(item, "originalname", None) in _ALONE and hasattr(item, "callspec"):
+                group += f"-{item.callspec.id}"
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.browser import streamlit_server
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
@@ -258,8 +260,16 @@ def _download(page, button_name: str, name_out: list | None = None) -> bytes:
 
 
 # ------------------------------------------------------------------------------ tests
-def test_deep_link_on_a_fresh_server_restores_the_configuration(server, page):
+@pytest.fixture
+def fresh_server(tmp_path):
+    """A server no request has reached yet (the shared `server` may have served other tests)."""
+    with streamlit_server(tmp_path / "streamlit.log") as url:
+        yield url
+
+
+def test_deep_link_on_a_fresh_server_restores_the_configuration(fresh_server, page):
     """First request of the server goes straight to a page with a shared link."""
+    server = fresh_server
     from calculators.presets import production_2020
     from ui.core import urlcodec
 

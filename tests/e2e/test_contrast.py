@@ -12,21 +12,12 @@ while the theme's colours alone give 7.1:1: that is what this test is there to c
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 #: The pages whose texts are measured: the SafeTab-P section (captions and paragraphs of every kind).
 PAGES = ("", "budget", "adaptive", "suppression", "scenarios", "memo", "glossary")
 
@@ -72,58 +63,6 @@ MEASURE = """() => {
 }"""
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    if not CHROMIUM.exists():
-        if os.environ.get("SAFETAB_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {CHROMIUM} is missing", pytrace=False)
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    pytest.importorskip("playwright.sync_api")
-    port, folder = _port(), tmp_path_factory.mktemp("contrast")
-    env = {**os.environ, "SAFETAB_STUDIO_DATA": str(folder / "data")}
-    log = open(folder / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.3)
-            assert proc.poll() is None, (folder / "streamlit.log").read_text()[-2000:]
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def chromium(app_url):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            b.close()
-
-
 def _drawn(page) -> None:
     """Wait until the script run is over and nothing is still a placeholder."""
     page.wait_for_function("""() => {
@@ -135,11 +74,11 @@ def _drawn(page) -> None:
 
 
 @pytest.mark.parametrize("address", PAGES)
-def test_every_text_is_readable_as_displayed(app_url, chromium, address):
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+def test_every_text_is_readable_as_displayed(server, browser, address):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     try:
-        page.goto(f"{app_url}/{address}")
+        page.goto(f"{server}/{address}")
         page.wait_for_selector("[data-testid='stMainBlockContainer']", timeout=60_000)
         _drawn(page)
         texts = page.evaluate(MEASURE)
@@ -152,13 +91,13 @@ def test_every_text_is_readable_as_displayed(app_url, chromium, address):
         context.close()
 
 
-def test_the_measure_sees_opacity(app_url, chromium):
+def test_the_measure_sees_opacity(server, browser):
     """The measure is of what is displayed: the caption colour at Streamlit's own opacity 0.6
     (what captions had before) measures 2.8:1, at full opacity over 7:1."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     try:
-        page.goto(f"{app_url}/glossary")
+        page.goto(f"{server}/glossary")
         page.wait_for_selector("[data-testid='stMainBlockContainer']", timeout=60_000)
         _drawn(page)
         page.evaluate("""() => {
