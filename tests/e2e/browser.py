@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -51,6 +51,43 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
+def running(cmd: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path, ready: Callable[[], bool],
+            what: str, startup_seconds: float = 90, poll: float = 0.3) -> Iterator[subprocess.Popen]:
+    """Start `cmd` in its own process group (output to `log`), wait until `ready()` is true
+    (a test fails, with the log's end, if the process exits or `startup_seconds` pass first),
+    and terminate the whole group on exit, whatever happened."""
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(list(cmd), cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **env})
+    try:
+        deadline = time.monotonic() + startup_seconds
+        while True:
+            try:
+                if ready():
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{what} did not start:\n{log.read_text()[-3000:]}", pytrace=False)
+            time.sleep(poll)
+        yield proc
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def answers(url: str, expected: bytes | None = None) -> bool:
+    """`url` answers 200 (with exactly `expected` as its body, stripped, if given)."""
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return r.status == 200 and (expected is None or r.read().strip() == expected)
+
+
+@contextlib.contextmanager
 def streamlit_server(log: Path, cwd: Path = REPO, env: Mapping[str, str] | None = None,
                      startup_seconds: float = 90, port: int | None = None, args: Sequence[str] = ()) -> Iterator[str]:
     """`streamlit run app.py` in `cwd` on a free loopback port (or `port`, when the test must
@@ -61,31 +98,22 @@ def streamlit_server(log: Path, cwd: Path = REPO, env: Mapping[str, str] | None 
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none", *args]
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_seconds
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}", pytrace=False)
-            time.sleep(0.3)
+    with running(cmd, cwd=cwd, env=env or {}, log=log, ready=lambda: answers(f"{url}/_stcore/health", b"ok"),
+                 what="streamlit", startup_seconds=startup_seconds):
         yield url
+
+
+@contextlib.contextmanager
+def new_page(browser, width: int, height: int = 1000, **options) -> Iterator[object]:
+    """A page in a fresh browser context (no cookies or storage of another test), closed on exit."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    try:
+        yield pg
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        context.close()
 
 
 @contextlib.contextmanager

@@ -15,15 +15,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import chromium, free_port, require_browser, streamlit_server
+from tests.e2e.browser import answers, chromium, free_port, new_page, require_browser, running, streamlit_server
 from ui.committee import scenarios
 
 pytestmark = pytest.mark.e2e
@@ -52,33 +48,12 @@ def _require_node() -> str:
 @contextlib.contextmanager
 def _provider(node: str, port: int, redirect: str, log: Path):
     """The test provider (tests/e2e/oidc/server.js) on `port`; stopped on exit, whatever happened."""
-    env = {**os.environ, "PORT": str(port), "REDIRECT_URI": redirect, "CLIENT_ID": CLIENT_ID,
+    env = {"PORT": str(port), "REDIRECT_URI": redirect, "CLIENT_ID": CLIENT_ID,
            "CLIENT_SECRET": CLIENT_SECRET}
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([node, "server.js"], cwd=OIDC, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
     issuer = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the OpenID Connect provider did not start:\n{log.read_text()[-3000:]}", pytrace=False)
-            time.sleep(0.2)
+    with running([node, "server.js"], cwd=OIDC, env=env, log=log, what="the OpenID Connect provider",
+                 ready=lambda: answers(f"{issuer}/.well-known/openid-configuration"), startup_seconds=60, poll=0.2):
         yield issuer
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +95,8 @@ def auth_browser(servers):
 
 @pytest.fixture
 def page(auth_browser):
-    context = auth_browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    pg.set_default_timeout(30_000)
-    try:
+    with new_page(auth_browser, 1400) as pg:
         yield pg
-    finally:
-        context.close()
 
 
 def _sign_in_shown(page) -> None:

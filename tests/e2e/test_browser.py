@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import streamlit_server
+from tests.e2e.browser import new_page, streamlit_server
 
 pytestmark = pytest.mark.e2e
 
@@ -41,13 +41,8 @@ PAGES = ("", "budget", "adaptive", "suppression", "run", "configuration", "scena
 
 @pytest.fixture
 def page(browser, tmp_path):
-    context = browser.new_context(viewport={"width": WIDTH, "height": 1000}, accept_downloads=True)
-    pg = context.new_page()
-    pg.set_default_timeout(30_000)
-    try:
+    with new_page(browser, WIDTH, accept_downloads=True) as pg:
         yield pg
-    finally:
-        context.close()
 
 
 def _open(page, url: str, text: str):
