@@ -30,7 +30,10 @@ def _row(df, label="COUNTY Detailed"):
 
 
 def _expected(cfg, which=pj.NATIONAL):
-    return pj.display_table(P.project(cfg, pj.shipped(which)), projection_panel.PLANNER_COLUMNS)
+    """The table the pages show: against the default reference plan, the 2020 production plan."""
+    prof = pj.shipped(which)
+    return pj.display_table(P.project(cfg, prof), projection_panel.PLANNER_COLUMNS,
+                            P.project(production_2020(), prof))
 
 
 def test_the_planner_shows_the_national_outcome_of_the_plan():
@@ -88,8 +91,7 @@ def test_the_adaptive_page_shows_its_level_and_follows_the_thresholds():
     # one table, the same on every page: total only never holds the suppressed
     from ui.safetab import projection_panel
 
-    assert _national(at).to_dict("records") == pj.display_table(
-        P.project(config(at), pj.shipped(pj.NATIONAL)), projection_panel.PLANNER_COLUMNS).to_dict("records")
+    assert _national(at).to_dict("records") == _expected(config(at)).to_dict("records")
 
 
 def test_a_plan_that_clamps_counts_shows_its_error_as_a_bound():
@@ -113,13 +115,17 @@ def test_the_suppression_page_follows_p():
     at = open_app("suppression")
     cols = projection_panel.PLANNER_COLUMNS  # the same table as on the planner (issue 40 item 4)
     shown = frame(at, LEVEL, SUPP)
-    assert shown.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
-                                                        cols).to_dict("records")
+    assert cols == projection_panel.PLANNER_COLUMNS
+    assert shown.to_dict("records") == _expected(config(at)).to_dict("records")
     at.text_input(key="w_p").input("0.5").run()
     after = frame(at, LEVEL, SUPP)
-    assert after.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
-                                                        cols).to_dict("records")
+    assert after.to_dict("records") == _expected(config(at)).to_dict("records")
     assert _row(after)[SUPP] < _row(shown)[SUPP]
+    # the change from the reference (the 2020 plan) is in view, signed (gap of issue 40)
+    fewer = round(_row(after)[SUPP] - _row(shown)[SUPP])
+    change = _row(after)["Δ Suppressed"]
+    assert fewer < 0 and change.startswith("−") and abs(int(change[1:].replace(",", "")) + fewer) <= 1
+    assert _row(shown)["Δ Suppressed"] == "0"
 
 
 def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
@@ -159,7 +165,9 @@ def test_an_uploaded_confidential_profile_is_named_and_marked(monkeypatch):
     at.session_state["proj_choice"] = pj.UPLOADED
     at.run()
     assert at.selectbox(key="pl_nat_profile").value == pj.UPLOADED
-    assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof), projection_panel.PLANNER_COLUMNS).to_dict("records")
+    assert _national(at).to_dict("records") == pj.display_table(
+        P.project(config(at), prof), projection_panel.PLANNER_COLUMNS,
+        P.project(production_2020(), prof)).to_dict("records")
     err = " ".join(e.value for e in at.error)
     assert "CONFIDENTIAL" in err and r"Agency \*data\* 2030" in err  # named, as typed (not Markdown)
     # so is its download: the profile named, marked CONFIDENTIAL, as the command line's CSV

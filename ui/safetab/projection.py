@@ -139,19 +139,38 @@ def _label(row: dict) -> str:
 
 
 # ------------------------------------------------------------------ what the pages show
-def display_table(proj: Projection, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+#: The figures whose change from the reference plan the per-level table shows (`display_table`):
+#: key of LABELS -> header of the change column ("published" is the published totals, T1 rows).
+CHANGE_COLUMNS = {"t1_rows": "Δ Published", "tables": "Δ With table", "suppressed": "Δ Suppressed"}
+
+
+def display_table(proj: Projection, columns: tuple[str, ...] | None = None,
+                  reference: Projection | None = None) -> pd.DataFrame:
     """Per level and in total, expected figures rounded to whole groups and rows (the
-    error to 0.1 person); `columns` picks and orders the figures (keys of LABELS)."""
+    error to 0.1 person); `columns` picks and orders the figures (keys of LABELS). With a
+    `reference` projection (the reference plan's), three columns more (`CHANGE_COLUMNS`):
+    the signed change of published totals, groups with a table and suppressed groups,
+    plan - reference, by `calculators.plan.fmt_change` ("+1,234", "−2,312,345"; a dash
+    for a level one of the plans does not tabulate)."""
     columns = columns or ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
                           "t2_rows", "mean_abs_error")
+    ref = None if reference is None else {_row_label(r): r for r in reference.rows + [reference.total]}
     rows = []
     for r in proj.rows + [proj.total]:
-        out = {LEVEL: _label(r) if r["geo"] != "TOTAL" else "All levels"}
+        out = {LEVEL: _row_label(r)}
         for c in columns:
             v = _value(r, c)
             out[LABELS[c]] = round(v, 1) if c == "mean_abs_error" else (None if math.isnan(v) else int(round(v)))
+        if ref is not None:
+            base = ref.get(out[LEVEL])
+            for c, head in CHANGE_COLUMNS.items():
+                out[head] = pm.fmt_change(None if base is None else _value(r, c) - _value(base, c), pm.COUNT)
         rows.append(out)
     return pd.DataFrame(rows)
+
+
+def _row_label(row: dict) -> str:
+    return _label(row) if row["geo"] != "TOTAL" else "All levels"
 
 
 def _value(row: dict, key: str) -> float:
@@ -356,7 +375,7 @@ def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
     for name, proj in projs:
         values[name] = {}
         for r in proj.rows + [proj.total]:
-            lab = _label(r) if r["geo"] != "TOTAL" else "All levels"
+            lab = _row_label(r)
             if lab not in labels and lab != "All levels":
                 labels.append(lab)
             v = _value(r, measure)

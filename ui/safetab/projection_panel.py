@@ -164,15 +164,17 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
             else:
                 m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
                             help="Expected |published − true| of a published total, in persons.")
-    headline(config, proj, key)
-    table = pj.display_table(proj, columns)
+    ref_name, ref_proj = _reference_projection(prof)
+    headline(config, proj, key, (ref_name, ref_proj))
+    table = pj.display_table(proj, columns, ref_proj)
     full = proj.frame()
     widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full, csv_head=proj.header_lines(),
                   height=35 * (len(table) + 1) + 3,
                   column_config=_columns(table, bool(proj.total["mean_abs_error_bound"])),
                   caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
-                          "deviation. A group with only a total may have it suppressed (sub-state levels). "
+                          f"deviation. “Δ”: the change from the reference plan ({pj.plain(ref_name)}; chosen in "
+                          "the sidebar). A group with only a total may have it suppressed (sub-state levels). "
                           + " ".join(proj.notes) + " " + pj.OWN_IN_SHORT)
     over = _error_above_moe(config, proj)
     if over:
@@ -194,11 +196,13 @@ def _reference_projection(profile: Profile) -> tuple[str, Projection]:
     return ref.source, _projection(ref.config, profile)
 
 
-def headline(config: SafeTabConfig, proj: Projection, key: str) -> None:
+def headline(config: SafeTabConfig, proj: Projection, key: str,
+             reference: tuple[str, Projection] | None = None) -> None:
     """What the plan does to the groups that exist (issue 40 item 2), per geography, with
-    each figure's change from the reference plan (chosen in the sidebar), and why a plan
-    with less budget publishes more tables when it does."""
-    ref_name, ref_proj = _reference_projection(proj.profile)
+    each figure's change from the reference plan (chosen in the sidebar; `reference`: its
+    name and projection, if already made), and why a plan with less budget publishes more
+    tables when it does."""
+    ref_name, ref_proj = reference or _reference_projection(proj.profile)
     st.markdown(explain.headline_sentence(proj))
     widgets.table(pj.geography_frame(proj, ref_proj), f"national_by_geography_{key}.csv", key=f"{key}_geo",
                   csv_head=proj.header_lines(),
@@ -312,6 +316,11 @@ BOUND_HELP = ("At most this: an upper bound of the expected |published − true|
 def _columns(table, bound: bool = False) -> dict:
     """The table's column headers and help; `bound`: the error column holds upper bounds."""
     cfg = {pj.LEVEL: st.column_config.TextColumn(width=118)}
+    for key, head in pj.CHANGE_COLUMNS.items():
+        if head in table.columns:
+            cfg[head] = st.column_config.TextColumn(
+                head, width=84, help=f"{_HEADERS[key][1]} The change from the reference plan (chosen in the "
+                                     "sidebar): this plan minus the reference, expected over the noise.")
     for key, (head, helptext) in _HEADERS.items():
         if key == "mean_abs_error" and bound:
             head, helptext = "Mean |err| ≤", BOUND_HELP

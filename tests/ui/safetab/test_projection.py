@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from calculators import plan as pm
 from calculators import projection as P
 from calculators.levels import PopulationGroupLevel
 from calculators.presets import production_2020
@@ -96,3 +97,28 @@ def test_uploads_are_bounded_and_checked():
 def test_plain_shows_names_as_typed():
     assert pj.plain("a*b_[x](y) :tada:") == r"a\*b\_\[x\]\(y\) \:tada\:"
     assert "\\" not in pj.plain("Agency 2030")
+
+
+def test_display_table_shows_the_change_from_the_reference():
+    prof = pj.shipped(pj.SAMPLE)
+    ref_cfg = production_2020()
+    cfg = ref_cfg.with_thresholds(COUNTY2, [1, 2, 3])  # lower thresholds: more tables at COUNTY Detailed
+    proj, ref = P.project(cfg, prof), P.project(ref_cfg, prof)
+    t = pj.display_table(proj, ("tables", "suppressed"), ref)
+    assert list(t.columns) == [pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"], *pj.CHANGE_COLUMNS.values()]
+    row = t[t[pj.LEVEL] == "COUNTY Detailed"].iloc[0]
+    a, b = proj.row(COUNTY2), ref.row(COUNTY2)
+    more = (a["age4"] + a["age9"] + a["age23"]) - (b["age4"] + b["age9"] + b["age23"])
+    assert round(more) > 0 and row["Δ With table"] == "+" + f"{round(more):,}"
+    published = a["t1_rows"] - b["t1_rows"]
+    assert row["Δ Published"] == pm.fmt_change(published, pm.COUNT)
+    # a level the thresholds did not touch has no change
+    usa = t[t[pj.LEVEL] == "USA Detailed"].iloc[0]
+    assert (usa["Δ With table"], usa["Δ Published"], usa["Δ Suppressed"]) == ("0", "0", "0")
+    total = t[t[pj.LEVEL] == "All levels"].iloc[0]
+    assert total["Δ With table"] == row["Δ With table"]
+    # a level the plan tabulates and the reference does not: a dash
+    off = P.project(ref_cfg.updated(privacy_budget_p_level_2_county=0), prof)
+    t = pj.display_table(proj, ("suppressed",), off)
+    assert t[t[pj.LEVEL] == "COUNTY Detailed"].iloc[0]["Δ Suppressed"] == "—"
+    assert pj.CHANGE_COLUMNS["t1_rows"] not in pj.display_table(proj, ("suppressed",)).columns
