@@ -329,14 +329,7 @@ def most_different(plans, profile: Profile) -> list[str]:
     largest relative spread (max - min) / max of the "All levels" figure first, so that a
     comparison opens on the figures that differ most."""
     projs = [project(cfg, profile) for _name, cfg in plans]
-
-    def spread(m: str) -> float:
-        vals = [_value(p.total, m) for p in projs]
-        vals = [v for v in vals if not math.isnan(v)]
-        top = max((abs(v) for v in vals), default=0.0)
-        return (max(vals) - min(vals)) / top if vals and top > 0 else 0.0
-
-    return sorted(MEASURES, key=lambda m: -spread(m))
+    return sorted(MEASURES, key=lambda m: -_spread([_value(p.total, m) for p in projs]))
 
 
 #: The columns of `plans_headline`: fewer than per geography, so that a long plan name fits beside them.
@@ -361,6 +354,54 @@ def plans_headline(plans, profile: Profile) -> pd.DataFrame:
                       for key, head in PLAN_COLUMNS.items()}
             if any(v not in ("0", "0 points") for v in change.values()):
                 rows.append({"Plan": CHANGE_ROW, **change})
+    return pd.DataFrame(rows)
+
+
+#: Figures of the groups that exist the Scenarios page compares per geography
+#: (`plans_by_geography`): key of `calculators.plan.HEADLINE` -> title.
+GEOGRAPHY_MEASURES = {
+    "suppressed": "Suppressed", "published": "Publish a total", "with_table": "With a sex × age table",
+    "total_only": "Total only (not suppressed)", "empty_published": "Empty groups, published",
+    "persons_published_share": "Persons covered",
+}
+
+
+def _spread(values: list[float]) -> float:
+    """(max - min) / max |value| of the values that are numbers (0 if none or all 0)."""
+    vals = [v for v in values if not math.isnan(v)]
+    top = max((abs(v) for v in vals), default=0.0)
+    return (max(vals) - min(vals)) / top if vals and top > 0 else 0.0
+
+
+def geography_most_different(plans, profile: Profile) -> list[str]:
+    """The GEOGRAPHY_MEASURES ordered by how much the plans differ on them for the groups
+    that exist, over all levels (`calculators.plan.national_headline`): the largest
+    relative spread (max - min) / max first, ties in the order of GEOGRAPHY_MEASURES."""
+    heads = [pm.national_headline(project(cfg, profile)) for _name, cfg in plans]
+    return sorted(GEOGRAPHY_MEASURES, key=lambda m: -_spread([h[m] for h in heads]))
+
+
+def plans_by_geography(plans, profile: Profile, measure: str) -> pd.DataFrame:
+    """One row per geography (nation, state, county, tract, place, AIANNH, Puerto Rico;
+    `calculators.plan.geography_table`) and "All levels"; one column per plan: the
+    measure (a key of GEOGRAPHY_MEASURES) for the groups with at least one person, as text
+    by the one format rule; after each plan but the first, "Δ <plan>": its signed change
+    from the first plan (`calculators.plan.fmt_change`). A geography a plan does not
+    tabulate is a dash. `plans` are (name, SafeTabConfig) pairs."""
+    kind = pm.HEADLINE[measure][1]
+    tables = [(name, {r["geography"]: r[measure] for r in pm.geography_table(project(cfg, profile))})
+              for name, cfg in plans]
+    geos = [g for g in [*pm.GEOGRAPHIES, "All levels"] if any(g in t for _n, t in tables)]
+    rows = []
+    for g in geos:
+        row = {"Geography": g}
+        first = tables[0][1].get(g)
+        for k, (name, t) in enumerate(tables):
+            v = t.get(g)
+            row[name] = pm.fmt(v, kind)
+            if k:
+                row[f"Δ {name}"] = pm.fmt_change(None if v is None or first is None else v - first, kind)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

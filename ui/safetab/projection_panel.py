@@ -352,6 +352,7 @@ def compare(plans, names: list[str]) -> None:
                 f"{pj.plain(names[0])}.")
     widgets.table(heads, "compare_national_headline.csv", key="sc_nat_head",
                   csv_head=pj.profile_lines(prof, "each plan's outcome for the groups with at least one person."))
+    _by_geography(plan_list, prof)
     if ss.get("sc_nat_measure") not in pj.MEASURES:  # opens on the figure the plans differ on most
         ss["sc_nat_measure"] = pj.most_different([(n, p.config) for n, p in zip(names, plans)], prof)[0]
     measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
@@ -369,3 +370,22 @@ def compare(plans, names: list[str]) -> None:
                   csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
                   style=(comparison.styled, (names, {n: "{:.4g}" if measure == "mean_abs_error" else "{:,.0f}"
                                                      for n in names})))
+
+
+def _by_geography(plan_list, prof: Profile) -> None:
+    """Scenarios: the plans per geography, one figure of the groups that exist at a time,
+    opening on the figure the plans differ on most."""
+    ss = st.session_state
+    if ss.get("sc_geo_measure") not in pj.GEOGRAPHY_MEASURES:
+        ss["sc_geo_measure"] = pj.geography_most_different(plan_list, prof)[0]
+    measure = st.radio("Per geography, groups with a person", list(pj.GEOGRAPHY_MEASURES), key="sc_geo_measure",
+                       horizontal=True, format_func=pj.GEOGRAPHY_MEASURES.get,
+                       help="Opens on the figure the plans differ on most.")
+    df = pj.plans_by_geography(plan_list, prof, measure)
+    widgets.table(df, f"compare_by_geography_{measure}.csv", key="sc_geo_table", height=35 * (len(df) + 1) + 3,
+                  csv_head=pj.profile_lines(prof, f"each plan's {pm.HEADLINE[measure][0]}, per geography, for the "
+                                                  "groups with at least one person."),
+                  column_config={"Geography": st.column_config.TextColumn(width=96)},
+                  caption=f"{pm.HEADLINE[measure][0][0].upper()}{pm.HEADLINE[measure][0][1:]}, of the groups with "
+                          f"at least one person, per geography; “Δ”: the change from {pj.plain(plan_list[0][0])}. "
+                          "Expected over the noise; a geography a plan does not tabulate is a dash.")

@@ -122,3 +122,34 @@ def test_display_table_shows_the_change_from_the_reference():
     t = pj.display_table(proj, ("suppressed",), off)
     assert t[t[pj.LEVEL] == "COUNTY Detailed"].iloc[0]["Δ Suppressed"] == "—"
     assert pj.CHANGE_COLUMNS["t1_rows"] not in pj.display_table(proj, ("suppressed",)).columns
+
+
+def test_plans_by_geography_shows_each_plan_and_its_change_per_geography():
+    prof = pj.shipped(pj.SAMPLE)
+    a = production_2020()
+    b = a.with_thresholds(COUNTY2, [1, 2, 3])  # more county tables, nothing else
+    plans = [("A", a), ("B", b)]
+    df = pj.plans_by_geography(plans, prof, "with_table")
+    assert list(df.columns) == ["Geography", "A", "B", "Δ B"]
+    geo_a = {r["geography"]: r for r in pm.geography_table(P.project(a, prof))}
+    geo_b = {r["geography"]: r for r in pm.geography_table(P.project(b, prof))}
+    assert list(df["Geography"]) == list(geo_a)  # nation ... Puerto Rico, then all levels
+    assert df["Geography"].iloc[0] == "Nation" and df["Geography"].iloc[-1] == "All levels"
+    county = df[df["Geography"] == "County"].iloc[0]
+    more = geo_b["County"]["with_table"] - geo_a["County"]["with_table"]
+    assert round(more) > 0
+    assert county["A"] == pm.fmt(geo_a["County"]["with_table"], pm.COUNT)
+    assert county["Δ B"] == pm.fmt_change(more, pm.COUNT) and county["Δ B"].startswith("+")
+    assert df[df["Geography"] == "Tract"].iloc[0]["Δ B"] == "0"  # thresholds of another level
+    share = pj.plans_by_geography(plans, prof, "persons_published_share")
+    assert share.iloc[0]["A"].endswith(" %")
+    # the figure the plans differ on most comes first: only tables moved here, so a table
+    # figure leads and the persons covered (unchanged) does not
+    order = pj.geography_most_different(plans, prof)
+    assert sorted(order) == sorted(pj.GEOGRAPHY_MEASURES)
+    assert order[0] in ("with_table", "total_only") and order[-1] != "with_table"
+    # a plan without a level: the geography is a dash for it
+    c = a.updated(privacy_budget_p_level_1_county=0, privacy_budget_p_level_2_county=0)
+    df = pj.plans_by_geography([("A", a), ("C", c)], prof, "suppressed")
+    row = df[df["Geography"] == "County"].iloc[0]
+    assert row["C"] == "—" and row["Δ C"] == "—"
