@@ -18,11 +18,14 @@ from ui.safetab import projection_panel
 from ui.committee import scenarios
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
-LEVEL, WITH_TABLE, SUPP = pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"]
+LEVEL, SUPP = pj.LEVEL, pj.LABELS["suppressed"]
+AGE4, AGE9, AGE23 = pj.LABELS["age4"], pj.LABELS["age9"], pj.LABELS["age23"]
+#: The change columns of the pages' table (issue 40): groups with a table and suppressed groups.
+D_TABLE, D_SUPP = pj.CHANGE_COLUMNS["tables"], pj.CHANGE_COLUMNS["suppressed"]
 
 
 def _national(at):
-    return frame(at, LEVEL, WITH_TABLE)
+    return frame(at, LEVEL, AGE23, D_TABLE)
 
 
 def _row(df, label="COUNTY Detailed"):
@@ -33,7 +36,7 @@ def _expected(cfg, which=pj.NATIONAL):
     """The table the pages show: against the default reference plan, the 2020 production plan."""
     prof = pj.shipped(which)
     return pj.display_table(P.project(cfg, prof), projection_panel.PLANNER_COLUMNS,
-                            P.project(production_2020(), prof))
+                            P.project(production_2020(), prof), projection_panel.PLANNER_CHANGES)
 
 
 def test_the_planner_shows_the_national_outcome_of_the_plan():
@@ -42,7 +45,8 @@ def test_the_planner_shows_the_national_outcome_of_the_plan():
     want = _expected(config(at))
     assert shown.to_dict("records") == want.to_dict("records")
     # the 2020 plan at national scale: thousands of county groups get a table; every level and the total are there
-    assert _row(shown)[WITH_TABLE] > 1000
+    assert _row(shown)[AGE4] + _row(shown)[AGE9] + _row(shown)[AGE23] > 1000
+    assert list(shown.columns[-2:]) == [D_TABLE, D_SUPP] and _row(shown)[D_TABLE] == "0"  # the reference itself
     assert list(shown[LEVEL])[-1] == "All levels" and len(shown) == 20
     t = texts(at)
     assert "Synthetic nation of 330,000,000 persons" in t and "synthetic (invented persons)" in t
@@ -58,7 +62,7 @@ def test_the_planner_draws_only_its_open_tab():
     at.run()
     charts = at.get("plotly_chart")
     assert len(charts) == 1 and json.loads(charts[0].proto.spec)["layout"]["title"]["text"].startswith("MOE")
-    assert not any({LEVEL, WITH_TABLE} <= set(df.value.columns)
+    assert not any({LEVEL, AGE23} <= set(df.value.columns)
                    for df in at.dataframe)  # the national outcome is not drawn meanwhile
     at.switch_page("app_pages/safetab/adaptive.py").run()
     at.switch_page("app_pages/safetab/budget.py").run()
@@ -123,9 +127,9 @@ def test_the_suppression_page_follows_p():
     assert _row(after)[SUPP] < _row(shown)[SUPP]
     # the change from the reference (the 2020 plan) is in view, signed (gap of issue 40)
     fewer = round(_row(after)[SUPP] - _row(shown)[SUPP])
-    change = _row(after)["Δ Suppressed"]
+    change = _row(after)[D_SUPP]
     assert fewer < 0 and change.startswith("−") and abs(int(change[1:].replace(",", "")) + fewer) <= 1
-    assert _row(shown)["Δ Suppressed"] == "0"
+    assert _row(shown)[D_SUPP] == "0"
 
 
 def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
@@ -167,7 +171,7 @@ def test_an_uploaded_confidential_profile_is_named_and_marked(monkeypatch):
     assert at.selectbox(key="pl_nat_profile").value == pj.UPLOADED
     assert _national(at).to_dict("records") == pj.display_table(
         P.project(config(at), prof), projection_panel.PLANNER_COLUMNS,
-        P.project(production_2020(), prof)).to_dict("records")
+        P.project(production_2020(), prof), projection_panel.PLANNER_CHANGES).to_dict("records")
     err = " ".join(e.value for e in at.error)
     assert "CONFIDENTIAL" in err and r"Agency \*data\* 2030" in err  # named, as typed (not Markdown)
     # so is its download: the profile named, marked CONFIDENTIAL, as the command line's CSV

@@ -145,13 +145,14 @@ CHANGE_COLUMNS = {"t1_rows": "Δ Published", "tables": "Δ With table", "suppres
 
 
 def display_table(proj: Projection, columns: tuple[str, ...] | None = None,
-                  reference: Projection | None = None) -> pd.DataFrame:
+                  reference: Projection | None = None, changes: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Per level and in total, expected figures rounded to whole groups and rows (the
     error to 0.1 person); `columns` picks and orders the figures (keys of LABELS). With a
     `reference` projection (the reference plan's), three columns more (`CHANGE_COLUMNS`):
     the signed change of published totals, groups with a table and suppressed groups,
     plan - reference, by `calculators.plan.fmt_change` ("+1,234", "−2,312,345"; a dash
-    for a level one of the plans does not tabulate)."""
+    for a level one of the plans does not tabulate); `changes` picks some of them (keys of
+    CHANGE_COLUMNS)."""
     columns = columns or ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
                           "t2_rows", "mean_abs_error")
     ref = None if reference is None else {_row_label(r): r for r in reference.rows + [reference.total]}
@@ -164,6 +165,8 @@ def display_table(proj: Projection, columns: tuple[str, ...] | None = None,
         if ref is not None:
             base = ref.get(out[LEVEL])
             for c, head in CHANGE_COLUMNS.items():
+                if changes is not None and c not in changes:
+                    continue
                 out[head] = pm.fmt_change(None if base is None else _value(r, c) - _value(base, c), pm.COUNT)
         rows.append(out)
     return pd.DataFrame(rows)

@@ -166,7 +166,7 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
                             help="Expected |published − true| of a published total, in persons.")
     ref_name, ref_proj = _reference_projection(prof)
     headline(config, proj, key, (ref_name, ref_proj))
-    table = pj.display_table(proj, columns, ref_proj)
+    table = pj.display_table(proj, columns, ref_proj, PLANNER_CHANGES if columns == PLANNER_COLUMNS else None)
     full = proj.frame()
     widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full, csv_head=proj.header_lines(),
                   height=35 * (len(table) + 1) + 3,
@@ -174,7 +174,9 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
                   caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
                           f"deviation. “Δ”: the change from the reference plan ({pj.plain(ref_name)}; chosen in "
-                          "the sidebar). A group with only a total may have it suppressed (sub-state levels). "
+                          "the sidebar); a level's published totals change by the opposite of its suppressed groups "
+                          "(every group publishes a total unless suppressed). A group with only a total may have it "
+                          "suppressed (sub-state levels). "
                           + " ".join(proj.notes) + " " + pj.OWN_IN_SHORT)
     over = _error_above_moe(config, proj)
     if over:
@@ -282,11 +284,14 @@ def _glossary_links() -> None:
                       query_params=glossary.link_params(term))
 
 
-#: The planner's columns: the three sex x age tables counted together ("With table") so that
-#: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
-#: split them.
-PLANNER_COLUMNS = ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
-                   "mean_abs_error")
+#: The planner's columns (and the adaptive-tables and suppression pages'; every download has all).
+PLANNER_COLUMNS = ("groups", "age4", "age9", "age23", "total_only_published", "suppressed", "mean_abs_error")
+#: The planner's changes from the reference plan (issue 40): groups with a table and suppressed
+#: groups. So that the table fits beside the sidebar at 1280 px, it leaves out two figures that
+#: its other columns give: groups with a table (the sum of the three sex × age columns) and
+#: published totals (T1 rows: the groups less the suppressed, so that their change is that of
+#: the suppressed with the other sign; the caption says so). The download has both.
+PLANNER_CHANGES = ("tables", "suppressed")
 
 
 #: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
@@ -307,6 +312,10 @@ _HEADERS = {
 }
 
 
+#: Short headers of the change columns (`projection.CHANGE_COLUMNS`), so that they fit at 1280 px.
+_CHANGE_HEADERS = {"t1_rows": "Δ T1 rows", "tables": "Δ table", "suppressed": "Δ suppr."}
+
+
 #: What a bound of the mean |error| is (counts clamped at 0; `calculators.projection`).
 BOUND_HELP = ("At most this: an upper bound of the expected |published − true| of a published total, in persons. "
               "The plan clamps counts at 0, and a table's total is then the sum of its clamped cells, whose error "
@@ -319,8 +328,9 @@ def _columns(table, bound: bool = False) -> dict:
     for key, head in pj.CHANGE_COLUMNS.items():
         if head in table.columns:
             cfg[head] = st.column_config.TextColumn(
-                head, width=84, help=f"{_HEADERS[key][1]} The change from the reference plan (chosen in the "
-                                     "sidebar): this plan minus the reference, expected over the noise.")
+                _CHANGE_HEADERS[key], width=60,
+                help=f"{_HEADERS[key][1]} The change from the reference plan (chosen in the sidebar): this plan "
+                     "minus the reference, expected over the noise.")
     for key, (head, helptext) in _HEADERS.items():
         if key == "mean_abs_error" and bound:
             head, helptext = "Mean |err| ≤", BOUND_HELP

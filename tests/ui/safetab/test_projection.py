@@ -153,3 +153,11 @@ def test_plans_by_geography_shows_each_plan_and_its_change_per_geography():
     df = pj.plans_by_geography([("A", a), ("C", c)], prof, "suppressed")
     row = df[df["Geography"] == "County"].iloc[0]
     assert row["C"] == "—" and row["Δ C"] == "—"
+
+
+def test_display_table_shows_the_changes_asked_for():
+    prof = pj.shipped(pj.SAMPLE)
+    proj = P.project(production_2020().with_thresholds(COUNTY2, [1, 2, 3]), prof)
+    t = pj.display_table(proj, ("suppressed",), P.project(production_2020(), prof), ("tables", "suppressed"))
+    assert list(t.columns) == [pj.LEVEL, pj.LABELS["suppressed"], pj.CHANGE_COLUMNS["tables"],
+                               pj.CHANGE_COLUMNS["suppressed"]]
