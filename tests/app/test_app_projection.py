@@ -18,11 +18,14 @@ from ui.safetab import projection_panel
 from ui.committee import scenarios
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
-LEVEL, WITH_TABLE, SUPP = pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"]
+LEVEL, SUPP = pj.LEVEL, pj.LABELS["suppressed"]
+AGE4, AGE9, AGE23 = pj.LABELS["age4"], pj.LABELS["age9"], pj.LABELS["age23"]
+#: The change columns of the pages' table (issue 40): groups with a table and suppressed groups.
+D_TABLE, D_SUPP = pj.CHANGE_COLUMNS["tables"], pj.CHANGE_COLUMNS["suppressed"]
 
 
 def _national(at):
-    return frame(at, LEVEL, WITH_TABLE)
+    return frame(at, LEVEL, AGE23, D_TABLE)
 
 
 def _row(df, label="COUNTY Detailed"):
@@ -30,7 +33,10 @@ def _row(df, label="COUNTY Detailed"):
 
 
 def _expected(cfg, which=pj.NATIONAL):
-    return pj.display_table(P.project(cfg, pj.shipped(which)), projection_panel.PLANNER_COLUMNS)
+    """The table the pages show: against the default reference plan, the 2020 production plan."""
+    prof = pj.shipped(which)
+    return pj.display_table(P.project(cfg, prof), projection_panel.PLANNER_COLUMNS,
+                            P.project(production_2020(), prof), projection_panel.PLANNER_CHANGES)
 
 
 def test_the_planner_shows_the_national_outcome_of_the_plan():
@@ -39,7 +45,8 @@ def test_the_planner_shows_the_national_outcome_of_the_plan():
     want = _expected(config(at))
     assert shown.to_dict("records") == want.to_dict("records")
     # the 2020 plan at national scale: thousands of county groups get a table; every level and the total are there
-    assert _row(shown)[WITH_TABLE] > 1000
+    assert _row(shown)[AGE4] + _row(shown)[AGE9] + _row(shown)[AGE23] > 1000
+    assert list(shown.columns[-2:]) == [D_TABLE, D_SUPP] and _row(shown)[D_TABLE] == "0"  # the reference itself
     assert list(shown[LEVEL])[-1] == "All levels" and len(shown) == 20
     t = texts(at)
     assert "Synthetic nation of 330,000,000 persons" in t and "synthetic (invented persons)" in t
@@ -55,7 +62,7 @@ def test_the_planner_draws_only_its_open_tab():
     at.run()
     charts = at.get("plotly_chart")
     assert len(charts) == 1 and json.loads(charts[0].proto.spec)["layout"]["title"]["text"].startswith("MOE")
-    assert not any({LEVEL, WITH_TABLE} <= set(df.value.columns)
+    assert not any({LEVEL, AGE23} <= set(df.value.columns)
                    for df in at.dataframe)  # the national outcome is not drawn meanwhile
     at.switch_page("app_pages/safetab/adaptive.py").run()
     at.switch_page("app_pages/safetab/budget.py").run()
@@ -88,8 +95,7 @@ def test_the_adaptive_page_shows_its_level_and_follows_the_thresholds():
     # one table, the same on every page: total only never holds the suppressed
     from ui.safetab import projection_panel
 
-    assert _national(at).to_dict("records") == pj.display_table(
-        P.project(config(at), pj.shipped(pj.NATIONAL)), projection_panel.PLANNER_COLUMNS).to_dict("records")
+    assert _national(at).to_dict("records") == _expected(config(at)).to_dict("records")
 
 
 def test_a_plan_that_clamps_counts_shows_its_error_as_a_bound():
@@ -113,13 +119,17 @@ def test_the_suppression_page_follows_p():
     at = open_app("suppression")
     cols = projection_panel.PLANNER_COLUMNS  # the same table as on the planner (issue 40 item 4)
     shown = frame(at, LEVEL, SUPP)
-    assert shown.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
-                                                        cols).to_dict("records")
+    assert cols == projection_panel.PLANNER_COLUMNS
+    assert shown.to_dict("records") == _expected(config(at)).to_dict("records")
     at.text_input(key="w_p").input("0.5").run()
     after = frame(at, LEVEL, SUPP)
-    assert after.to_dict("records") == pj.display_table(P.project(config(at), pj.shipped(pj.NATIONAL)),
-                                                        cols).to_dict("records")
+    assert after.to_dict("records") == _expected(config(at)).to_dict("records")
     assert _row(after)[SUPP] < _row(shown)[SUPP]
+    # the change from the reference (the 2020 plan) is in view, signed (gap of issue 40)
+    fewer = round(_row(after)[SUPP] - _row(shown)[SUPP])
+    change = _row(after)[D_SUPP]
+    assert fewer < 0 and change.startswith("−") and abs(int(change[1:].replace(",", "")) + fewer) <= 1
+    assert _row(shown)[D_SUPP] == "0"
 
 
 def test_the_sample_profile_can_be_chosen_and_every_page_keeps_it():
@@ -159,7 +169,9 @@ def test_an_uploaded_confidential_profile_is_named_and_marked(monkeypatch):
     at.session_state["proj_choice"] = pj.UPLOADED
     at.run()
     assert at.selectbox(key="pl_nat_profile").value == pj.UPLOADED
-    assert _national(at).to_dict("records") == pj.display_table(P.project(config(at), prof), projection_panel.PLANNER_COLUMNS).to_dict("records")
+    assert _national(at).to_dict("records") == pj.display_table(
+        P.project(config(at), prof), projection_panel.PLANNER_COLUMNS,
+        P.project(production_2020(), prof), projection_panel.PLANNER_CHANGES).to_dict("records")
     err = " ".join(e.value for e in at.error)
     assert "CONFIDENTIAL" in err and r"Agency \*data\* 2030" in err  # named, as typed (not Markdown)
     # so is its download: the profile named, marked CONFIDENTIAL, as the command line's CSV

@@ -102,3 +102,16 @@ def test_scenarios_compare_opens_on_the_figures_that_differ_most(store):
     head = [d.value for d in at.dataframe if "Plan" in d.value.columns and "Suppressed" in d.value.columns][0]
     assert list(head["Plan"]) == [plan_controls.PRODUCTION, "Fewer codes", pj.CHANGE_ROW]
     assert head.iloc[2]["Suppressed"].startswith("−") and head.iloc[2]["With a person"] == "0"
+    # per geography (nation ... Puerto Rico), opening on the figure the plans differ on most
+    geo_order = pj.geography_most_different(plans, pj.shipped(pj.NATIONAL))
+    assert at.radio(key="sc_geo_measure").value == geo_order[0]
+    by_geo = [d.value for d in at.dataframe if "Geography" in d.value.columns and "Δ Fewer codes" in d.value.columns]
+    assert len(by_geo) == 1
+    want = pj.plans_by_geography([(plan_controls.PRODUCTION, production_2020()),
+                                  ("Fewer codes", production_2020().updated(max_race_codes=3))],
+                                 pj.shipped(pj.NATIONAL), geo_order[0])
+    assert by_geo[0].to_dict("records") == want.to_dict("records")
+    assert {"Nation", "State", "County", "Tract", "Place", "AIANNH", "Puerto Rico"} <= set(by_geo[0]["Geography"])
+    at.radio(key="sc_geo_measure").set_value("suppressed").run()
+    by_geo = [d.value for d in at.dataframe if "Geography" in d.value.columns and "Δ Fewer codes" in d.value.columns][0]
+    assert by_geo[by_geo["Geography"] == "County"].iloc[0]["Δ Fewer codes"].startswith("−")

@@ -134,12 +134,15 @@ class Memo:
     sections: list[Section]
     #: The decision sheet (page 1): blocks of text and tables, no figures.
     sheet: list = field(default_factory=list)
+    #: The sheet's outcome per geography (`geography_outcome`): printed on page 1 under the
+    #: sheet where it fits, else at the top of page 2 with a pointer on page 1 (`GEOGRAPHY_POINTER`).
+    sheet_geography: list = field(default_factory=list)
 
     def figures(self) -> list[Figure]:
         return [b for s in self.sections for b in s.blocks if isinstance(b, Figure)]
 
     def tables(self) -> list[Table]:
-        return [b for b in self.sheet if isinstance(b, Table)] + \
+        return [b for b in self.sheet + self.sheet_geography if isinstance(b, Table)] + \
             [b for s in self.sections for b in s.blocks if isinstance(b, Table)]
 
 
@@ -624,6 +627,59 @@ def national_outcome(plans: Sequence[Plan], profile=None, reference: Plan | None
     return out
 
 
+#: What page 1 says when the outcome per geography did not fit on it (the PDF prints the
+#: table at the top of page 2).
+GEOGRAPHY_POINTER = ("The outcome per geography (nation, state, county, tract, place, AIANNH, Puerto Rico) of the "
+                     "groups with at least one person is at the top of page 2.")
+#: The title of the outcome per geography (`geography_outcome`).
+GEOGRAPHY_TITLE = "National outcome per geography: the groups that exist"
+
+
+def geography_outcome(plans: Sequence[Plan], profile=None, reference: Plan | None = None) -> list:
+    """The decision sheet's outcome per geography (issue 40 item 2; nation, state, county,
+    tract, place, AIANNH, Puerto Rico and all levels; `calculators.plan.geography_table`),
+    compact: per plan one column of "published / with a table / suppressed" (expected
+    groups with at least one person, whole, `calculators.plan.fmt`), and for each plan
+    but the reference, its change from the `reference` plan (`calculators.plan.fmt_change`).
+    Nothing (an empty list) when the projection cannot be made: the sheet's national
+    outcome block says why."""
+    try:
+        from ui.safetab import projection as pj
+
+        prof = profile if profile is not None else pj.shipped(pj.NATIONAL)
+        if prof is None:
+            return []
+        others = [reference] if reference is not None and all(p is not reference for p in plans) else []
+        tables = {id(p): {r["geography"]: r for r in pm.geography_table(project_of(p.config, prof))}
+                  for p in [*others, *plans]}
+    except Exception:  # noqa: BLE001 - said by the national outcome block (`national_outcome`)
+        return []
+    keys = ("published", "with_table", "suppressed")
+    geos = [g for g in [*pm.GEOGRAPHIES, "All levels"] if any(g in t for t in tables.values())]
+    ref_t = tables.get(id(reference)) if reference is not None else None
+
+    def cell(r: dict | None) -> str:
+        return DASH if r is None else " / ".join(pm.fmt(r[k], pm.COUNT) for k in keys)
+
+    rows = []
+    for g in geos:
+        occupied = list(dict.fromkeys(pm.fmt(tables[id(p)][g]["occupied"], pm.COUNT)
+                                      for p in plans if g in tables[id(p)]))
+        row = {"Geography": g, "With a person": " or ".join(occupied) or DASH}
+        for p in plans:
+            r = tables[id(p)].get(g)
+            row[f"{p.name}: published / with a table / suppressed"] = cell(r)
+            if ref_t is not None and p is not reference:
+                base = ref_t.get(g)
+                row[f"{p.name}: change from {reference.name}"] = DASH if r is None or base is None else " / ".join(
+                    pm.fmt_change(r[k] - base[k], pm.COUNT) for k in keys)
+        rows.append(row)
+    caption = ("Expected groups with at least one person, per geography, that publish a total / get a sex × age "
+               "table / are suppressed, on the profile of the national outcome above; a change is the plan minus "
+               "the reference, in groups. A geography a plan does not tabulate is a dash.")
+    return [Table(GEOGRAPHY_TITLE, pd.DataFrame(rows), caption=caption)]
+
+
 def _gist(note: str) -> str:
     """A projection note's first clause ("Coterminous copying is ignored"), so that page 1
     keeps to one page; docs/projection.md and the planner's panel give them whole."""
@@ -849,7 +905,8 @@ def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DE
     if version:
         facts.insert(1, ("Saved scenario", f"{plan.name}, {version}"))
     return _marked(Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
-                        _date(now), project_version(), facts, sections, sheet), profile)
+                        _date(now), project_version(), facts, sections, sheet,
+                        geography_outcome([plan], profile, plan if same else ref)), profile)
 
 
 def _signature(plans: Sequence[Plan], lvl: PopulationGroupLevel) -> tuple:
@@ -950,8 +1007,8 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
              ("MOE targets met with", planner.METHOD_SHORT[method]),
              ("δ for ε of zCDP plans", f"{delta:g}")]
     return _marked(Memo(f"SafeTab-P decision memo: {len(plans)} plans compared", ", ".join(names), _date(now),
-                        project_version(), facts, secs, decision_sheet(plans, plans[0], method, delta, profile)),
-                   profile)
+                        project_version(), facts, secs, decision_sheet(plans, plans[0], method, delta, profile),
+                        geography_outcome(plans, profile, plans[0])), profile)
 
 
 #: What a memo whose national outcome comes from a confidential profile says first, and its title's mark.

@@ -104,7 +104,7 @@ def render(memo: Memo, svgs: Sequence[bytes] | None = None, charts_note: str = "
         parts.append(f'<p class="note">Charts are interactive here because they could not be drawn as pictures: '
                      f'{html.escape(charts_note)}.</p>')
     parts.append(f'<section id="sheet"><h2>{SHEET_TITLE}</h2>')
-    for b in memo.sheet:
+    for b in memo.sheet + memo.sheet_geography:
         if isinstance(b, Text):
             parts.append(f'<p class="{ {"note": "note", "warning": "warning"}.get(b.kind, "") }">'
                          f'{html.escape(b.text)}</p>')

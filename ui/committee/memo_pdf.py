@@ -29,7 +29,8 @@ from pathlib import Path
 from fpdf import FPDF
 
 from ui.committee import images
-from ui.committee.memo import SHEET_TITLE, Figure, Memo, Table, Text, appendix_label, memo_text
+from ui.committee.memo import (GEOGRAPHY_POINTER, SHEET_TITLE, Figure, Memo, Table, Text, appendix_label,
+                               memo_text)
 
 #: Font folders searched, in order (Debian/Ubuntu, other Linux, macOS, Windows).
 FONT_DIRS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu", "/usr/share/fonts/TTF",
@@ -197,10 +198,9 @@ def _pieces(pdf: _Doc, text: str, width: float) -> list[str]:
     return out + [piece]
 
 
-def _table(pdf: _Doc, t: Table) -> None:
-    """A table drawn cell by cell (fpdf2's own table layout costs a second or more per
-    memo): widths from `_widths`, words never broken, the header repeated on every page
-    the table runs onto, words left and numbers right, highlighted cells and rows."""
+def _table_layout(pdf: _Doc, t: Table) -> tuple:
+    """How `_table` lays `t` out: (font size, column widths, header lines, body lines, header
+    height, row heights, line height, columns, values)."""
     df = t.df
     cols = [str(c) for c in df.columns]
     values = [list(r) for r in df.itertuples(index=False)]
@@ -222,6 +222,26 @@ def _table(pdf: _Doc, t: Table) -> None:
     body = [[_wrap(pdf, c, inner[j]) for j, c in enumerate(r)] for r in rows[1:]]
     head_h = max(len(c) for c in head) * lh + 2 * PAD
     heights = [max(len(c) for c in r) * lh + 2 * PAD for r in body]
+    return size, widths, head, body, head_h, heights, lh, cols, values
+
+
+def _table_height(pdf: _Doc, t: Table) -> float:
+    """The height (mm) `_table` draws `t` at on one page: title, header, rows, caption."""
+    _size, _widths_, _head, _body, head_h, heights, _lh, _cols, _values = _table_layout(pdf, t)
+    cap = 0.0
+    if t.caption:
+        pdf.set_font(pdf.face, "", 7.5)
+        cap = 3.6 * len(pdf.multi_cell(0, 3.6, pdf.t(t.caption), dry_run=True, output="LINES"))
+    pdf.set_font(pdf.face, "B", 9)
+    title = 5 * len(pdf.multi_cell(0, 5, pdf.t(t.title), dry_run=True, output="LINES"))
+    return title + head_h + sum(heights) + cap + 2
+
+
+def _table(pdf: _Doc, t: Table) -> None:
+    """A table drawn cell by cell (fpdf2's own table layout costs a second or more per
+    memo): widths from `_widths` (`_table_layout`), words never broken, the header repeated
+    on every page the table runs onto, words left and numbers right, highlighted cells and rows."""
+    size, widths, head, body, head_h, heights, lh, cols, values = _table_layout(pdf, t)
     if pdf.room < 6 + head_h + sum(heights[:2]):  # the title with the header and a row or two
         pdf.add_page()
     pdf.set_font(pdf.face, "B", 9)
@@ -464,11 +484,22 @@ def render(memo: Memo, pngs: Sequence[bytes | None] | None = None, charts_note: 
                         "instead.", "warning"))
     for b in memo.sheet:
         _block(pdf, b, pics)
+    contents = pdf.t("Appendix: " + " · ".join(f"{appendix_label(i)}. {s.title}"
+                                               for i, s in enumerate(memo.sections)))
+    pdf.set_font(pdf.face, "", 8)
+    contents_h = 4 * len(pdf.multi_cell(0, 4, contents, dry_run=True, output="LINES"))
+    # the outcome per geography under the sheet if it fits on page 1, else at the top of
+    # page 2 with a pointer here: the sheet itself is never pushed off page 1
+    later = bool(memo.sheet_geography) and (pdf.page_no() > 1 or pdf.room < contents_h + sum(
+        _table_height(pdf, b) if isinstance(b, Table) else _text_height(pdf, b) for b in memo.sheet_geography))
+    if later:
+        _text(pdf, Text(GEOGRAPHY_POINTER, "note"))
+    else:
+        for b in memo.sheet_geography:
+            _block(pdf, b, pics)
     pdf.set_font(pdf.face, "", 8)
     pdf.set_text_color(70)
-    pdf.multi_cell(0, 4, pdf.t("Appendix: " + " · ".join(f"{appendix_label(i)}. {s.title}"
-                                                          for i, s in enumerate(memo.sections))),
-                   new_x="LMARGIN", new_y="NEXT")
+    pdf.multi_cell(0, 4, contents, new_x="LMARGIN", new_y="NEXT")
     pdf.set_text_color(0)
 
     # ---- the appendix, from page 2, sections flowing on (a sheet that ran onto page 2 is
@@ -477,6 +508,10 @@ def render(memo: Memo, pngs: Sequence[bytes | None] | None = None, charts_note: 
         pdf.add_page()
     else:
         pdf.ln(4)
+    if later:
+        for b in memo.sheet_geography:
+            _block(pdf, b, pics)
+        pdf.ln(2)
     for i, s in enumerate(memo.sections):
         rows = _rows(s.blocks)
         title = f"{appendix_label(i)}. {s.title}"

@@ -139,19 +139,41 @@ def _label(row: dict) -> str:
 
 
 # ------------------------------------------------------------------ what the pages show
-def display_table(proj: Projection, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+#: The figures whose change from the reference plan the per-level table shows (`display_table`):
+#: key of LABELS -> header of the change column ("published" is the published totals, T1 rows).
+CHANGE_COLUMNS = {"t1_rows": "Δ Published", "tables": "Δ With table", "suppressed": "Δ Suppressed"}
+
+
+def display_table(proj: Projection, columns: tuple[str, ...] | None = None,
+                  reference: Projection | None = None, changes: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Per level and in total, expected figures rounded to whole groups and rows (the
-    error to 0.1 person); `columns` picks and orders the figures (keys of LABELS)."""
+    error to 0.1 person); `columns` picks and orders the figures (keys of LABELS). With a
+    `reference` projection (the reference plan's), three columns more (`CHANGE_COLUMNS`):
+    the signed change of published totals, groups with a table and suppressed groups,
+    plan - reference, by `calculators.plan.fmt_change` ("+1,234", "−2,312,345"; a dash
+    for a level one of the plans does not tabulate); `changes` picks some of them (keys of
+    CHANGE_COLUMNS)."""
     columns = columns or ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
                           "t2_rows", "mean_abs_error")
+    ref = None if reference is None else {_row_label(r): r for r in reference.rows + [reference.total]}
     rows = []
     for r in proj.rows + [proj.total]:
-        out = {LEVEL: _label(r) if r["geo"] != "TOTAL" else "All levels"}
+        out = {LEVEL: _row_label(r)}
         for c in columns:
             v = _value(r, c)
             out[LABELS[c]] = round(v, 1) if c == "mean_abs_error" else (None if math.isnan(v) else int(round(v)))
+        if ref is not None:
+            base = ref.get(out[LEVEL])
+            for c, head in CHANGE_COLUMNS.items():
+                if changes is not None and c not in changes:
+                    continue
+                out[head] = pm.fmt_change(None if base is None else _value(r, c) - _value(base, c), pm.COUNT)
         rows.append(out)
     return pd.DataFrame(rows)
+
+
+def _row_label(row: dict) -> str:
+    return _label(row) if row["geo"] != "TOTAL" else "All levels"
 
 
 def _value(row: dict, key: str) -> float:
@@ -310,14 +332,7 @@ def most_different(plans, profile: Profile) -> list[str]:
     largest relative spread (max - min) / max of the "All levels" figure first, so that a
     comparison opens on the figures that differ most."""
     projs = [project(cfg, profile) for _name, cfg in plans]
-
-    def spread(m: str) -> float:
-        vals = [_value(p.total, m) for p in projs]
-        vals = [v for v in vals if not math.isnan(v)]
-        top = max((abs(v) for v in vals), default=0.0)
-        return (max(vals) - min(vals)) / top if vals and top > 0 else 0.0
-
-    return sorted(MEASURES, key=lambda m: -spread(m))
+    return sorted(MEASURES, key=lambda m: -_spread([_value(p.total, m) for p in projs]))
 
 
 #: The columns of `plans_headline`: fewer than per geography, so that a long plan name fits beside them.
@@ -345,6 +360,54 @@ def plans_headline(plans, profile: Profile) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Figures of the groups that exist the Scenarios page compares per geography
+#: (`plans_by_geography`): key of `calculators.plan.HEADLINE` -> title.
+GEOGRAPHY_MEASURES = {
+    "suppressed": "Suppressed", "published": "Publish a total", "with_table": "With a sex × age table",
+    "total_only": "Total only (not suppressed)", "empty_published": "Empty groups, published",
+    "persons_published_share": "Persons covered",
+}
+
+
+def _spread(values: list[float]) -> float:
+    """(max - min) / max |value| of the values that are numbers (0 if none or all 0)."""
+    vals = [v for v in values if not math.isnan(v)]
+    top = max((abs(v) for v in vals), default=0.0)
+    return (max(vals) - min(vals)) / top if vals and top > 0 else 0.0
+
+
+def geography_most_different(plans, profile: Profile) -> list[str]:
+    """The GEOGRAPHY_MEASURES ordered by how much the plans differ on them for the groups
+    that exist, over all levels (`calculators.plan.national_headline`): the largest
+    relative spread (max - min) / max first, ties in the order of GEOGRAPHY_MEASURES."""
+    heads = [pm.national_headline(project(cfg, profile)) for _name, cfg in plans]
+    return sorted(GEOGRAPHY_MEASURES, key=lambda m: -_spread([h[m] for h in heads]))
+
+
+def plans_by_geography(plans, profile: Profile, measure: str) -> pd.DataFrame:
+    """One row per geography (nation, state, county, tract, place, AIANNH, Puerto Rico;
+    `calculators.plan.geography_table`) and "All levels"; one column per plan: the
+    measure (a key of GEOGRAPHY_MEASURES) for the groups with at least one person, as text
+    by the one format rule; after each plan but the first, "Δ <plan>": its signed change
+    from the first plan (`calculators.plan.fmt_change`). A geography a plan does not
+    tabulate is a dash. `plans` are (name, SafeTabConfig) pairs."""
+    kind = pm.HEADLINE[measure][1]
+    tables = [(name, {r["geography"]: r[measure] for r in pm.geography_table(project(cfg, profile))})
+              for name, cfg in plans]
+    geos = [g for g in [*pm.GEOGRAPHIES, "All levels"] if any(g in t for _n, t in tables)]
+    rows = []
+    for g in geos:
+        row = {"Geography": g}
+        first = tables[0][1].get(g)
+        for k, (name, t) in enumerate(tables):
+            v = t.get(g)
+            row[name] = pm.fmt(v, kind)
+            if k:
+                row[f"Δ {name}"] = pm.fmt_change(None if v is None or first is None else v - first, kind)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
     """One row per level (and All levels), one column per plan: the measure's expected
     national value (rounded as shown); "Differs" when the shown values do not all agree.
@@ -356,7 +419,7 @@ def compare_plans(plans, profile: Profile, measure: str) -> pd.DataFrame:
     for name, proj in projs:
         values[name] = {}
         for r in proj.rows + [proj.total]:
-            lab = _label(r) if r["geo"] != "TOTAL" else "All levels"
+            lab = _row_label(r)
             if lab not in labels and lab != "All levels":
                 labels.append(lab)
             v = _value(r, measure)

@@ -164,15 +164,19 @@ def outcome(config: SafeTabConfig, key: str, *, columns: tuple[str, ...] | None 
             else:
                 m[4].metric("Mean |error| of a total", f"{s['mean_abs_error']:.1f}",
                             help="Expected |published − true| of a published total, in persons.")
-    headline(config, proj, key)
-    table = pj.display_table(proj, columns)
+    ref_name, ref_proj = _reference_projection(prof)
+    headline(config, proj, key, (ref_name, ref_proj))
+    table = pj.display_table(proj, columns, ref_proj, PLANNER_CHANGES if columns == PLANNER_COLUMNS else None)
     full = proj.frame()
     widgets.table(table, f"national_outcome_{key}.csv", key=f"{key}_table", data=full, csv_head=proj.header_lines(),
                   height=35 * (len(table) + 1) + 3,
                   column_config=_columns(table, bool(proj.total["mean_abs_error_bound"])),
                   caption=f"Expected numbers of groups and rows (rounded) for the nation of **{pj.plain(prof.name)}** "
                           f"({prof.persons:,} persons); the download has the decimals and each figure's standard "
-                          "deviation. A group with only a total may have it suppressed (sub-state levels). "
+                          f"deviation. “Δ”: the change from the reference plan ({pj.plain(ref_name)}; chosen in "
+                          "the sidebar); a level's published totals change by the opposite of its suppressed groups "
+                          "(every group publishes a total unless suppressed). A group with only a total may have it "
+                          "suppressed (sub-state levels). "
                           + " ".join(proj.notes) + " " + pj.OWN_IN_SHORT)
     over = _error_above_moe(config, proj)
     if over:
@@ -194,11 +198,13 @@ def _reference_projection(profile: Profile) -> tuple[str, Projection]:
     return ref.source, _projection(ref.config, profile)
 
 
-def headline(config: SafeTabConfig, proj: Projection, key: str) -> None:
+def headline(config: SafeTabConfig, proj: Projection, key: str,
+             reference: tuple[str, Projection] | None = None) -> None:
     """What the plan does to the groups that exist (issue 40 item 2), per geography, with
-    each figure's change from the reference plan (chosen in the sidebar), and why a plan
-    with less budget publishes more tables when it does."""
-    ref_name, ref_proj = _reference_projection(proj.profile)
+    each figure's change from the reference plan (chosen in the sidebar; `reference`: its
+    name and projection, if already made), and why a plan with less budget publishes more
+    tables when it does."""
+    ref_name, ref_proj = reference or _reference_projection(proj.profile)
     st.markdown(explain.headline_sentence(proj))
     widgets.table(pj.geography_frame(proj, ref_proj), f"national_by_geography_{key}.csv", key=f"{key}_geo",
                   csv_head=proj.header_lines(),
@@ -278,11 +284,14 @@ def _glossary_links() -> None:
                       query_params=glossary.link_params(term))
 
 
-#: The planner's columns: the three sex x age tables counted together ("With table") so that
-#: the table fits beside the sidebar at 1280 px; the Adaptive tables page and every download
-#: split them.
-PLANNER_COLUMNS = ("groups", "tables", "age4", "age9", "age23", "total_only_published", "suppressed", "t1_rows",
-                   "mean_abs_error")
+#: The planner's columns (and the adaptive-tables and suppression pages'; every download has all).
+PLANNER_COLUMNS = ("groups", "age4", "age9", "age23", "total_only_published", "suppressed", "mean_abs_error")
+#: The planner's changes from the reference plan (issue 40): groups with a table and suppressed
+#: groups. So that the table fits beside the sidebar at 1280 px, it leaves out two figures that
+#: its other columns give: groups with a table (the sum of the three sex × age columns) and
+#: published totals (T1 rows: the groups less the suppressed, so that their change is that of
+#: the suppressed with the other sign; the caption says so). The download has both.
+PLANNER_CHANGES = ("tables", "suppressed")
 
 
 #: Short headers and their help, so that the widest table (11 columns) fits beside the sidebar at 1280 px.
@@ -303,6 +312,10 @@ _HEADERS = {
 }
 
 
+#: Short headers of the change columns (`projection.CHANGE_COLUMNS`), so that they fit at 1280 px.
+_CHANGE_HEADERS = {"t1_rows": "Δ T1 rows", "tables": "Δ table", "suppressed": "Δ suppr."}
+
+
 #: What a bound of the mean |error| is (counts clamped at 0; `calculators.projection`).
 BOUND_HELP = ("At most this: an upper bound of the expected |published − true| of a published total, in persons. "
               "The plan clamps counts at 0, and a table's total is then the sum of its clamped cells, whose error "
@@ -312,6 +325,12 @@ BOUND_HELP = ("At most this: an upper bound of the expected |published − true|
 def _columns(table, bound: bool = False) -> dict:
     """The table's column headers and help; `bound`: the error column holds upper bounds."""
     cfg = {pj.LEVEL: st.column_config.TextColumn(width=118)}
+    for key, head in pj.CHANGE_COLUMNS.items():
+        if head in table.columns:
+            cfg[head] = st.column_config.TextColumn(
+                _CHANGE_HEADERS[key], width=60,
+                help=f"{_HEADERS[key][1]} The change from the reference plan (chosen in the sidebar): this plan "
+                     "minus the reference, expected over the noise.")
     for key, (head, helptext) in _HEADERS.items():
         if key == "mean_abs_error" and bound:
             head, helptext = "Mean |err| ≤", BOUND_HELP
@@ -343,6 +362,7 @@ def compare(plans, names: list[str]) -> None:
                 f"{pj.plain(names[0])}.")
     widgets.table(heads, "compare_national_headline.csv", key="sc_nat_head",
                   csv_head=pj.profile_lines(prof, "each plan's outcome for the groups with at least one person."))
+    _by_geography(plan_list, prof)
     if ss.get("sc_nat_measure") not in pj.MEASURES:  # opens on the figure the plans differ on most
         ss["sc_nat_measure"] = pj.most_different([(n, p.config) for n, p in zip(names, plans)], prof)[0]
     measure = st.radio("Figure", list(pj.MEASURES), key="sc_nat_measure", horizontal=True,
@@ -360,3 +380,22 @@ def compare(plans, names: list[str]) -> None:
                   csv_head=pj.profile_lines(prof, pj.MEASURES[measure][1]),
                   style=(comparison.styled, (names, {n: "{:.4g}" if measure == "mean_abs_error" else "{:,.0f}"
                                                      for n in names})))
+
+
+def _by_geography(plan_list, prof: Profile) -> None:
+    """Scenarios: the plans per geography, one figure of the groups that exist at a time,
+    opening on the figure the plans differ on most."""
+    ss = st.session_state
+    if ss.get("sc_geo_measure") not in pj.GEOGRAPHY_MEASURES:
+        ss["sc_geo_measure"] = pj.geography_most_different(plan_list, prof)[0]
+    measure = st.radio("Per geography, groups with a person", list(pj.GEOGRAPHY_MEASURES), key="sc_geo_measure",
+                       horizontal=True, format_func=pj.GEOGRAPHY_MEASURES.get,
+                       help="Opens on the figure the plans differ on most.")
+    df = pj.plans_by_geography(plan_list, prof, measure)
+    widgets.table(df, f"compare_by_geography_{measure}.csv", key="sc_geo_table", height=35 * (len(df) + 1) + 3,
+                  csv_head=pj.profile_lines(prof, f"each plan's {pm.HEADLINE[measure][0]}, per geography, for the "
+                                                  "groups with at least one person."),
+                  column_config={"Geography": st.column_config.TextColumn(width=96)},
+                  caption=f"{pm.HEADLINE[measure][0][0].upper()}{pm.HEADLINE[measure][0][1:]}, of the groups with "
+                          f"at least one person, per geography; “Δ”: the change from {pj.plain(plan_list[0][0])}. "
+                          "Expected over the noise; a geography a plan does not tabulate is a dash.")

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from calculators import plan as pm
 from calculators import projection as P
 from calculators.levels import PopulationGroupLevel
 from calculators.presets import production_2020
@@ -96,3 +97,67 @@ def test_uploads_are_bounded_and_checked():
 def test_plain_shows_names_as_typed():
     assert pj.plain("a*b_[x](y) :tada:") == r"a\*b\_\[x\]\(y\) \:tada\:"
     assert "\\" not in pj.plain("Agency 2030")
+
+
+def test_display_table_shows_the_change_from_the_reference():
+    prof = pj.shipped(pj.SAMPLE)
+    ref_cfg = production_2020()
+    cfg = ref_cfg.with_thresholds(COUNTY2, [1, 2, 3])  # lower thresholds: more tables at COUNTY Detailed
+    proj, ref = P.project(cfg, prof), P.project(ref_cfg, prof)
+    t = pj.display_table(proj, ("tables", "suppressed"), ref)
+    assert list(t.columns) == [pj.LEVEL, pj.LABELS["tables"], pj.LABELS["suppressed"], *pj.CHANGE_COLUMNS.values()]
+    row = t[t[pj.LEVEL] == "COUNTY Detailed"].iloc[0]
+    a, b = proj.row(COUNTY2), ref.row(COUNTY2)
+    more = (a["age4"] + a["age9"] + a["age23"]) - (b["age4"] + b["age9"] + b["age23"])
+    assert round(more) > 0 and row["Δ With table"] == "+" + f"{round(more):,}"
+    published = a["t1_rows"] - b["t1_rows"]
+    assert row["Δ Published"] == pm.fmt_change(published, pm.COUNT)
+    # a level the thresholds did not touch has no change
+    usa = t[t[pj.LEVEL] == "USA Detailed"].iloc[0]
+    assert (usa["Δ With table"], usa["Δ Published"], usa["Δ Suppressed"]) == ("0", "0", "0")
+    total = t[t[pj.LEVEL] == "All levels"].iloc[0]
+    assert total["Δ With table"] == row["Δ With table"]
+    # a level the plan tabulates and the reference does not: a dash
+    off = P.project(ref_cfg.updated(privacy_budget_p_level_2_county=0), prof)
+    t = pj.display_table(proj, ("suppressed",), off)
+    assert t[t[pj.LEVEL] == "COUNTY Detailed"].iloc[0]["Δ Suppressed"] == "—"
+    assert pj.CHANGE_COLUMNS["t1_rows"] not in pj.display_table(proj, ("suppressed",)).columns
+
+
+def test_plans_by_geography_shows_each_plan_and_its_change_per_geography():
+    prof = pj.shipped(pj.SAMPLE)
+    a = production_2020()
+    b = a.with_thresholds(COUNTY2, [1, 2, 3])  # more county tables, nothing else
+    plans = [("A", a), ("B", b)]
+    df = pj.plans_by_geography(plans, prof, "with_table")
+    assert list(df.columns) == ["Geography", "A", "B", "Δ B"]
+    geo_a = {r["geography"]: r for r in pm.geography_table(P.project(a, prof))}
+    geo_b = {r["geography"]: r for r in pm.geography_table(P.project(b, prof))}
+    assert list(df["Geography"]) == list(geo_a)  # nation ... Puerto Rico, then all levels
+    assert df["Geography"].iloc[0] == "Nation" and df["Geography"].iloc[-1] == "All levels"
+    county = df[df["Geography"] == "County"].iloc[0]
+    more = geo_b["County"]["with_table"] - geo_a["County"]["with_table"]
+    assert round(more) > 0
+    assert county["A"] == pm.fmt(geo_a["County"]["with_table"], pm.COUNT)
+    assert county["Δ B"] == pm.fmt_change(more, pm.COUNT) and county["Δ B"].startswith("+")
+    assert df[df["Geography"] == "Tract"].iloc[0]["Δ B"] == "0"  # thresholds of another level
+    share = pj.plans_by_geography(plans, prof, "persons_published_share")
+    assert share.iloc[0]["A"].endswith(" %")
+    # the figure the plans differ on most comes first: only tables moved here, so a table
+    # figure leads and the persons covered (unchanged) does not
+    order = pj.geography_most_different(plans, prof)
+    assert sorted(order) == sorted(pj.GEOGRAPHY_MEASURES)
+    assert order[0] in ("with_table", "total_only") and order[-1] != "with_table"
+    # a plan without a level: the geography is a dash for it
+    c = a.updated(privacy_budget_p_level_1_county=0, privacy_budget_p_level_2_county=0)
+    df = pj.plans_by_geography([("A", a), ("C", c)], prof, "suppressed")
+    row = df[df["Geography"] == "County"].iloc[0]
+    assert row["C"] == "—" and row["Δ C"] == "—"
+
+
+def test_display_table_shows_the_changes_asked_for():
+    prof = pj.shipped(pj.SAMPLE)
+    proj = P.project(production_2020().with_thresholds(COUNTY2, [1, 2, 3]), prof)
+    t = pj.display_table(proj, ("suppressed",), P.project(production_2020(), prof), ("tables", "suppressed"))
+    assert list(t.columns) == [pj.LEVEL, pj.LABELS["suppressed"], pj.CHANGE_COLUMNS["tables"],
+                               pj.CHANGE_COLUMNS["suppressed"]]
