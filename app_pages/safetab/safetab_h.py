@@ -132,5 +132,5 @@ elif not st.toggle("Show the national outcome (seconds to compute for each new p
 else:
     st.caption(projection.describe(prof) + ": expected groups with each table level (absent: no T1 row).")
     widgets.table(h.national(p_cfg, h_cfg, projection.NATIONAL).round(1), "safetab_h_national.csv", key="h_national")
-st.caption("Scenarios, the decision memo and the share link carry SafeTab-P's plan only; download this SafeTab-H "
-           "config.json to keep it.")
+st.caption("A SafeTab-H plan other than the 2020 one travels with SafeTab-P's: a saved scenario, the plan file, "
+           "the share link and the decision memo keep it.")

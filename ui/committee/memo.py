@@ -40,6 +40,7 @@ from calculators import budget, explain, presets
 from calculators import plan as pm
 from calculators.levels import GEO_LEVELS, POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.safetab import analysis
+from ui.safetab import safetab_h as hplan
 from ui.core import charts, files, planner, typed
 from ui.committee import comparison, scenario_charts
 from ui.committee.comparison import DIFFERS, Plan, unique_names
@@ -833,11 +834,15 @@ def _production() -> Plan:
 
 
 def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DEFAULT_DELTA,
-              run: RunInfo | None = None, now: datetime | None = None, profile=None, version: str = "") -> Memo:
+              run: RunInfo | None = None, now: datetime | None = None, profile=None, version: str = "",
+              h_config=None) -> Memo:
     """The decision memo of one plan: the decision sheet (against the 2020 production
     plan), then the plan in full as an appendix. `version`: the saved scenario's version
-    the plan is, and its author (`scenarios.Scenario.version_label`), named among the facts."""
+    the plan is, and its author (`scenarios.Scenario.version_label`), named among the facts.
+    `h_config`: the SafeTab-H plan kept with it (`safetab_h_section`), None if none."""
     sections = plan_sections(plan, method, delta)
+    if h_config is not None:
+        sections.append(safetab_h_section(plan, h_config, delta))
     if run is not None and run.of(plan):
         sections.append(run_section(run))
     elif run is not None:  # a run of another plan is never shown as this plan's accuracy
@@ -850,6 +855,32 @@ def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DE
         facts.insert(1, ("Saved scenario", f"{plan.name}, {version}"))
     return _marked(Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
                         _date(now), project_version(), facts, sections, sheet), profile)
+
+
+#: The title of the memo's SafeTab-H section.
+H_SECTION = "SafeTab-H plan: the household tables"
+#: The columns of its budget table (the exact MOEs in households).
+_H_COLUMNS = ("Table", "Level", "Budget", "Cell MOE", "Total MOE")
+
+
+def safetab_h_section(plan: Plan, h_cfg, delta: float) -> Section:
+    """The SafeTab-H plan kept with `plan` (issue 45 item 4): each query's budget and the
+    exact 95% MOE of one cell and of the finest level's total (households; variance
+    S / (2 rho) per direct cell, m times that for a sum of m, S = max(2, r) + 1; SPEC.md,
+    SafeTab-H), and the accounting per household beside SafeTab-P's per person."""
+    df = hplan.budget_table(h_cfg, exact=True)
+    df = df[[c for c in _H_COLUMNS if c in df.columns]]
+    S = hplan.household_stability(h_cfg.max_race_codes)
+    return Section(H_SECTION, [
+        Text("SafeTab-H publishes household type (T3) and tenure (T4) for the groups that have a row in "
+             "SafeTab-P's published T1; its privacy unit is one household, so its budgets are never added to "
+             "SafeTab-P's."),
+        Table("SafeTab-H budgets and MOEs per query", df,
+              caption=f"S = {S} (r = {h_cfg.max_race_codes}). MOE: exact 95% half-width in households; the total "
+                      "sums the finest level's direct cells (T3 5, T4 3). A budget of 0: no table there."),
+        Table("Privacy accounting per person and per household", hplan.accounting(plan.config, h_cfg, delta),
+              caption="Never added: SafeTab-P protects one person, SafeTab-H one household."),
+    ])
 
 
 def _signature(plans: Sequence[Plan], lvl: PopulationGroupLevel) -> tuple:

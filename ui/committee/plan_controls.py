@@ -47,7 +47,7 @@ def save_current(name: str, note: str = "", overwrite: bool = False) -> scenario
     problem (name taken, store unusable) becomes a message and returns None."""
     try:
         saved = store().save(name, state.config(), state.targets(), note=note, overwrite=overwrite,
-                             by=auth.current().who)
+                             by=auth.current().who, h_config=state.changed_h_plan())
     except scenarios.ScenarioError as exc:
         state.flash("error", f"Not saved: {exc}.")
         return None
