@@ -70,11 +70,12 @@ with right:
     st.markdown(f"Current plan: **{widgets.plain(state.source_label())}**")
     st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
                        key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
-    st.download_button("Download the plan file (name, config.json, MOE targets and a changed SafeTab-H plan)",
+    st.download_button("Download the plan file (name, config.json and MOE targets)",
                        scenarios.plan_file_text(state.source_label()[: scenarios.MAX_NAME], cfg, state.targets(),
                                                 h_config=state.changed_h_plan()),
                        file_name=f"{scenarios.file_stem(state.source_label())}.plan.json", mime="application/json",
-                       key="cfg_plan_download", on_click="ignore", icon=":material/download:")
+                       key="cfg_plan_download", on_click="ignore", icon=":material/download:",
+                       help="It keeps a SafeTab-H plan other than the 2020 one too.")
     st.subheader("Shareable link")
     token = state.current_token()
     url = urlcodec.share_url(st.context.url, token, page="configuration")
