@@ -58,3 +58,22 @@ def test_a_memo_without_a_safetab_h_plan_has_no_such_section(monkeypatch):
     monkeypatch.setattr(images, "available", lambda: (False, "no Chrome or Chromium was found"))
     m = memo.plan_memo(Plan("P", production_2020(), planner.production_targets()), planner.EXACT, 1e-10, now=NOW)
     assert all(s.title != memo.H_SECTION for s in m.sections)
+
+
+def test_a_comparison_memo_shows_the_safetab_h_plan_of_each_plan_that_has_one(h_plan, monkeypatch):
+    monkeypatch.setattr(images, "available", lambda: (False, "no Chrome or Chromium was found"))
+    plans = [Plan("Reference", production_2020(), planner.production_targets()),
+             Plan("With H", production_2020().updated(max_race_codes=4), planner.production_targets(), h_plan[0])]
+    m = memo.comparison_memo(plans, planner.EXACT, 1e-10, now=NOW)
+    titles = [s.title for s in m.sections]
+    assert "With H: " + memo.H_SECTION in titles and "Reference: " + memo.H_SECTION not in titles
+    sec = next(s for s in m.sections if s.title == "With H: " + memo.H_SECTION)
+    assert 0.37 in set(sec.blocks[1].df["Budget"])
+    assert memo.outline(plans) == [memo.SHEET_TITLE] + [t for t in titles if not t.startswith(memo.RUN_SECTION)]
+
+
+def test_a_plan_that_carries_a_safetab_h_plan_gets_its_section(h_plan, monkeypatch):
+    monkeypatch.setattr(images, "available", lambda: (False, "no Chrome or Chromium was found"))
+    plan = Plan("Plan H", production_2020(), planner.production_targets(), h_plan[0])
+    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    assert memo.H_SECTION in [s.title for s in m.sections] and memo.outline([plan])[-1] == memo.H_SECTION
