@@ -9,7 +9,7 @@ import pytest
 from calculators.levels import PopulationGroupLevel
 from calculators.presets import production_2020
 from calculators.safetab_h import budget_key, production_2020_h
-from tests.app.conftest import frame, open_app
+from tests.app.conftest import frame, open_app, page_script, texts
 from ui.committee import scenarios
 from ui.core import urlcodec
 
@@ -43,3 +43,12 @@ def test_a_scenario_saved_from_the_sidebar_keeps_the_safetab_h_plan(store):
     at.button(key="sb_save").click().run()
     assert not at.exception
     assert store.get("Plan with H").h_config.budget("t3", STATE2) == 0.5
+
+
+def test_the_memo_page_lists_the_safetab_h_section_of_a_changed_plan():
+    at = open_app("safetab_h", timeout=120)
+    assert "SafeTab-H plan: the household tables" not in texts(open_app("memo", timeout=120))
+    next(t for t in at.text_input if t.key.startswith("h_rho_t3_STATE_2")).set_value("0.5").run()
+    at.switch_page(page_script("memo")).run()
+    assert not at.exception
+    assert "SafeTab-H plan: the household tables" in texts(at)
