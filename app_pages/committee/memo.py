@@ -49,6 +49,7 @@ kind = st.radio("Memo of", ["plan", "comparison"], key="memo_kind", persist_stat
                 format_func=lambda k: {"plan": f"The current plan ({widgets.plain(state.source_label())})",
                                        "comparison": "A comparison of plans"}[k])
 version = ""
+h_config = None
 if kind == "comparison":
     if "sc_compare" not in ss or not set(ss["sc_compare"]) <= set(opts):
         saved = [plan_controls.saved_label(s.name) for s in items if s.ok][:2]
@@ -66,6 +67,7 @@ else:
     plans[0] = plans[0]._replace(name=state.source_label())
     label = plans[0].name
     version = plan_controls.current_version()  # the saved version it is, and its author, named in the memo
+    h_config = state.changed_h_plan()  # a SafeTab-H plan other than 2020's gets its own section
     if version:
         st.caption(widgets.plain(f"The current plan is the saved scenario “{label}”, {version}."))
 
@@ -103,7 +105,7 @@ def _build() -> memo.Memo:
     # runs when a download button is pressed, on a thread of its own: only pure helpers here
     run = memo.run_info(out, meta, current) if with_run and out is not None else None
     if len(plans) == 1:
-        return memo.plan_memo(plans[0], method, delta, run, profile=profile, version=version)
+        return memo.plan_memo(plans[0], method, delta, run, profile=profile, version=version, h_config=h_config)
     return memo.comparison_memo(plans, method, delta, run, details=details, profile=profile)
 
 

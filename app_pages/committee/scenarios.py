@@ -109,6 +109,7 @@ def _saved() -> None:
             s = by_name.get(ss.get("sc_pick"))
             if s is not None and s.ok:
                 state.set_config(s.config, s.name, dict(s.targets) or None)
+                state.set_h_plan(s.h_config)
                 plan_controls.remember_version(s)
                 state.flash("success", f"Scenario “{s.name}” is now the plan on every page (Undo in the sidebar "
                                        "goes back).")
@@ -266,6 +267,7 @@ def _history(chosen: scenarios.Scenario) -> None:
         v = by_number.get(ss.get("sc_ver_b"))
         if v is not None and v.scenario.ok:
             state.set_config(v.scenario.config, chosen.name, dict(v.scenario.targets) or None)
+            state.set_h_plan(v.scenario.h_config)
             plan_controls.remember_version(chosen, v.label)
             state.flash("success", f"Version {v.number} of “{chosen.name}” ({v.label}) is now the plan on "
                                    "every page.")

@@ -40,6 +40,8 @@ with left:
             else:
                 ss.pop("cfg_upload_problems", None)
                 state.load_named(plan.config, plan.name if plan.is_plan_file else f"imported {up.name}", plan.targets)
+                if plan.is_plan_file:
+                    state.set_h_plan(plan.h_config)
                 state.flash("success", f"Loaded {up.name}: it is now the plan on every page.")
                 st.rerun()
         bad = ss.get("cfg_upload_problems")
@@ -69,9 +71,11 @@ with right:
     st.download_button("Download config.json", cfg.to_json(), file_name="config.json", mime="application/json",
                        key="cfg_download", on_click="ignore", icon=":material/download:", type="primary")
     st.download_button("Download the plan file (name, config.json and MOE targets)",
-                       scenarios.plan_file_text(state.source_label()[: scenarios.MAX_NAME], cfg, state.targets()),
+                       scenarios.plan_file_text(state.source_label()[: scenarios.MAX_NAME], cfg, state.targets(),
+                                                h_config=state.changed_h_plan()),
                        file_name=f"{scenarios.file_stem(state.source_label())}.plan.json", mime="application/json",
-                       key="cfg_plan_download", on_click="ignore", icon=":material/download:")
+                       key="cfg_plan_download", on_click="ignore", icon=":material/download:",
+                       help="It keeps a SafeTab-H plan other than the 2020 one too.")
     st.subheader("Shareable link")
     token = state.current_token()
     url = urlcodec.share_url(st.context.url, token, page="configuration")

@@ -83,23 +83,21 @@ if c[4].button("Apply the target", key="h_apply"):
         st.error(refused)
     st.rerun()
 
-left, right = st.columns([2, 1])
-with left:
-    df = h.budget_table(h_cfg, exact)
-    widgets.table(df, "safetab_h_budgets.csv", key="h_budgets", height=min(600, 35 * (len(df) + 1) + 3),
-                  column_config={"Budget": st.column_config.NumberColumn(format="%.6g", width=70),
-                                 "σ² (zCDP)": st.column_config.NumberColumn(format="%.4g", width=70),
-                                 "Scale (pure DP)": st.column_config.NumberColumn(format="%.4g", width=70),
-                                 "Cell MOE": st.column_config.NumberColumn(width=60),
-                                 "1.96σ": st.column_config.NumberColumn(format="%.4f", width=60),
-                                 "Total MOE": st.column_config.NumberColumn(
-                                     width=70, help="The total of the finest table level: T3 sums 5 direct "
-                                                    "cells, T4 3.")},
-                  caption=f"S = {S} (r = {h_cfg.max_race_codes}). A published cell that sums m noisy direct cells "
-                          "has variance m σ² (the total of a T3 level-3 group sums 5).")
-with right:
-    widgets.table(h.cells_table(h_cfg, table, level, exact), "safetab_h_cells.csv", key="h_cells",
-                  caption=f"{TABLE_NAMES[table]}, {h.level_name(level)}: every published cell and its MOE.")
+# Both tables take the full width: beside each other, the cells table hid columns at 1280 px.
+df = h.budget_table(h_cfg, exact)
+widgets.table(df, "safetab_h_budgets.csv", key="h_budgets", height=min(600, 35 * (len(df) + 1) + 3),
+              column_config={"Budget": st.column_config.NumberColumn(format="%.6g", width=70),
+                             "σ² (zCDP)": st.column_config.NumberColumn(format="%.4g", width=70),
+                             "Scale (pure DP)": st.column_config.NumberColumn(format="%.4g", width=70),
+                             "Cell MOE": st.column_config.NumberColumn(width=60),
+                             "1.96σ": st.column_config.NumberColumn(format="%.4f", width=60),
+                             "Total MOE": st.column_config.NumberColumn(
+                                 width=70, help="The total of the finest table level: T3 sums 5 direct "
+                                                "cells, T4 3.")},
+              caption=f"S = {S} (r = {h_cfg.max_race_codes}). A published cell that sums m noisy direct cells "
+                      "has variance m σ² (the total of a T3 level-3 group sums 5).")
+widgets.table(h.cells_table(h_cfg, table, level, exact), "safetab_h_cells.csv", key="h_cells",
+              caption=f"{TABLE_NAMES[table]}, {h.level_name(level)}: every published cell and its MOE.")
 
 st.subheader("A group of n persons: which table does it get?")
 c = st.columns([1, 3])
@@ -134,5 +132,5 @@ elif not st.toggle("Show the national outcome (seconds to compute for each new p
 else:
     st.caption(projection.describe(prof) + ": expected groups with each table level (absent: no T1 row).")
     widgets.table(h.national(p_cfg, h_cfg, projection.NATIONAL).round(1), "safetab_h_national.csv", key="h_national")
-st.caption("Scenarios, the decision memo and the share link carry SafeTab-P's plan only; download this SafeTab-H "
-           "config.json to keep it.")
+st.caption("A SafeTab-H plan other than the 2020 one travels with SafeTab-P's: a saved scenario, the plan file, "
+           "the share link and the decision memo keep it.")

@@ -36,11 +36,13 @@ _DASH = "—"
 
 
 class Plan(NamedTuple):
-    """A plan to compare: its name, configuration and the planner's MOE targets."""
+    """A plan to compare: its name, configuration and the planner's MOE targets, and the
+    SafeTab-H plan kept with it (`calculators.safetab_h.SafeTabHConfig`; None: none)."""
 
     name: str
     config: SafeTabConfig
     targets: Mapping[str, int] = {}
+    h_config: Any = None
 
 
 #: The per-level measures, in the order the pages show them: key -> (title, help).

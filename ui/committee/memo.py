@@ -40,6 +40,7 @@ from calculators import budget, explain, presets
 from calculators import plan as pm
 from calculators.levels import GEO_LEVELS, POPULATION_GROUP_LEVELS, PopulationGroupLevel
 from ui.safetab import analysis
+from ui.safetab import safetab_h as hplan
 from ui.core import charts, files, planner, typed
 from ui.committee import comparison, scenario_charts
 from ui.committee.comparison import DIFFERS, Plan, unique_names
@@ -889,11 +890,16 @@ def _production() -> Plan:
 
 
 def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DEFAULT_DELTA,
-              run: RunInfo | None = None, now: datetime | None = None, profile=None, version: str = "") -> Memo:
+              run: RunInfo | None = None, now: datetime | None = None, profile=None, version: str = "",
+              h_config=None) -> Memo:
     """The decision memo of one plan: the decision sheet (against the 2020 production
     plan), then the plan in full as an appendix. `version`: the saved scenario's version
-    the plan is, and its author (`scenarios.Scenario.version_label`), named among the facts."""
+    the plan is, and its author (`scenarios.Scenario.version_label`), named among the facts.
+    `h_config`: the SafeTab-H plan kept with it (`safetab_h_section`; default: `plan.h_config`)."""
     sections = plan_sections(plan, method, delta)
+    h_config = plan.h_config if h_config is None else h_config
+    if h_config is not None:
+        sections.append(safetab_h_section(plan, h_config, delta))
     if run is not None and run.of(plan):
         sections.append(run_section(run))
     elif run is not None:  # a run of another plan is never shown as this plan's accuracy
@@ -907,6 +913,32 @@ def plan_memo(plan: Plan, method: str = planner.BOUND, delta: float = planner.DE
     return _marked(Memo(f"SafeTab-P decision memo: {plan.name}", "The plan, its privacy accounting and its accuracy",
                         _date(now), project_version(), facts, sections, sheet,
                         geography_outcome([plan], profile, plan if same else ref)), profile)
+
+
+#: The title of the memo's SafeTab-H section.
+H_SECTION = "SafeTab-H plan: the household tables"
+#: The columns of its budget table (the exact MOEs in households).
+_H_COLUMNS = ("Table", "Level", "Budget", "Cell MOE", "Total MOE")
+
+
+def safetab_h_section(plan: Plan, h_cfg, delta: float, prefix: str = "") -> Section:
+    """The SafeTab-H plan kept with `plan` (issue 45 item 4): each query's budget and the
+    exact 95% MOE of one cell and of the finest level's total (households; variance
+    S / (2 rho) per direct cell, m times that for a sum of m, S = max(2, r) + 1; SPEC.md,
+    SafeTab-H), and the accounting per household beside SafeTab-P's per person."""
+    df = hplan.budget_table(h_cfg, exact=True)
+    df = df[[c for c in _H_COLUMNS if c in df.columns]]
+    S = hplan.household_stability(h_cfg.max_race_codes)
+    return Section(prefix + H_SECTION, [
+        Text("SafeTab-H publishes household type (T3) and tenure (T4) for the groups that have a row in "
+             "SafeTab-P's published T1; its privacy unit is one household, so its budgets are never added to "
+             "SafeTab-P's."),
+        Table("SafeTab-H budgets and MOEs per query", df,
+              caption=f"S = {S} (r = {h_cfg.max_race_codes}). MOE: exact 95% half-width in households; the total "
+                      "sums the finest level's direct cells (T3 5, T4 3). A budget of 0: no table there."),
+        Table("Privacy accounting per person and per household", hplan.accounting(plan.config, h_cfg, delta),
+              caption="Never added: SafeTab-P protects one person, SafeTab-H one household."),
+    ])
 
 
 def _signature(plans: Sequence[Plan], lvl: PopulationGroupLevel) -> tuple:
@@ -927,7 +959,7 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
     if len(plans) < 2:
         raise ValueError("a comparison needs two or more plans")
     names = unique_names([p.name for p in plans])
-    plans = [Plan(n, p.config, p.targets) for n, p in zip(names, plans, strict=True)]
+    plans = [Plan(n, p.config, p.targets, p.h_config) for n, p in zip(names, plans, strict=True)]
     details = details or {}
     listing = pd.DataFrame([{
         "Plan": p.name,
@@ -994,6 +1026,9 @@ def comparison_memo(plans: Sequence[Plan], method: str = planner.BOUND, delta: f
         for s in plan_sections(p, method, delta, prefix=f"{p.name}: ", brief=True):
             s.level = 2
             secs.append(s)
+        if p.h_config is not None:
+            secs.append(safetab_h_section(p, p.h_config, delta, prefix=f"{p.name}: "))
+            secs[-1].level = 2
     if run is not None:
         ran = next((p for p in plans if run.of(p)), None)
         if ran is None:  # never shown as the accuracy of a plan that did not run
@@ -1035,10 +1070,11 @@ def outline(plans: Sequence[Plan], with_run: bool = False) -> list[str]:
     """The titles of the memo of these plans (cheap: nothing computed): the decision
     sheet, then the appendix's sections."""
     if len(plans) == 1:
-        titles = list(PLAN_SECTIONS)
+        titles = list(PLAN_SECTIONS) + ([H_SECTION] if plans[0].h_config is not None else [])
     else:
         names = unique_names([p.name for p in plans])
-        titles = list(COMPARISON_SECTIONS) + [f"{n}: {t}" for n in names for t in PLAN_SECTIONS]
+        titles = list(COMPARISON_SECTIONS) + [f"{n}: {t}" for n, p in zip(names, plans, strict=True)
+                                              for t in (*PLAN_SECTIONS, *([H_SECTION] if p.h_config else []))]
     return [SHEET_TITLE] + titles + ([RUN_SECTION] if with_run else [])
 
 

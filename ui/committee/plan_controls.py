@@ -47,7 +47,7 @@ def save_current(name: str, note: str = "", overwrite: bool = False) -> scenario
     problem (name taken, store unusable) becomes a message and returns None."""
     try:
         saved = store().save(name, state.config(), state.targets(), note=note, overwrite=overwrite,
-                             by=auth.current().who)
+                             by=auth.current().who, h_config=state.changed_h_plan())
     except scenarios.ScenarioError as exc:
         state.flash("error", f"Not saved: {exc}.")
         return None
@@ -214,7 +214,8 @@ def choices(items: list[scenarios.Scenario] | None = None) -> dict[str, Callable
     (saved by an older version; `scenarios.is_built_in`) is listed as "<name> (saved
     scenario)". Values are zero-argument callables returning a `comparison.Plan`."""
     out: dict[str, Callable[[], comparison.Plan]] = {
-        CURRENT: lambda: comparison.Plan(f"{CURRENT} ({state.source_label()})", state.config(), state.targets()),
+        CURRENT: lambda: comparison.Plan(f"{CURRENT} ({state.source_label()})", state.config(), state.targets(),
+                                         state.changed_h_plan()),
         PRODUCTION: lambda: comparison.Plan(PRODUCTION, presets.production_2020(), planner.production_targets()),
     }
     if state.sample_config_path().is_file():
@@ -227,7 +228,7 @@ def choices(items: list[scenarios.Scenario] | None = None) -> dict[str, Callable
     for s in items:
         label = saved_label(s.name)
         if s.ok and label not in out:
-            out[label] = (lambda s=s, label=label: comparison.Plan(label, s.config, s.targets))
+            out[label] = (lambda s=s, label=label: comparison.Plan(label, s.config, s.targets, s.h_config))
     return out
 
 

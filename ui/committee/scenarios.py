@@ -31,6 +31,11 @@ A plan also travels as a *plan file* (`plan_file_text` / `read_plan_file`):
 "moe_targets": {...}, "note": ..., "created": ..., "modified": ...}``. Reading accepts a
 plain config.json too (its name is then the file's name).
 
+A scenario may keep a SafeTab-H plan beside SafeTab-P's (issue 45): its config.json keys
+under the key ``"safetab_h"`` of the stored configuration text (and of a plan file), which
+is taken out before SafeTab-P's configuration is checked; no change of schema. A plan
+without it is stored exactly as before.
+
 Every failure is a `ScenarioError` in plain words (a `ValueError`).
 """
 
@@ -49,6 +54,7 @@ from typing import Any
 from urllib.parse import quote
 
 from calculators.config import ConfigError, SafeTabConfig, decode_utf8, echo, loads_unique
+from calculators.safetab_h import SafeTabHConfig
 from ui.core import plan_names, urlcodec
 # the names of plans live in ui.core (ui.core.state needs them and may not import this module);
 # scenarios.name_key, .is_built_in... stay where the pages and tests have always found them
@@ -76,6 +82,8 @@ LOCAL = "local"
 UNKNOWN_AUTHOR = "unknown (saved before versions were kept)"
 #: The most versions (or deleted scenarios) one listing shows; the store keeps them all.
 MAX_LISTED = 1_000
+#: The key of the SafeTab-H plan in a stored configuration text and in a plan file.
+H_KEY = "safetab_h"
 #: What each kind of version is called on the page and in the memo.
 ACTIONS = {
     "create": "saved",
@@ -110,6 +118,8 @@ class Scenario:
     #: Its latest version and who made it (0 and "" in a store not yet migrated).
     version: int = 0
     author: str = ""
+    #: The SafeTab-H plan kept beside SafeTab-P's (None: none was saved with it).
+    h_config: SafeTabHConfig | None = None
 
     @property
     def ok(self) -> bool:
@@ -410,14 +420,16 @@ class ScenarioStore:
 
     # ---- writing
     def save(self, name: str, config: SafeTabConfig, targets: Mapping[str, Any] | None = None,
-             note: str = "", overwrite: bool = False, by: str = LOCAL) -> Scenario:
-        """Store a plan under `name`, as a new version by `by`. An existing scenario of
-        that name (after `name_key`) is replaced only with overwrite=True (it keeps its
-        creation time, and what it held stays in its history)."""
+             note: str = "", overwrite: bool = False, by: str = LOCAL,
+             h_config: SafeTabHConfig | None = None) -> Scenario:
+        """Store a plan under `name`, as a new version by `by`, with its SafeTab-H plan if
+        given. An existing scenario of that name (after `name_key`) is replaced only with
+        overwrite=True (it keeps its creation time, and what it held stays in its history)."""
         name = _new_name(name)
         note = _clean_note(note)
         by = _clean_author(by)
-        cfg_text = config.to_json()
+        cfg_text = config.to_json() if h_config is None else \
+            json.dumps({**config.to_dict(), H_KEY: h_config.to_dict()}, indent=2) + "\n"
         tgt_text = json.dumps(clean_targets(targets), sort_keys=True)
         stamp = now()
         with self._connect(write=True) as con:
@@ -711,6 +723,12 @@ def _scenario(name: str, cfg_text: Any, tgt_text: Any, note: Any, created: Any, 
     problems: list[str] = []
     config: SafeTabConfig | None = None
     targets: dict[str, int] = {}
+    h_config: SafeTabHConfig | None = None
+    if isinstance(cfg_text, str) and f'"{H_KEY}"' in cfg_text:
+        try:
+            cfg_text, h_config = _split_h(cfg_text, source)
+        except ConfigError as exc:
+            problems += exc.problems
     if not isinstance(cfg_text, str):
         kind = "NULL" if cfg_text is None else type(cfg_text).__name__
         problems.append(f"the stored configuration is not text ({kind})")
@@ -733,7 +751,23 @@ def _scenario(name: str, cfg_text: Any, tgt_text: Any, note: Any, created: Any, 
             problems += exc.problems
     text = lambda v: v if isinstance(v, str) else ""  # noqa: E731
     return Scenario(name, None if problems else config, targets, text(note)[:MAX_NOTE], text(created)[:40],
-                    text(modified)[:40], tuple(problems))
+                    text(modified)[:40], tuple(problems), h_config=None if problems else h_config)
+
+
+def _split_h(cfg_text: str, source: str) -> tuple[str, SafeTabHConfig | None]:
+    """A stored configuration text without its SafeTab-H plan, and that plan checked
+    (`SafeTabHConfig.from_dict`; ConfigError naming each problem)."""
+    urlcodec.check_json_text(cfg_text, source)
+    try:
+        doc, changed = loads_unique(cfg_text)
+    except (ValueError, RecursionError):
+        return cfg_text, None  # not JSON: SafeTab-P's check says so
+    if changed:
+        raise ConfigError(changed[:20], source)
+    if not isinstance(doc, dict) or H_KEY not in doc:
+        return cfg_text, None
+    h_config = SafeTabHConfig.from_dict(doc.pop(H_KEY), f"{source} (SafeTab-H plan)")
+    return json.dumps(doc, indent=2), h_config
 
 
 # ------------------------------------------------------------------ plan files
@@ -745,8 +779,9 @@ def file_stem(name: str) -> str:
 
 
 def plan_file_text(name: str, config: SafeTabConfig, targets: Mapping[str, Any] | None = None,
-                   note: str = "", created: str = "", modified: str = "") -> str:
-    """A plan as a JSON file that keeps its name and MOE targets (see module doc)."""
+                   note: str = "", created: str = "", modified: str = "",
+                   h_config: SafeTabHConfig | None = None) -> str:
+    """A plan as a JSON file that keeps its name, MOE targets and SafeTab-H plan (see module doc)."""
     doc = {
         "format": PLAN_FORMAT,
         "version": PLAN_VERSION,
@@ -757,13 +792,15 @@ def plan_file_text(name: str, config: SafeTabConfig, targets: Mapping[str, Any] 
         "moe_targets": clean_targets(targets),
         "config": config.to_dict(),
     }
+    if h_config is not None:
+        doc[H_KEY] = h_config.to_dict()
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 def scenario_file_text(s: Scenario) -> str:
     if s.config is None:
         raise ScenarioError(f"scenario {s.name!r} has an invalid configuration and cannot be exported")
-    return plan_file_text(s.name, s.config, s.targets, s.note, s.created, s.modified)
+    return plan_file_text(s.name, s.config, s.targets, s.note, s.created, s.modified, s.h_config)
 
 
 @dataclass(frozen=True)
@@ -778,6 +815,7 @@ class PlanFile:
     created: str = ""
     modified: str = ""
     is_plan_file: bool = False
+    h_config: SafeTabHConfig | None = None
 
 
 def read_plan_file(data: bytes | str, filename: str) -> PlanFile:
@@ -820,9 +858,14 @@ def read_plan_file(data: bytes | str, filename: str) -> PlanFile:
         except ConfigError as exc:
             raise ScenarioError(f"{filename}: the plan's MOE targets are not valid:\n"
                                 + "\n".join(f"- {p}" for p in exc.problems)) from None
+        try:
+            h_config = SafeTabHConfig.from_dict(doc[H_KEY], filename) if H_KEY in doc else None
+        except ConfigError as exc:
+            raise ScenarioError(f"{filename}: the plan's SafeTab-H configuration is not valid:\n"
+                                + "\n".join(f"- {p}" for p in exc.problems)) from None
         return PlanFile(name, config, targets,
                         _clean_note(doc.get("note") if isinstance(doc.get("note"), str) else ""),
-                        str(doc.get("created") or "")[:40], str(doc.get("modified") or "")[:40], True)
+                        str(doc.get("created") or "")[:40], str(doc.get("modified") or "")[:40], True, h_config)
     try:
         config = SafeTabConfig.from_json(text, filename)
     except ConfigError as exc:

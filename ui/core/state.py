@@ -27,6 +27,7 @@ import streamlit as st
 
 from calculators import presets
 from calculators.config import ConfigError, SafeTabConfig
+from calculators.safetab_h import SafeTabHConfig, production_2020_h
 from ui.core import history, plan_names, planner, urlcodec
 from ui.core.plaintext import plain
 
@@ -41,6 +42,8 @@ K_DELTA = "delta"
 K_FLASH = "flash_messages"
 K_CHANGE = "plan_change"
 K_SIDEBAR = "sidebar_signature"
+#: The SafeTab-H plan planned beside SafeTab-P's (the SafeTab-H page; the 2020 plan until set).
+K_H_PLAN = "safetab_h_plan"
 #: The presenter view is on (`ui.learn.classroom`): charts are drawn at least PRESENTER_CHART_PX tall.
 K_PRESENTER = "learn_presenter"
 PRESENTER_CHART_PX = 600
@@ -93,6 +96,7 @@ def init() -> None:
         base.update(targets)
         name = getattr(decoded, "name", None)
         load_named(cfg, name or "shared link", base, bool(getattr(decoded, "edited", False)))
+        set_h_plan(getattr(decoded, "h_config", None))
         flash("success", f"Configuration restored from the link{f': {name}' if name else ''}.")
     else:
         load_production()
@@ -306,13 +310,30 @@ def show_flashes() -> None:
 # ------------------------------------------------------------------ the URL
 def current_token() -> str:
     ss = st.session_state
-    return urlcodec.encode(config(), targets(), name=ss.get(K_SOURCE), edited=bool(ss.get(K_EDITED)))
+    return urlcodec.encode(config(), targets(), name=ss.get(K_SOURCE), edited=bool(ss.get(K_EDITED)),
+                           h_config=changed_h_plan())
+
+
+def set_h_plan(h_config: SafeTabHConfig | None) -> None:
+    """Make `h_config` the session's SafeTab-H plan (None: the 2020 SafeTab-H plan), as a
+    scenario, a plan file or a link that carries SafeTab-P's plan brings it."""
+    if h_config is None:
+        st.session_state.pop(K_H_PLAN, None)
+    else:
+        st.session_state[K_H_PLAN] = h_config
+
+
+def changed_h_plan() -> SafeTabHConfig | None:
+    """The session's SafeTab-H plan if it differs from the 2020 SafeTab-H plan, else None
+    (the link, a scenario and the memo carry it only then)."""
+    h = st.session_state.get(K_H_PLAN)
+    return h if h is not None and h.to_dict() != production_2020_h().to_dict() else None
 
 
 def sync_url() -> None:
     """Keep ?config=<token> in the address bar in step with the configuration (none
     for the untouched 2020 production plan, the default)."""
-    token = None if is_default_plan() else current_token()
+    token = None if is_default_plan() and changed_h_plan() is None else current_token()
     have = st.query_params.get(urlcodec.PARAM)
     if token is None:
         if have is not None:

@@ -2,7 +2,8 @@
 
 Token = URL-safe base64 (no padding) of zlib-compressed compact JSON
 ``{"v": 1, "c": <config.json keys>, "t": {"(GEO, LEVEL)": moe target}, "n": plan name,
-"e": 1 if edited}`` ("t", "n" and "e" optional).
+"e": 1 if edited, "h": <SafeTab-H config.json keys>}`` ("t", "n", "e" and "h" optional;
+"h" is the SafeTab-H plan planned beside SafeTab-P's, checked by `SafeTabHConfig.from_dict`).
 Every key of the configuration is kept; the configuration is checked as strictly as a
 config.json file (`SafeTabConfig.from_dict`). Decoding never raises anything but
 `ConfigError`, whose `.problems` say in plain words what is wrong.
@@ -32,6 +33,7 @@ import numpy as np
 
 from calculators.config import ConfigError, SafeTabConfig, echo, loads_unique
 from calculators.levels import POPULATION_GROUP_LEVELS
+from calculators.safetab_h import SafeTabHConfig
 
 #: The query parameter that carries the configuration.
 PARAM = "config"
@@ -41,7 +43,7 @@ MAX_PAYLOAD = 1_000_000
 #: JSON nested deeper than this is refused (a link's payload is 4 levels deep).
 MAX_DEPTH = 32
 #: Links longer than this are refused before they are decoded (a plan's link is about
-#: 800 characters, its name and every MOE target included).
+#: 800 characters, its name and every MOE target included; about 1,600 with a SafeTab-H plan).
 MAX_TOKEN = 16_000
 #: The largest MOE target a plan may carry, in persons. The planner takes typed targets
 #: up to `ui.core.planner.TARGET_MAX`; a plan's own targets can be larger, because a level's
@@ -132,15 +134,17 @@ MAX_NAME = 80
 class Decoded(tuple):
     """What `decode` returns: the pair (configuration, MOE targets), which unpacks as
     before, plus the plan's name (`.name`, None if the link has none) and whether the
-    plan was edited since it got that name (`.edited`)."""
+    plan was edited since it got that name (`.edited`) and the SafeTab-H plan it carries
+    (`.h_config`, None if none)."""
 
     name: str | None
     edited: bool
+    h_config: SafeTabHConfig | None
 
     def __new__(cls, config: SafeTabConfig, targets: dict[str, int], name: str | None = None,
-                edited: bool = False):
+                edited: bool = False, h_config: SafeTabHConfig | None = None):
         self = super().__new__(cls, (config, targets))
-        self.name, self.edited = name, edited
+        self.name, self.edited, self.h_config = name, edited, h_config
         return self
 
 
@@ -153,10 +157,12 @@ def _name(value: Any) -> str | None:
 
 
 def encode(config: SafeTabConfig, targets: dict[str, int] | None = None, name: str | None = None,
-           edited: bool = False) -> str:
-    """The URL token of a configuration and (optionally) its MOE targets and the plan's
-    name (key "n"; "e": 1 if edited since it got that name)."""
+           edited: bool = False, h_config: SafeTabHConfig | None = None) -> str:
+    """The URL token of a configuration and (optionally) its MOE targets, the plan's
+    name (key "n"; "e": 1 if edited since it got that name) and the SafeTab-H plan ("h")."""
     payload: dict[str, Any] = {"v": VERSION, "c": config.to_dict()}
+    if h_config is not None:
+        payload["h"] = h_config.to_dict()
     if targets:
         payload["t"] = {k: int(v) for k, v in sorted(targets.items()) if v is not None}
     if _name(name):
@@ -208,7 +214,8 @@ def decode(token: str) -> Decoded:
         )
     config = SafeTabConfig.from_dict(payload["c"], source=source)
     targets = plan_targets(payload.get("t"), source)
-    return Decoded(config, targets, _name(payload.get("n")), payload.get("e") == 1)
+    h_config = SafeTabHConfig.from_dict(payload["h"], source=f"{source} (SafeTab-H plan)") if "h" in payload else None
+    return Decoded(config, targets, _name(payload.get("n")), payload.get("e") == 1, h_config)
 
 
 def share_url(base_url: str | None, token: str, page: str | None = None) -> str:

@@ -23,8 +23,9 @@ from calculators.safetab_h import (
     TABLE_LEVELS, TABLE_NAMES, TABLES, SafeTabHConfig, budget_key, cell_moe, expected_moe, household_stability,
     ladder_differences, level_probabilities, national_outcome, production_2020_h, published_cells,
 )
+from ui.core import state
 
-K_PLAN = "safetab_h_plan"
+K_PLAN = state.K_H_PLAN
 PRESET_NAME = "2020 SafeTab-H plan"
 #: Group sizes (persons) of the probability chart: 1 to 1,000,000 on a log scale.
 CHART_SIZES = np.unique(np.round(np.logspace(0, 6, 121)).astype(np.int64))
