@@ -225,7 +225,8 @@ def resolve_targets(config: SafeTabConfig, targets: Mapping[str, int], method: s
 def _sig(x: float, digits: int, strip: bool = False) -> str:
     """`x` to `digits` significant digits, never in scientific notation for
     1e-6 <= |x| < 1e15 (1234.5 -> "1,235", 0.0001234 -> "0.0001234"), with thousands
-    separators; `strip`: without trailing zeros after the point (0.1590 -> "0.159"). A
+    separators; `strip`: without trailing zeros after the point (0.1590 -> "0.159"), unless
+    that would make a value that is not whole read as whole (29.996 -> "30.00"). A
     number between -1 and 1 never reads as ±1: digits are added until it does not
     (p = 0.99995 is "0.99995", not "1", another value)."""
     if x == 0:
@@ -242,7 +243,9 @@ def _sig(x: float, digits: int, strip: bool = False) -> str:
     decimals = max(digits - 1 - exp, 0)
     text = f"{rounded:,.{decimals}f}"
     if strip and "." in text:
-        text = text.rstrip("0").rstrip(".")
+        stripped = text.rstrip("0").rstrip(".")
+        # a value that is not whole never reads as whole: 29.996 is "30.00", not "30"
+        text = stripped if "." in stripped or float(x).is_integer() else text
     return (_MINUS if x < 0 else "") + text
 
 

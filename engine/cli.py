@@ -352,9 +352,14 @@ def _report_h(res) -> None:
 
 def _is_h_params(params_dir: Path) -> bool:
     """A SafeTab-H PARAMS_DIR: its config.json has SafeTab-H's thresholds."""
+    from calculators.config import MAX_FILE_BYTES, read_regular_file
+
     try:
-        return "thresholds_h_t3" in json.loads((Path(params_dir) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError):
+        # read as config.json is read: a FIFO or device is never opened (validate then names
+        # it), a huge file is not read, a nested one is not a crash
+        raw = read_regular_file(Path(params_dir) / "config.json", MAX_FILE_BYTES)
+        return "thresholds_h_t3" in json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, TypeError, RecursionError):
         return False
 
 

@@ -86,8 +86,8 @@ def _saved() -> None:
             rows.append(row)
         listing = pd.DataFrame(rows)
         widgets.table(listing, "scenarios.csv", key="sc_list",
-                      column_config={"Name": st.column_config.TextColumn(width=150),
-                                     "Plan": st.column_config.TextColumn(width=330),
+                      column_config={"Name": st.column_config.TextColumn(width=140),
+                                     "Plan": st.column_config.TextColumn(width=300),
                                      "Modified (UTC)": st.column_config.TextColumn(width=125),
                                      "Version": st.column_config.NumberColumn(width=60, format="%d"),
                                      "By": st.column_config.TextColumn("Last change by", width=120),
@@ -235,11 +235,11 @@ def _history(chosen: scenarios.Scenario) -> None:
     delta = state.delta()
     widgets.table(record.history_frame(hist, delta), "scenario_history.csv", key="sc_history",
                   column_config={"Version": st.column_config.NumberColumn(width=60, format="%d"),
-                                 "Change": st.column_config.TextColumn(width=100),
-                                 "By": st.column_config.TextColumn(width=130),
+                                 "Change": st.column_config.TextColumn(width=90),
+                                 "By": st.column_config.TextColumn(width=120),
                                  "When (UTC)": st.column_config.TextColumn(width=125),
-                                 "Name": st.column_config.TextColumn(width=120),
-                                 "Plan": st.column_config.TextColumn(width=300)},
+                                 "Name": st.column_config.TextColumn(width=110),
+                                 "Plan": st.column_config.TextColumn(width=260)},
                   caption="Every version as it was after the change (a replace keeps what it replaced here).")
     by_number = {v.number: v for v in hist}
     numbers = list(by_number)

@@ -27,7 +27,7 @@ from calculators.levels import GEO_LEVELS
 from calculators.safetab_h import TABLE_LEVELS, TABLES, SafeTabHConfig, published_cells
 from engine.errors import Problem
 from engine.release.check import CheckSummary, OutputInvalid
-from engine.release.check import _Checker  # noqa: PLC2701 - the completion-marker check, shared
+from engine.release.check import _Checker, _read_json  # noqa: PLC2701 - the completion-marker check, shared
 from engine.release.publish import NOT_FOR_RELEASE
 from engine.safetab_h.inputs import REGION_WIDTH
 from engine.safetab_h.run import TABLE_FOLDERS, columns
@@ -38,8 +38,10 @@ MANIFEST = "manifest.json"
 def is_safetab_h_output(out_dir: str | Path) -> bool:
     """Whether OUT_DIR's manifest says it is a SafeTab-H output."""
     try:
-        man = json.loads((Path(out_dir) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        # the release checker's reader: no FIFO or device is opened, the size is bounded,
+        # and a manifest nested too deeply is a RecursionError, not a crash
+        man = _read_json(Path(out_dir) / MANIFEST)
+    except (OSError, ValueError, RecursionError):
         return (Path(out_dir) / "t3").is_dir()
     return isinstance(man, dict) and man.get("program") == "safetab-h"
 

@@ -20,7 +20,7 @@ PRCOUNTY2 = PopulationGroupLevel("PR-COUNTY", 2)
 
 @pytest.mark.parametrize("value, kind, text", [
     (2.134567, plan.BUDGET, "2.135"), (0.0081234, plan.BUDGET, "0.008123"), (0.159, plan.BUDGET, "0.159"),
-    (0, plan.BUDGET, "0"), (1e6, plan.BUDGET, "1,000,000"), (9.99996, plan.BUDGET, "10"),
+    (0, plan.BUDGET, "0"), (1e6, plan.BUDGET, "1,000,000"), (9.99996, plan.BUDGET, "10.00"),
     (0.99995, plan.NUMBER, "0.99995"), (0.2647, plan.NUMBER, "0.2647"), (18.3, plan.NUMBER, "18.3"),
     (1234567.6, plan.COUNT, "1,234,568"), (-2312345.2, plan.COUNT, "−2,312,345"), (49, plan.COUNT, "49"),
     (0.81818, plan.SHARE, "81.8 %"), (0.99934, plan.SHARE, "99.9 %"), (0.0012345, plan.SHARE, "0.123 %"),
@@ -129,3 +129,11 @@ def test_largest_changes_name_the_counts_that_moved_most():
     phrases = plan.largest_changes(ref, new, limit=2)
     assert len(phrases) == 2 and all(p[0] in "+−" for p in phrases)
     assert phrases[0].endswith(plan.HEADLINE["suppressed"][0]) or phrases[0].endswith(plan.HEADLINE["published"][0])
+
+
+def test_a_value_that_is_not_whole_never_reads_as_whole():
+    # the pure-DP release epsilon 29.996 (sidebar, memo, Scenarios): "30.00", as before the plan model
+    assert plan.fmt(29.996, plan.BUDGET) == "30.00"
+    assert plan.fmt(30.0, plan.BUDGET) == "30"
+    assert plan.fmt(0.1590, plan.BUDGET) == "0.159"
+    assert plan.fmt_change(-29.996, plan.BUDGET) == "−30.00"
