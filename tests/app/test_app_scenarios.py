@@ -109,7 +109,7 @@ def test_compare_three_plans_with_their_numbers(store):
     at.session_state["sc_tabs"] = "MOE exact"  # only the open tab is drawn
     at.run()
     moe = [f for f in (d.value for d in at.dataframe) if {"r = 3", "County 0.3"} <= set(f.columns)
-           and "Geography" in f.columns]
+           and {"Geography", "Iterations"} <= set(f.columns)]  # per level (not the per-geography outcome)
     exact = next(f for f in moe if f.loc[(f["Geography"] == "COUNTY") & (f["Iterations"] == "Detailed"),
                                           "County 0.3"].item() == budget.moe_for_rho(0.3, 9, 0.1, exact=True))
     row = exact[(exact["Geography"] == "COUNTY") & (exact["Iterations"] == "Detailed")].iloc[0]

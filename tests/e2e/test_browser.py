@@ -598,7 +598,7 @@ def test_compare_invariants(server, page):
     _open(page, f"{server}/compare_invariants", "What the invariant gives away")
     body = page.inner_text("body")
     assert "Invariants are not SafeTab-P" in body and "the disclosure SafeTab-P exists to prevent" in body
-    _choose(page, page.locator("[data-testid='stSelectbox']").first, "Tracts add up to their county's true count")
+    _choose(page, page.locator("[data-testid='stMain'] [data-testid='stSelectbox']").first, "Tracts add up to their county's true count")
     page.get_by_text("In every replication the regions add up to the true total exactly.").wait_for(timeout=90_000)
     _settle(page, 1.0)
     _screenshot(page, "compare_invariants")
@@ -612,7 +612,7 @@ def test_compare_invariants(server, page):
         assert "Var. with, simulated" in zf.read("invariants_simulation.csv").decode().splitlines()[0]
     page.get_by_text("A custom table").click()
     _settle(page)
-    _choose(page, page.locator("[data-testid='stSelectbox']").first,
+    _choose(page, page.locator("[data-testid='stMain'] [data-testid='stSelectbox']").first,
             "Paper §5.2: 14 × 24 × 20 table, two-way margins held at each of the 20 locations")
     page.get_by_text("rank 740, largest difference from the closed form").wait_for(timeout=90_000)
     _settle(page, 1.0)
