@@ -7,19 +7,9 @@ import sqlite3
 
 import pytest
 
-from calculators.presets import production_2020
 from ui.committee import scenarios
 from ui.committee.scenarios import ScenarioError, ScenarioStore
 
-
-@pytest.fixture
-def store(tmp_path):
-    return ScenarioStore(tmp_path / "data" / scenarios.DB_NAME)
-
-
-@pytest.fixture
-def prod():
-    return production_2020()
 
 
 def _clock(monkeypatch, *stamps):

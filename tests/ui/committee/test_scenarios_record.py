@@ -13,6 +13,7 @@ import pytest
 
 from calculators.presets import production_2020
 from ui.committee import scenarios
+from tests.ui.committee.test_scenarios import _clock
 from ui.committee.scenarios import ScenarioError, ScenarioStore
 
 #: A store written by `ScenarioStore` of main at 7d96c20, before issue 42 (schema 2, WAL mode, checkpointed):
@@ -22,19 +23,7 @@ from ui.committee.scenarios import ScenarioError, ScenarioStore
 SCHEMA2 = Path(__file__).parent / "fixtures" / "scenarios-schema2.sqlite3"
 
 
-@pytest.fixture
-def store(tmp_path):
-    return ScenarioStore(tmp_path / "data" / scenarios.DB_NAME)
 
-
-@pytest.fixture
-def prod():
-    return production_2020()
-
-
-def _clock(monkeypatch, *stamps):
-    it = iter(stamps)
-    monkeypatch.setattr(scenarios, "now", lambda: next(it))
 
 
 def _t(day: int) -> str:
