@@ -239,7 +239,8 @@ def _history(chosen: scenarios.Scenario) -> None:
                                  "By": st.column_config.TextColumn(width=120),
                                  "When (UTC)": st.column_config.TextColumn(width=125),
                                  "Name": st.column_config.TextColumn(width=110),
-                                 "Plan": st.column_config.TextColumn(width=260)},
+                                 "Plan": st.column_config.TextColumn(width=250),
+                                 "Note": st.column_config.TextColumn(width=80)},
                   caption="Every version as it was after the change (a replace keeps what it replaced here).")
     by_number = {v.number: v for v in hist}
     numbers = list(by_number)
