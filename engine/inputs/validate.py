@@ -86,32 +86,14 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
         return None  # type: ignore[return-value]
 
     config_from_file = config is None
-    if config is None:
-        try:
-            config = SafeTabConfig.read(params_dir / CONFIG_FILE)
-        except ConfigError as exc:
-            for p in exc.problems:
-                log.add(CONFIG_FILE, None, None, None, p)
-    if config is not None and config.reader != "csv":
-        log.add(CONFIG_FILE, None, "reader", config.reader,
-                '"csv": this engine reads the person-records and GRF-C files of DATA_DIR (.txt or .parquet); '
-                "production's Census Edited File reader (\"cef\") is not part of it, and running anyway would "
-                "read other data than the configuration names")
+    config = _read_config(SafeTabConfig, params_dir, config, log,
+                          "the person-records and GRF-C files of DATA_DIR (.txt or .parquet); production's Census "
+                          "Edited File reader (\"cef\") is not part of it, and running anyway would read other data "
+                          "than the configuration names")
     specs = load_specs(params_dir, log)
     grf_file = find_data_file(data_dir, GRF_STEM, log)
     persons_file = find_data_file(data_dir, PERSONS_STEM, log)
-    geography = None
-    if grf_file is not None:
-        # The real GRF-C has many more columns; they are ignored (as in production).
-        grf = read_all(grf_file, GRF_COLUMNS, log, extra_ok=True)
-        if grf is not None:
-            ok = check_grf(grf, log, grf_file.name)
-            if config is not None and ok.all() and not log:
-                geography = build_geography(grf.table, config)
-                if not geography.regions:  # production refuses a GRF-C empty after its state filter
-                    log.add(grf_file.name, None, None, None,
-                            "at least one block in the states of the runs (state_filter_us with run_us, 72 with "
-                            f"run_pr); none of the {grf.table.num_rows:,} blocks is there")
+    geography = _read_geography(grf_file, config, log)
     if persons_file is not None:
         # Header problems are found now so that `validate` reports them with the rest.
         check_header(persons_file, PERSON_COLUMNS, log)
@@ -121,6 +103,44 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, log: ProblemLog | 
         return None  # type: ignore[return-value]
     return Inputs(params_dir, data_dir, config, specs, geography, persons_file, grf_file,
                   code_names=list(specs.codes), config_from_file=config_from_file)
+
+
+def _read_config(model: type, params_dir: Path, config, log: ProblemLog, reads: str):
+    """The run's configuration, checked: `config` if given, else PARAMS_DIR/config.json
+    read by `model` (`SafeTabConfig`, or SafeTab-H's `SafeTabHConfig`), each problem
+    logged under the file's name (None then). A ``reader`` other than "csv" is refused:
+    this engine reads `reads` (each program names its own files in the message).
+    Shared by `load_inputs` and `engine.safetab_h.inputs.load_inputs`."""
+    if config is None:
+        try:
+            config = model.read(params_dir / CONFIG_FILE)
+        except ConfigError as exc:
+            for p in exc.problems:
+                log.add(CONFIG_FILE, None, None, None, p)
+    if config is not None and config.reader != "csv":
+        log.add(CONFIG_FILE, None, "reader", config.reader, f'"csv": this engine reads {reads}')
+    return config
+
+
+def _read_geography(grf_file: DataFile | None, config, log: ProblemLog) -> Geography | None:
+    """GRF-C checked (its other columns ignored, as in production) and its regions in the
+    states of the runs of `config`; None if it has a problem (logged) or an earlier input
+    had one. Production refuses a GRF-C left empty by its state filter. Shared by
+    `load_inputs` and `engine.safetab_h.inputs.load_inputs`."""
+    if grf_file is None:
+        return None
+    grf = read_all(grf_file, GRF_COLUMNS, log, extra_ok=True)
+    if grf is None:
+        return None
+    ok = check_grf(grf, log, grf_file.name)
+    if config is None or not ok.all() or log:
+        return None
+    geography = build_geography(grf.table, config)
+    if not geography.regions:
+        log.add(grf_file.name, None, None, None,
+                "at least one block in the states of the runs (state_filter_us with run_us, 72 with "
+                f"run_pr); none of the {grf.table.num_rows:,} blocks is there")
+    return geography
 
 
 class _Column:

@@ -29,20 +29,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from calculators.config import ConfigError, expected_folder
+from calculators.config import expected_folder
 from calculators.levels import GEO_LEVELS, GEO_LEVELS_PR, PR_STATE_CODE
 from calculators.safetab_h import SafeTabHConfig
 from engine.errors import ProblemLog
 from engine.inputs import _arrow
-from engine.inputs.geography import Geography, build_geography, check_grf
+from engine.inputs.geography import Geography
 from engine.inputs.readers import (
-    GRF_COLUMNS, GRF_STEM, RACE_COLUMNS, Batch, DataFile, check_header, find_data_file, read_all,
+    GRF_STEM, RACE_COLUMNS, Batch, DataFile, check_header, find_data_file, read_all,
 )
 from engine.inputs.specs import Specs, load_specs
 # The person records' column checks, shared so that both programs say the same thing
 # about the same race and ethnicity codes (private to engine.inputs, reused on purpose).
 from engine.inputs.validate import (  # noqa: PLC2701
-    CONFIG_FILE, EncodedPersons, Inputs, _add_rows, _block_index, _Column, _Joined, check_codes,
+    EncodedPersons, Inputs, _add_rows, _block_index, _Column, _Joined, _read_config, _read_geography, check_codes,
 )
 
 HOUSEHOLDS_STEM = "household-records"
@@ -137,31 +137,13 @@ def load_inputs(params_dir: str | Path, data_dir: str | Path, t1: str | Path | N
             log.add(name, None, None, None, expected_folder(d, what))
     log.raise_if_any()
     from_file = config is None
-    if config is None:
-        try:
-            config = SafeTabHConfig.read(params_dir / CONFIG_FILE)
-        except ConfigError as exc:
-            for p in exc.problems:
-                log.add(CONFIG_FILE, None, None, None, p)
-    if config is not None and config.reader != "csv":
-        log.add(CONFIG_FILE, None, "reader", config.reader,
-                '"csv": this engine reads the files of DATA_DIR (.txt or .parquet); production\'s CEF reader is not '
-                "part of it")
+    config = _read_config(SafeTabHConfig, params_dir, config, log,
+                          "the files of DATA_DIR (.txt or .parquet); production's CEF reader is not part of it")
     specs = load_specs(params_dir, log)
     grf_file = find_data_file(data_dir, GRF_STEM, log)
     hh_file = find_data_file(data_dir, HOUSEHOLDS_STEM, log)
     sources = t1_files(t1, data_dir, log)
-    geography = None
-    if grf_file is not None:
-        grf = read_all(grf_file, GRF_COLUMNS, log, extra_ok=True)
-        if grf is not None:
-            ok = check_grf(grf, log, grf_file.name)
-            if config is not None and ok.all() and not log:
-                geography = build_geography(grf.table, config)  # type: ignore[arg-type]
-                if not geography.regions:
-                    log.add(grf_file.name, None, None, None,
-                            "at least one block in the states of the runs (state_filter_us with run_us, 72 with "
-                            f"run_pr); none of the {grf.table.num_rows:,} blocks is there")
+    geography = _read_geography(grf_file, config, log)
     if hh_file is not None:
         check_header(hh_file, HOUSEHOLD_COLUMNS, log)
     table = read_t1(sources, config, geography, log) if sources and geography is not None else None

@@ -107,6 +107,22 @@ def test_missing_keys_and_all_budgets_zero(hdata):
     assert "expected at least one query's privacy budget > 0" in _problems(hdata)
 
 
+def test_a_reader_other_than_csv_is_refused_with_safetab_hs_own_words(hdata):
+    # the check is shared with SafeTab-P (engine.inputs.validate._read_config); the message names SafeTab-H's files
+    hdata.config["reader"] = "cef"
+    report = _problems(hdata)
+    assert "config.json, key reader" in report and "found 'cef'" in report
+    assert ('expected "csv": this engine reads the files of DATA_DIR (.txt or .parquet); production\'s CEF reader is '
+            "not part of it") in report
+
+
+def test_a_grf_c_without_a_block_in_the_runs_states(hdata):
+    # the GRF-C check is shared with SafeTab-P (engine.inputs.validate._read_geography)
+    hdata.config["state_filter_us"] = ["06"]
+    report = _problems(hdata)
+    assert "GRF-C.txt" in report and "none of the" in report and "blocks is there" in report
+
+
 def test_the_command_line_exits_1_and_writes_nothing(hdata, tmp_path, capsys):
     hdata.households.append(household((6, 1)))
     hdata.write()
