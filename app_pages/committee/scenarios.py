@@ -108,8 +108,7 @@ def _saved() -> None:
         def _on_load():
             s = by_name.get(ss.get("sc_pick"))
             if s is not None and s.ok:
-                state.set_config(s.config, s.name, dict(s.targets) or None)
-                state.set_h_plan(s.h_config)
+                state.set_config(s.config, s.name, dict(s.targets) or None, h_config=s.h_config)  # one step
                 plan_controls.remember_version(s)
                 state.flash("success", f"Scenario “{s.name}” is now the plan on every page (Undo in the sidebar "
                                        "goes back).")
@@ -267,8 +266,8 @@ def _history(chosen: scenarios.Scenario) -> None:
     def _on_load_version():
         v = by_number.get(ss.get("sc_ver_b"))
         if v is not None and v.scenario.ok:
-            state.set_config(v.scenario.config, chosen.name, dict(v.scenario.targets) or None)
-            state.set_h_plan(v.scenario.h_config)
+            state.set_config(v.scenario.config, chosen.name, dict(v.scenario.targets) or None,
+                             h_config=v.scenario.h_config)  # both plans: one step of undo
             plan_controls.remember_version(chosen, v.label)
             state.flash("success", f"Version {v.number} of “{chosen.name}” ({v.label}) is now the plan on "
                                    "every page.")

@@ -39,9 +39,9 @@ with left:
                 ss["cfg_upload_problems"] = (up.name, [str(exc)])
             else:
                 ss.pop("cfg_upload_problems", None)
-                state.load_named(plan.config, plan.name if plan.is_plan_file else f"imported {up.name}", plan.targets)
-                if plan.is_plan_file:
-                    state.set_h_plan(plan.h_config)
+                # a plan file brings its SafeTab-H plan (one step of undo with SafeTab-P's); a config.json keeps it
+                state.load_named(plan.config, plan.name if plan.is_plan_file else f"imported {up.name}", plan.targets,
+                                 h_config=plan.h_config if plan.is_plan_file else state.KEEP)
                 state.flash("success", f"Loaded {up.name}: it is now the plan on every page.")
                 st.rerun()
         bad = ss.get("cfg_upload_problems")

@@ -3,11 +3,12 @@ planned beside SafeTab-P's plan: budgets and MOEs both ways, cell and total MOEs
 chance of each table level for a group of n persons, the national outcome, the
 accounting per household, and where the two threshold ladders differ."""
 
+import hashlib
+
 import plotly.graph_objects as go
 import streamlit as st
 
 from calculators.config import ConfigError
-from calculators.levels import PopulationGroupLevel
 from calculators.safetab_h import TABLE_NAMES, TABLES, household_stability, rho_for_moe
 from ui.core import state, typed, widgets
 from ui.safetab import projection
@@ -38,21 +39,38 @@ with top[0]:
                       "1.9208 Detailed at nation and state, 0.142869 Detailed below."):
         from calculators.safetab_h import production_2020_h
 
-        h.set_plan(production_2020_h())
+        h.set_plan(production_2020_h())  # one step of undo, as every change of the SafeTab-H plan
         st.rerun()
 with top[1]:
     up = st.file_uploader("Load a SafeTab-H config.json", type=["json"], key="h_upload")
-    if up is not None:
-        try:
-            h.set_plan(h.read_plan(up.getvalue(), up.name))
-            st.success(f"Loaded {up.name}.")
-        except ConfigError as exc:
-            widgets.problems(f"{up.name} is not a SafeTab-H config.json", exc.problems)
+    ss = st.session_state
+    if up is None:
+        ss.pop("h_upload_sig", None)
+        ss.pop("h_upload_problems", None)
+    else:
+        # Loaded once per file, not at every run while it stays in the box: a later edit (or
+        # undo) of the plan would be overwritten by the file again.
+        sig = hashlib.sha256(up.getvalue()).hexdigest()
+        if ss.get("h_upload_sig") != sig:
+            ss["h_upload_sig"] = sig
+            try:
+                h.set_plan(h.read_plan(up.getvalue(), up.name))
+            except ConfigError as exc:
+                ss["h_upload_problems"] = (up.name, exc.problems)
+            else:
+                ss.pop("h_upload_problems", None)
+                state.flash("success", f"Loaded {up.name} as the SafeTab-H plan (Undo in the sidebar goes back).")
+                st.rerun()  # the sidebar (drawn before this page) offers its undo at once
+        bad = ss.get("h_upload_problems")
+        if bad and bad[0] == up.name:
+            widgets.problems(f"{bad[0]} is not a SafeTab-H config.json", bad[1])
 with top[2]:
     st.download_button("Download this SafeTab-H config.json", h.plan().to_json(), "safetab-h-config.json",
                        mime="application/json", key="h_download")
 h_cfg = h.plan()
 S = household_stability(h_cfg.max_race_codes)
+st.caption(widgets.plain(h.reference_note(state.reference(), h_cfg)) + " Undo and Redo in the sidebar take back and "
+           "redo each change of this plan, as they do SafeTab-P's.")
 
 notes = h.ladder_notes(p_cfg, h_cfg)
 if notes:

@@ -12,6 +12,7 @@ import streamlit as st
 from calculators import plan as pm
 from calculators import presets
 from calculators.config import SafeTabConfig
+from calculators.safetab_h import SafeTabHConfig
 from ui.committee import comparison, scenarios
 from ui.core import auth, history, planner, state, widgets
 
@@ -189,7 +190,7 @@ def reference_choice() -> None:
     choice = ss[state.K_REFERENCE]
     if choice in saved:
         sc = saved[choice]
-        ss[state.K_REFERENCE_SAVED] = history.Snapshot(sc.config, dict(sc.targets), choice, False)
+        ss[state.K_REFERENCE_SAVED] = history.Snapshot(sc.config, dict(sc.targets), choice, False, sc.h_config)
     ref = state.reference()
     s_now, s_ref = planner.plan_summary(state.config(), state.delta()), planner.plan_summary(ref.config, state.delta())
     unit = planner.units(state.config())["budget"]
@@ -238,12 +239,18 @@ def saved_label(name: str) -> str:
 
 
 def plans_key(plans: list[comparison.Plan]) -> tuple:
-    """A hashable, cacheable description of plans: (name, config.json, targets)."""
-    return tuple((p.name, p.config.to_json(), tuple(sorted(dict(p.targets).items()))) for p in plans)
+    """A hashable, cacheable description of plans: (name, config.json, targets, SafeTab-H
+    config.json or None), so that a result cached for plans changes when only a SafeTab-H
+    plan does."""
+    return tuple((p.name, p.config.to_json(), tuple(sorted(dict(p.targets).items())),
+                  None if p.h_config is None else p.h_config.to_json()) for p in plans)
 
 
 def plans_of(key: tuple) -> list[comparison.Plan]:
-    return [comparison.Plan(n, SafeTabConfig.from_json(c, n), dict(t)) for n, c, t in key]
+    """The plans `plans_key` describes, each with its SafeTab-H plan."""
+    return [comparison.Plan(n, SafeTabConfig.from_json(c, n), dict(t),
+                            None if h is None else SafeTabHConfig.from_json(h, f"{n} (SafeTab-H plan)"))
+            for n, c, t, h in key]
 
 
 def digest(key: tuple) -> str:

@@ -6,6 +6,10 @@
 * ``st.session_state["moe_targets"]`` — the planner's MOE target per level key
   (not a config.json key; see `ui.core.planner`), met by the exact MOE unless the user
   picks the design-paper bound (``moe_method``).
+* ``st.session_state["safetab_h_plan"]`` — the SafeTab-H plan planned beside it (the
+  SafeTab-H page; absent: the 2020 SafeTab-H plan), changed through `set_h_plan`, or
+  with SafeTab-P's by `set_config(..., h_config=...)` when a scenario, plan file or link
+  brings both: either way one step of undo, and undo / redo restore both together.
 * ``st.session_state["plan_change"]`` — a before/after panel the planner shows after
   a change it made or offers to make (privacy definition, r, gamma).
 * The address bar carries the configuration as ``?config=<token>`` (`ui.core.urlcodec`)
@@ -95,8 +99,8 @@ def init() -> None:
         base = planner.default_targets(cfg, planner.DEFAULT_METHOD)
         base.update(targets)
         name = getattr(decoded, "name", None)
-        load_named(cfg, name or "shared link", base, bool(getattr(decoded, "edited", False)))
-        set_h_plan(getattr(decoded, "h_config", None))
+        load_named(cfg, name or "shared link", base, bool(getattr(decoded, "edited", False)),
+                   h_config=getattr(decoded, "h_config", None))
         flash("success", f"Configuration restored from the link{f': {name}' if name else ''}.")
     else:
         load_production()
@@ -162,7 +166,7 @@ def reference() -> history.Snapshot:
     if choice == REF_LAST:
         snap = history.peek(ss, history.K_UNDO) or snapshot()
         name = f"{snap.source}, edited" if snap.edited else snap.source
-        return history.Snapshot(snap.config, dict(snap.targets), f"{REF_LAST} ({name})", snap.edited)
+        return snap._replace(targets=dict(snap.targets), source=f"{REF_LAST} ({name})")  # with its SafeTab-H plan
     saved = ss.get(K_REFERENCE_SAVED)
     if choice != REF_PRODUCTION and saved is not None and saved.source == choice:
         return saved
@@ -170,11 +174,20 @@ def reference() -> history.Snapshot:
 
 
 # ------------------------------------------------------------------ changes
+class _Keep:
+    """`set_config`'s default for `h_config`: the SafeTab-H plan stays as it is."""
+
+
+KEEP = _Keep()
+
+
 def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str, int] | None = None,
-               edited: bool = False) -> None:
+               edited: bool = False, h_config: SafeTabHConfig | None | _Keep = KEEP) -> None:
     """Replace the shared configuration. With `source`, it becomes the plan's name
     (a preset, a file, a link), `edited` if the plan differs from the one of that name;
-    without, the current plan is marked edited."""
+    without, the current plan is marked edited. `h_config`: the SafeTab-H plan that
+    comes with it (a scenario, a plan file or a link; None: the 2020 SafeTab-H plan),
+    changed in the same step of undo; by default it stays as it is."""
     ss = st.session_state
     old = ss.get(K_CONFIG)
     before = snapshot() if old is not None else None
@@ -182,27 +195,32 @@ def set_config(cfg: SafeTabConfig, source: str | None = None, targets: dict[str,
         targets = planner.reconcile_targets(ss.get(K_TARGETS, {}), old, cfg, method())
     ss[K_CONFIG] = cfg
     ss[K_TARGETS] = dict(targets)
+    if not isinstance(h_config, _Keep):
+        _put_h_plan(h_config)
     if source is not None:
         ss[K_SOURCE] = source
         ss[K_EDITED] = bool(edited)
         ss.pop(K_CHANGE, None)  # a before/after panel belongs to the plan it was made for
-    elif old is None or old.to_dict() != cfg.to_dict():
+    elif old is None or old.to_dict() != cfg.to_dict() or (before is not None and not before.same_plan(snapshot())):
         ss[K_EDITED] = True
     if before is not None:  # every change is a step of undo (ui.core.history)
         history.record(ss, before, snapshot())
 
 
 def snapshot() -> history.Snapshot:
-    """The plan as undo / redo and scenarios see it."""
+    """The plan as undo / redo and scenarios see it, with its SafeTab-H plan (None: 2020's)."""
     ss = st.session_state
-    return history.Snapshot(config(), targets(), ss.get(K_SOURCE, PRODUCTION), bool(ss.get(K_EDITED)))
+    return history.Snapshot(config(), targets(), ss.get(K_SOURCE, PRODUCTION), bool(ss.get(K_EDITED)),
+                            changed_h_plan())
 
 
 def restore(snap: history.Snapshot) -> None:
-    """Make a snapshot the plan again (undo / redo; not itself a step)."""
+    """Make a snapshot the plan again, SafeTab-P's and SafeTab-H's together (undo / redo;
+    not itself a step)."""
     ss = st.session_state
     ss[K_CONFIG], ss[K_TARGETS] = snap.config, dict(snap.targets)
     ss[K_SOURCE], ss[K_EDITED] = snap.source, snap.edited
+    _put_h_plan(snap.h_config)
 
 
 def update(**changes: Any) -> bool:
@@ -236,13 +254,15 @@ def load_sample() -> bool:
     return True
 
 
-def load_named(cfg: SafeTabConfig, name: str, targets: dict[str, int], edited: bool = False) -> None:
+def load_named(cfg: SafeTabConfig, name: str, targets: dict[str, int], edited: bool = False,
+               h_config: SafeTabHConfig | None | _Keep = KEEP) -> None:
     """Make `cfg` the plan under the name a link or a plan file gives it. A file or link
     may carry any name: one that is a built-in plan's ("2020 production plan", up to case
     and spelling) keeps it only with that plan's configuration, else the plan is shown as
     that plan, edited (so the sidebar, the memo and the address bar never call a changed
     plan the 2020 one); a built-in name without a configuration to compare with ("Current
-    plan", or the sample's when its config.json cannot be read) gets " (copy)"."""
+    plan", or the sample's when its config.json cannot be read) gets " (copy)".
+    `h_config`: the SafeTab-H plan it brings (`set_config`), in the same step of undo."""
     if plan_names.is_built_in(name):
         key = plan_names.name_key(name)
         built_in = None
@@ -257,7 +277,7 @@ def load_named(cfg: SafeTabConfig, name: str, targets: dict[str, int], edited: b
             name = plan_names.suggested_name(name)
         else:
             edited = edited or built_in.to_dict() != cfg.to_dict()
-    set_config(cfg, name, targets, edited)  # so undo and redo restore it as it was shown
+    set_config(cfg, name, targets, edited, h_config)  # so undo and redo restore it as it was shown
 
 
 def bind(key: str, value: Any) -> None:
@@ -315,19 +335,37 @@ def current_token() -> str:
 
 
 def set_h_plan(h_config: SafeTabHConfig | None) -> None:
-    """Make `h_config` the session's SafeTab-H plan (None: the 2020 SafeTab-H plan), as a
-    scenario, a plan file or a link that carries SafeTab-P's plan brings it."""
+    """Make `h_config` the session's SafeTab-H plan (None: the 2020 SafeTab-H plan): one
+    step of undo, as any change of SafeTab-P's plan; the plan is then edited. (A scenario,
+    plan file or link that brings both plans: `set_config(..., h_config=...)`, one step.)"""
+    ss = st.session_state
+    before = snapshot() if K_CONFIG in ss else None
+    _put_h_plan(h_config)
+    if before is None:
+        return
+    after = snapshot()
+    if not before.same_plan(after):
+        ss[K_EDITED] = True
+        history.record(ss, before, snapshot())
+
+
+def _put_h_plan(h_config: SafeTabHConfig | None) -> None:
     if h_config is None:
         st.session_state.pop(K_H_PLAN, None)
     else:
         st.session_state[K_H_PLAN] = h_config
 
 
+def h_plan() -> SafeTabHConfig:
+    """The session's SafeTab-H plan (the 2020 SafeTab-H plan until one is set)."""
+    h = st.session_state.get(K_H_PLAN)
+    return production_2020_h() if h is None else h
+
+
 def changed_h_plan() -> SafeTabHConfig | None:
     """The session's SafeTab-H plan if it differs from the 2020 SafeTab-H plan, else None
     (the link, a scenario and the memo carry it only then)."""
-    h = st.session_state.get(K_H_PLAN)
-    return h if h is not None and h.to_dict() != production_2020_h().to_dict() else None
+    return history.changed_h_plan(st.session_state.get(K_H_PLAN))
 
 
 def sync_url() -> None:

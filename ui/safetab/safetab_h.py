@@ -14,16 +14,15 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from calculators import budget
 from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import ITERATION_LEVEL_NAMES, PopulationGroupLevel
 from calculators.safetab_h import (
     TABLE_LEVELS, TABLE_NAMES, TABLES, SafeTabHConfig, budget_key, cell_moe, expected_moe, household_stability,
-    ladder_differences, level_probabilities, national_outcome, production_2020_h, published_cells,
+    ladder_differences, level_probabilities, national_outcome, published_cells,
 )
-from ui.core import state
+from ui.core import history, state
 
 K_PLAN = state.K_H_PLAN
 PRESET_NAME = "2020 SafeTab-H plan"
@@ -33,14 +32,12 @@ CHART_SIZES = np.unique(np.round(np.logspace(0, 6, 121)).astype(np.int64))
 
 def plan() -> SafeTabHConfig:
     """The SafeTab-H plan of this session (the 2020 plan until changed)."""
-    ss = st.session_state
-    if K_PLAN not in ss:
-        ss[K_PLAN] = production_2020_h()
-    return ss[K_PLAN]
+    return state.h_plan()
 
 
 def set_plan(cfg: SafeTabHConfig) -> None:
-    st.session_state[K_PLAN] = cfg
+    """Make `cfg` the SafeTab-H plan: one step of undo (`ui.core.state.set_h_plan`)."""
+    state.set_h_plan(cfg)
 
 
 def set_budget(table: str, level: PopulationGroupLevel, value: float) -> str | None:
@@ -57,6 +54,18 @@ def read_plan(raw: bytes, name: str) -> SafeTabHConfig:
     from calculators.config import decode_utf8
 
     return SafeTabHConfig.from_json(decode_utf8(raw, name), name)
+
+
+def reference_note(ref: history.Snapshot, cfg: SafeTabHConfig, limit: int = 6) -> str:
+    """How this SafeTab-H plan differs from the reference plan's (the sidebar's choice:
+    the 2020 production plan with the 2020 SafeTab-H plan, the plan before my last
+    change, or a saved scenario), in one sentence for the page."""
+    diff = history.h_changes(ref.h_config, history.changed_h_plan(cfg))
+    if not diff:
+        return f"The same SafeTab-H plan as the reference plan ({ref.source})."
+    more = len(diff) - limit
+    return (f"Changed from the reference plan ({ref.source}): " + "; ".join(diff[:limit])
+            + (f"; and {more} more" if more > 0 else "") + ".")
 
 
 def level_name(level: PopulationGroupLevel) -> str:

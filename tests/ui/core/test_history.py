@@ -97,3 +97,44 @@ def test_a_damaged_history_is_treated_as_empty(bad):
     store = {history.K_UNDO: bad, history.K_REDO: bad}
     assert history.depth(store) == (0, 0)
     assert history.undo(store, _snap(8)) is None
+
+
+# ------------------------------------------------------------------ the SafeTab-H plan in a step
+def _h(**budgets):
+    from calculators.safetab_h import production_2020_h
+
+    return production_2020_h().updated(**budgets)
+
+
+def test_a_change_of_the_safetab_h_plan_alone_is_a_step_and_comes_back_with_safetab_ps():
+    store: dict = {}
+    a = _snap(8)
+    b = a._replace(h_config=_h(privacy_budget_h_t3_level_2_state=0.5))
+    assert not a.same_plan(b)
+    assert history.record(store, a, b)
+    back = history.undo(store, b)
+    assert back == a and back.h_config is None  # None: the 2020 SafeTab-H plan
+    assert history.redo(store, back).h_config.budgets["privacy_budget_h_t3_level_2_state"] == 0.5
+
+
+def test_the_2020_safetab_h_plan_spelt_out_is_the_same_plan_as_none():
+    from calculators.safetab_h import production_2020_h
+
+    a = _snap(8)
+    assert a.same_plan(a._replace(h_config=production_2020_h()))
+    assert not history.record({}, a, a._replace(h_config=production_2020_h()))
+    assert history.changed_h_plan(production_2020_h()) is None
+    changed = _h(privacy_budget_h_t4_level_1_usa=0.1)
+    assert history.changed_h_plan(changed) is changed
+
+
+def test_describe_names_the_safetab_h_keys_that_changed():
+    a = _snap(8)
+    th = dict(_h().thresholds_h_t3)
+    th["(COUNTY, 2)"] = [10, 20, 30]
+    b = a._replace(h_config=_h(privacy_budget_h_t3_level_2_state=0.5, thresholds_h_t3=th))
+    text = history.describe(a, b)
+    assert "SafeTab-H privacy_budget_h_t3_level_2_state: 1.9208 → 0.5" in text
+    assert "SafeTab-H thresholds_h_t3 (COUNTY, 2): 971, 4971, 19971 → 10, 20, 30" in text
+    assert "max_race_codes" not in text  # SafeTab-P's plan did not change
+    assert history.h_changes(None, None) == []
