@@ -154,3 +154,22 @@ def test_an_uploaded_file_that_is_not_a_safetab_h_config_changes_nothing():
     assert not at.exception
     assert "bad.json is not a SafeTab-H config.json" in texts(at)
     assert _h_budget(at) == 1.9208 and at.button(key="sb_undo").disabled
+
+
+def test_a_plan_file_with_a_safetab_h_plan_is_one_step_and_a_config_json_keeps_the_safetab_h_plan():
+    h = production_2020_h().updated(**{budget_key("t3", STATE2): 0.25})
+    text = scenarios.plan_file_text("Plan with H", production_2020().updated(max_race_codes=4), h_config=h)
+    at = open_app("configuration", timeout=120)
+    at.file_uploader(key="cfg_upload").upload("p.plan.json", text.encode(), "application/json").run()
+    assert not at.exception
+    assert config(at).max_race_codes == 4 and _h_budget(at) == 0.25
+    _click(at, "sb_undo")  # one step: both plans as they were
+    assert config(at).max_race_codes == 8 and _h_budget(at) == 1.9208 and at.button(key="sb_undo").disabled
+    _click(at, "sb_redo")
+    assert config(at).max_race_codes == 4 and _h_budget(at) == 0.25
+    # a plain config.json brings SafeTab-P's plan only: the SafeTab-H plan stays
+    plain = production_2020().updated(max_race_codes=2).to_json()
+    at.file_uploader(key="cfg_upload").upload("c.json", plain.encode(), "application/json").run()
+    assert config(at).max_race_codes == 2 and _h_budget(at) == 0.25
+    _click(at, "sb_undo")
+    assert config(at).max_race_codes == 4 and _h_budget(at) == 0.25
