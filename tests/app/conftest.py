@@ -29,7 +29,7 @@ def _served_like_a_running_server(monkeypatch):
     server). Without this, every run would first run the page alone and rerun.
     """
     from streamlit.runtime import pages_manager
-    from streamlit.testing.v1 import app_test
+    from streamlit.testing.v1 import app_test, local_script_runner
 
     original = pages_manager.PagesManager.__init__
 
@@ -38,7 +38,8 @@ def _served_like_a_running_server(monkeypatch):
         pages_manager.PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(pages_manager.PagesManager, "__init__", init)
-    monkeypatch.setattr(app_test, "ScriptCache", _CompiledOnce)
+    monkeypatch.setattr(app_test, "ScriptCache", _CompiledOnce)  # the pages' scripts
+    monkeypatch.setattr(local_script_runner, "ScriptCache", _CompiledOnce)  # app.py's
 
 
 @cache
