@@ -37,25 +37,28 @@ c[4].caption(
 key = (cfg.to_json(), seed, trials)
 cache = ss.setdefault("cons_cache", {})
 if key not in cache:
-    bar = st.progress(0.0, text="Running the study ...")
-    last = [0.0]
+    shared = compare.shared_result("consistency", repr((str(state.sample_dir()), *key)))
+    if "value" not in shared:  # not yet run by any session
+        bar = st.progress(0.0, text="Running the study ...")
+        last = [0.0]
 
-    def _progress(stage, done, total):
-        now = time.monotonic()
-        if now - last[0] > 0.2:
-            last[0] = now
-            bar.progress(min(1.0, done / total) if total else 0.0, text=stage)
+        def _progress(stage, done, total):
+            now = time.monotonic()
+            if now - last[0] > 0.2:
+                last[0] = now
+                bar.progress(min(1.0, done / total) if total else 0.0, text=stage)
 
-    try:
-        comp = cc.run_study(state.sample_dir() / "params", state.sample_dir() / "data", cfg, seed, trials, _progress)
-    except Exception as exc:  # noqa: BLE001 - shown as a message, never a traceback
+        try:
+            shared["value"] = cc.run_study(state.sample_dir() / "params", state.sample_dir() / "data", cfg, seed,
+                                           trials, _progress)
+        except Exception as exc:  # noqa: BLE001 - shown as a message, never a traceback
+            bar.empty()
+            st.error(f"The study could not run with this plan: {exc}")
+            st.stop()
         bar.empty()
-        st.error(f"The study could not run with this plan: {exc}")
-        st.stop()
-    bar.empty()
     while len(cache) >= 4:  # keep the last few studies of this session
         cache.pop(next(iter(cache)))
-    cache[key] = comp
+    cache[key] = shared["value"]
 comp = cache[key]
 
 levels = cc.iteration_levels(comp)
@@ -164,22 +167,24 @@ compare.glossary_links(("Sensitivity", "Consistency violations and faithfulness"
 gs_key = (str(state.sample_dir()), epsilons, gs_trials, gs_seed, max_size)
 gs_cache = ss.setdefault("gs_cache", {})
 if gs_key not in gs_cache:
-    gbar = st.progress(0.0, text="Releasing group sizes ...")
+    gs_shared = compare.shared_result("group sizes", repr(gs_key))
+    if "value" not in gs_shared:  # not yet run by any session
+        gbar = st.progress(0.0, text="Releasing group sizes ...")
 
-    def _gs_progress(stage, done, total):
-        gbar.progress(min(1.0, done / total) if total else 0.0, text=f"{stage}: {done} of {total}")
+        def _gs_progress(stage, done, total):
+            gbar.progress(min(1.0, done / total) if total else 0.0, text=f"{stage}: {done} of {total}")
 
-    try:
-        gstudy = cc.run_group_study(state.sample_dir() / "params", state.sample_dir() / "data", epsilons, gs_trials,
-                                    gs_seed, max_size, _gs_progress)
-    except Exception as exc:  # noqa: BLE001 - shown as a message, never a traceback
+        try:
+            gs_shared["value"] = cc.run_group_study(state.sample_dir() / "params", state.sample_dir() / "data",
+                                                    epsilons, gs_trials, gs_seed, max_size, _gs_progress)
+        except Exception as exc:  # noqa: BLE001 - shown as a message, never a traceback
+            gbar.empty()
+            st.error(f"The group-size study could not run: {exc}")
+            st.stop()
         gbar.empty()
-        st.error(f"The group-size study could not run: {exc}")
-        st.stop()
-    gbar.empty()
     while len(gs_cache) >= 4:
         gs_cache.pop(next(iter(gs_cache)))
-    gs_cache[gs_key] = gstudy
+    gs_cache[gs_key] = gs_shared["value"]
 gstudy = gs_cache[gs_key]
 hh = gstudy.hierarchy
 st.caption(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from functools import cache
 from pathlib import Path
 
 import pytest
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,6 +29,7 @@ def _served_like_a_running_server(monkeypatch):
     server). Without this, every run would first run the page alone and rerun.
     """
     from streamlit.runtime import pages_manager
+    from streamlit.testing.v1 import app_test, local_script_runner
 
     original = pages_manager.PagesManager.__init__
 
@@ -35,6 +38,25 @@ def _served_like_a_running_server(monkeypatch):
         pages_manager.PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(pages_manager.PagesManager, "__init__", init)
+    monkeypatch.setattr(app_test, "ScriptCache", _CompiledOnce)  # the pages' scripts
+    monkeypatch.setattr(local_script_runner, "ScriptCache", _CompiledOnce)  # app.py's
+
+
+@cache
+def _compiled(path: str, stamp: tuple[int, int]):
+    """The script at `path` as Streamlit compiles it (with its "magic"), once per version of the file."""
+    return ScriptCache().get_bytecode(path)
+
+
+class _CompiledOnce(ScriptCache):
+    """A running server compiles app.py and each page once and keeps the code until the file
+    changes; AppTest makes a new, empty ScriptCache for every run, so each run parsed and
+    rewrote both scripts again (about a third of a page run). This cache keeps the code of
+    each script until its file changes (modification time or size)."""
+
+    def get_bytecode(self, script_path: str):
+        stat = os.stat(script_path)
+        return _compiled(os.path.abspath(script_path), (stat.st_mtime_ns, stat.st_size))
 
 
 @cache

@@ -19,11 +19,7 @@ PAGE = "compare_cell_suppression"
 
 def _groups_at_least(n: int) -> int:
     """COUNTY Regional groups of the sample with at least n persons, counted by the engine."""
-    from calculators.presets import production_2020
-    from engine.run import prepare
-
-    prepared = prepare(SAMPLE / "params", SAMPLE / "data", config=production_2020().updated(reader="csv"))
-    return int((prepared.counts(PopulationGroupLevel("COUNTY", 1)).totals() >= n).sum())
+    return int((_sample_groups()["size"] >= n).sum())
 
 
 @functools.lru_cache(maxsize=1)

@@ -235,6 +235,16 @@ def _persons_in(path: str, mtime: float) -> int:
         return max(sum(1 for line in fh if line.strip()) - 1, 0)  # less the header row
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def shared_result(kind: str, key: str) -> dict:
+    """A box shared by every session for one seeded study (`kind`, and `key` made of its
+    inputs), filled by the page under "value": the same inputs give the same tables, so a
+    study that took seconds runs once, not once per session. The page runs the study
+    outside this cached call so that its progress bar shows in the session that runs it
+    (Streamlit replays what a cached function drew). Eight studies at most are kept."""
+    return {}
+
+
 def sample_persons(folder: Path) -> int | None:
     """The number of persons of a data folder's person-records.txt (synthetic data), or
     None without one."""
