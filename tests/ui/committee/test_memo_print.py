@@ -28,7 +28,7 @@ def _plans() -> list[Plan]:
 
 
 @pytest.fixture(scope="module")
-def printed():
+def printed(renderer):
     from pypdf import PdfReader
 
     ok, why = images.available()
@@ -37,7 +37,7 @@ def printed():
             pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {why}", pytrace=False)
         pytest.skip(why)
     m = memo.comparison_memo(_plans(), planner.EXACT, 1e-10)
-    reader = PdfReader(io.BytesIO(memo_pdf.render(m, paper="US Letter")))
+    reader = PdfReader(io.BytesIO(memo_pdf.render(m, paper="US Letter", renderer=renderer)))
     return m, reader, [p.extract_text() for p in reader.pages]
 
 
