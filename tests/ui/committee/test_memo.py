@@ -18,6 +18,9 @@ from ui.core import planner
 from ui.committee.comparison import Plan
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+#: One worker (pytest-xdist) takes all the memo tests: the browser drawing the charts
+#: (conftest's `renderer`) and the memos printed once per module are made once, not on each worker.
+pytestmark = pytest.mark.xdist_group("memo")
 NOW = datetime(2026, 5, 4, 9, 30, tzinfo=timezone.utc)
 
 

@@ -18,6 +18,9 @@ from ui.committee.comparison import Plan
 from ui.core import planner
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+#: One worker (pytest-xdist) takes all the memo tests: the browser drawing the charts
+#: (conftest's `renderer`) and the memos printed once per module are made once, not on each worker.
+pytestmark = pytest.mark.xdist_group("memo")
 
 
 def _plans() -> list[Plan]:
