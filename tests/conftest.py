@@ -48,3 +48,24 @@ def _scenario_store_in_a_temp_folder(tmp_path_factory):
         os.environ.pop("SAFETAB_STUDIO_DATA", None)
     else:
         os.environ["SAFETAB_STUDIO_DATA"] = old
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """`--dist loadgroup` (pyproject.toml) again sends the tests of one `xdist_group` to one
+    worker with pytest >= 9.2: pytest-xdist 3.8 marks a grouped test by appending `@group` to
+    its node id through `item._nodeid`, which pytest 9.2's structured node ids ignore, so every
+    group was silently split over both workers (pytest-dev/pytest-xdist#1386): the browser
+    tests ran two at once and fixtures meant to be built once were built on each worker.
+    Here, in a worker only, after every hook that adds a group (trylast), the same suffix is
+    set on the structured id; with an older pytest xdist has set it already and nothing changes."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(item.nodeid + suffix)

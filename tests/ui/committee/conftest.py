@@ -1,4 +1,5 @@
-"""Fixtures of the scenario-store tests: a store in a temp folder, and the 2020 plan."""
+"""Fixtures of the scenario-store and memo tests: a store in a temp folder, the 2020 plan, and
+one browser kept open to draw the memos' charts."""
 
 from __future__ import annotations
 
@@ -17,3 +18,16 @@ def store(tmp_path):
 @pytest.fixture
 def prod():
     return production_2020()
+
+
+@pytest.fixture(scope="session")
+def renderer():
+    """One browser (ui.committee.images.Renderer, as the app keeps one) drawing the charts of
+    the memos the tests print, instead of a browser started for each memo: starting Chromium
+    is most of a memo's cost. Only drawn on, never closed or reconfigured by a test; closed at
+    the end. (test_memo.py also prints a memo with a browser started for it, and checks that both draw alike.)"""
+    from ui.committee import images
+
+    r = images.Renderer()
+    yield r
+    r.close()

@@ -18,6 +18,9 @@ from ui.core import planner
 from ui.committee.comparison import Plan
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+#: One worker (pytest-xdist) takes all the memo tests: the browser drawing the charts
+#: (conftest's `renderer`) and the memos printed once per module are made once, not on each worker.
+pytestmark = pytest.mark.xdist_group("memo")
 NOW = datetime(2026, 5, 4, 9, 30, tzinfo=timezone.utc)
 
 
@@ -66,7 +69,7 @@ def pdf_text(plan):
 
     _need_browser()
     m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
-    data = memo_pdf.render(m)
+    data = memo_pdf.render(m)  # its own browser: the path without a renderer (the others share one)
     reader = PdfReader(io.BytesIO(data))
     text = "\n".join(p.extract_text() for p in reader.pages)
     return m, reader, text
@@ -117,13 +120,13 @@ def test_page_one_is_the_decision_sheet(pdf_text, expected):
 
 
 @pytest.fixture(scope="module")
-def layouts(plan):
+def layouts(plan, renderer):
     """The memo of the plan with its last run, on both papers, with the charts' places."""
     from pypdf import PdfReader
 
     _need_browser()
     m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
-    pics = memo_pdf.pictures(m)
+    pics = memo_pdf.pictures(m, renderer)
     out = {}
     for paper in memo_pdf.PAPERS:
         placed: list = []
@@ -191,10 +194,10 @@ def _tables(doc: str) -> dict[str, list[list[str]]]:
     return out
 
 
-def test_the_html_memo_holds_the_same_numbers_and_svg_charts(plan, expected):
+def test_the_html_memo_holds_the_same_numbers_and_svg_charts(plan, expected, renderer):
     _need_browser()
     m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
-    doc = memo_html.render(m)
+    doc = memo_html.render(m, renderer=renderer)
     t = _tables(doc)
     row = next(r for r in t["Budget and MOE per level"] if r[:2] == ["COUNTY", "Detailed"])
     assert row[4:6] == ["8", "0.3"] and row[9:12] == [str(expected["moe_exact"]), str(expected["moe_bound"]),
@@ -419,12 +422,12 @@ def test_a_memo_never_carries_a_run_of_another_plan_as_its_own(plan, run_info):
 
 
 @pytest.fixture(scope="module")
-def run_layouts(plan, run_info):
+def run_layouts(plan, run_info, renderer):
     from pypdf import PdfReader
 
     _need_browser()
     m = memo.plan_memo(plan, planner.EXACT, 1e-10, run=run_info, now=NOW)
-    pics = memo_pdf.pictures(m)
+    pics = memo_pdf.pictures(m, renderer)
     return m, {paper: PdfReader(io.BytesIO(memo_pdf.render(m, pngs=pics, paper=paper))) for paper in memo_pdf.PAPERS}
 
 

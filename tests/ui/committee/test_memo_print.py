@@ -18,6 +18,9 @@ from ui.committee.comparison import Plan
 from ui.core import planner
 
 COUNTY2 = PopulationGroupLevel("COUNTY", 2)
+#: One worker (pytest-xdist) takes all the memo tests: the browser drawing the charts
+#: (conftest's `renderer`) and the memos printed once per module are made once, not on each worker.
+pytestmark = pytest.mark.xdist_group("memo")
 
 
 def _plans() -> list[Plan]:
@@ -28,7 +31,7 @@ def _plans() -> list[Plan]:
 
 
 @pytest.fixture(scope="module")
-def printed():
+def printed(renderer):
     from pypdf import PdfReader
 
     ok, why = images.available()
@@ -37,7 +40,7 @@ def printed():
             pytest.fail(f"SAFETAB_REQUIRE_BROWSER=1 but {why}", pytrace=False)
         pytest.skip(why)
     m = memo.comparison_memo(_plans(), planner.EXACT, 1e-10)
-    reader = PdfReader(io.BytesIO(memo_pdf.render(m, paper="US Letter")))
+    reader = PdfReader(io.BytesIO(memo_pdf.render(m, paper="US Letter", renderer=renderer)))
     return m, reader, [p.extract_text() for p in reader.pages]
 
 
