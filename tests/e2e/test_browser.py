@@ -21,6 +21,7 @@ Without /usr/bin/chromium the module is skipped, unless SAFETAB_REQUIRE_BROWSER=
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -52,7 +53,7 @@ def page(browser, request):
     with new_page(browser, WIDTH, accept_downloads=True) as pg:
         yield pg
         if failed(request.node):
-            _picture(pg, f"{request.node.name}-failure")
+            _failure_picture(pg, f"{request.node.name}-failure")
 
 
 def _open(page, url: str, text: str):
@@ -93,7 +94,7 @@ def _choose(page, box, option: str) -> None:
     page.get_by_role("option", name=option).first.click()
 
 
-def _picture(page, name: str, width: int | None = None):
+def _picture(page, name: str, width: int | None = None, timeout_ms: int = 600_000):
     """A full-height screenshot of the page into SHOTS/<name>.png, at `width` (default:
     the page's own), then back to the window's size."""
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -102,10 +103,16 @@ def _picture(page, name: str, width: int | None = None):
     width = width or size["width"]
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": width, "height": min(int(height) + 20, 7000)})
-    _settle(page)  # charts re-layout to the new size
+    settle(page, timeout_ms=timeout_ms)  # charts re-layout to the new size
     page.screenshot(path=str(SHOTS / f"{name}.png"))
     page.set_viewport_size(size)
-    _settle(page)
+    settle(page, timeout_ms=timeout_ms)
+
+
+def _failure_picture(page, name: str) -> None:
+    """The page as it is when a check failed, into SHOTS (best effort: it never hides the failure)."""
+    with contextlib.suppress(Exception):
+        _picture(page, name, timeout_ms=30_000)
 
 
 def _screenshot(page, name: str, width: int = WIDTH):
@@ -223,7 +230,7 @@ def _cut_off(page) -> list[str]:
 def _nothing_cut_off(page, where: str):
     bad = _cut_off(page)
     if bad:
-        _picture(page, f"cut-off-{where}")
+        _failure_picture(page, f"cut-off-{where}")
     assert not bad, f"{where}: " + "; ".join(bad)
 
 
@@ -735,7 +742,7 @@ def page_fit_problems(server, browser) -> dict[int, list[str]]:
                 bad.append("a chart without its text summary")
             if bad:
                 problems[width].append(f"{where} at {width} px: " + "; ".join(bad))
-                _picture(page, f"fit-{where}-{width}")
+                _failure_picture(page, f"fit-{where}-{width}")
         order.reverse()  # the next view starts at the width the window has
 
     context = new_context(browser, viewport={"width": order[0], "height": 1000})
