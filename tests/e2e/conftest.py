@@ -3,7 +3,7 @@ pytest-xdist worker) and a Chromium per module (tests/e2e/browser.py).
 
 Under `-n 2 --dist loadgroup` each browser-test module is one group, run one test after
 another on one worker, with its Chromium opened once (and the page-fit test, the longest,
-is a group of its own: its two widths share one visit of every page): the groups spread
+is a group of its own; it checks both widths on one visit of every page): the groups spread
 over the two workers instead of one worker running every browser test while the other
 idles at the end."""
 
@@ -18,8 +18,7 @@ from tests.e2e.browser import FAILED, chromium, require_browser, streamlit_serve
 _HERE = Path(__file__).resolve().parent
 
 
-#: Browser tests long enough to be a group of their own (all their parameters together:
-#: they share a module-scoped fixture that does the work once).
+#: Browser tests long enough to be a group of their own.
 _ALONE = {"test_every_page_fits_at_common_widths"}
 
 

@@ -724,7 +724,7 @@ def _go(page, server: str, name: str) -> None:
     _settle(page)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page_fit_problems(server, browser) -> dict[int, list[str]]:
     """What does not fit, by width (WIDTHS), on every page, its other chart tabs and
     views: each page is opened once (by its sidebar link) and checked at each width in
@@ -785,13 +785,15 @@ def page_fit_problems(server, browser) -> dict[int, list[str]]:
     return problems
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_every_page_fits_at_common_widths(page_fit_problems, width):
+def test_every_page_fits_at_common_widths(page_fit_problems):
     """Nothing is cut off on any page, at a laptop's and a desk screen's width: key
     numbers, labels, buttons and every table column are visible, and every chart has its
-    text summary. The pages are opened and checked once for both widths
-    (`page_fit_problems`); each width is its own test, failing with what does not fit at it."""
-    assert not page_fit_problems[width], "\n".join(page_fit_problems[width])
+    text summary. One test for both widths (WIDTHS): each page is opened once and checked
+    at each width in turn (`page_fit_problems`); the failure lists what does not fit at
+    each width, by width. (Two tests sharing the module fixture would each open every
+    page under pytest-xdist, which sends them to different workers.)"""
+    bad = [line for width in WIDTHS for line in page_fit_problems[width]]
+    assert not bad, "\n".join(bad)
 
 
 def test_typed_values_are_used_as_typed_or_refused_in_the_browser(server, page):
