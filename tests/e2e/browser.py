@@ -28,6 +28,15 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
                "--disable-sync", "--no-first-run"]
 
 
+#: Set on a test's item when its call failed (tests/e2e/conftest.py), read by `failed`.
+FAILED = pytest.StashKey[bool]()
+
+
+def failed(item) -> bool:
+    """Whether the test `item` has failed (a fixture's teardown pictures the page then)."""
+    return item.stash.get(FAILED, False)
+
+
 def require_browser() -> None:
     """Skip the test without Chromium or Playwright; fail instead when SAFETAB_REQUIRE_BROWSER=1 (CI)."""
     missing = None
@@ -104,10 +113,64 @@ def streamlit_server(log: Path, cwd: Path = REPO, env: Mapping[str, str] | None 
         yield url
 
 
+#: Installed in every page before the app's own scripts (`new_context`): when the DOM last
+#: changed, and when the app's websocket last sent a message to the server (a widget
+#: changed, a rerun asked for) and last received one (a script run's elements, its end).
+WATCH = """(() => {
+  if (window.__settle) return;
+  const w = window.__settle = {mutated: performance.now(), sent: 0, received: 0};
+  new MutationObserver(() => { w.mutated = performance.now(); })
+    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', () => { w.received = performance.now(); });
+    }
+    send(data) { w.sent = performance.now(); return super.send(data); }
+  };
+})()"""
+
+#: The page has settled: the app is connected and no script run is going on, every
+#: element is drawn (no placeholder, every chart has its SVG), the server has answered
+#: the last message sent to it, and neither the DOM nor the websocket has changed for
+#: `quiet` ms, counted from `start` (when the settle was asked for) at the earliest.
+#: The quiet period covers a rerun asked for just before `start` that has not shown
+#: itself yet: its request is an unanswered message, its answer a change.
+SETTLED = """([start, quiet]) => {
+  const w = window.__settle;
+  if (!w) throw new Error('the page has no settle watcher: open it in a context from tests.e2e.browser.new_context');
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]').length;
+  if (document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length < charts) return false;
+  if (w.sent > w.received) return false;
+  return performance.now() - Math.max(start, w.mutated, w.received) >= quiet;
+}"""
+
+
+def settle(page, quiet_ms: int = 400, timeout_ms: int = 600_000) -> None:
+    """Wait until the page has settled (SETTLED): the script run is over, every element
+    is drawn and nothing has changed for `quiet_ms`. No fixed sleep: a page that is
+    ready returns after the quiet period, a slow one is waited for (up to `timeout_ms`:
+    the method studies take minutes on a loaded machine)."""
+    start = page.evaluate("() => performance.now()")
+    page.wait_for_function(SETTLED, arg=[start, quiet_ms], timeout=timeout_ms, polling=100)
+
+
+def new_context(browser, **options):
+    """A fresh browser context (no cookies or storage of another test) whose pages carry
+    the settle watcher (WATCH)."""
+    context = browser.new_context(**options)
+    context.add_init_script(script=WATCH)
+    return context
+
+
 @contextlib.contextmanager
 def new_page(browser, width: int, height: int = 1000, **options) -> Iterator[object]:
     """A page in a fresh browser context (no cookies or storage of another test), closed on exit."""
-    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    context = new_context(browser, viewport={"width": width, "height": height}, **options)
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     try:

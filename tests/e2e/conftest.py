@@ -2,9 +2,10 @@
 pytest-xdist worker) and a Chromium per module (tests/e2e/browser.py).
 
 Under `-n 2 --dist loadgroup` each browser-test module is one group, run one test after
-another on one worker, with its Chromium opened once (and the page-fit test's two widths
-are a group each, being the two longest tests): the groups spread over the two workers
-instead of one worker running every browser test while the other idles at the end."""
+another on one worker, with its Chromium opened once (and the page-fit test, the longest,
+is a group of its own; it checks both widths on one visit of every page): the groups spread
+over the two workers instead of one worker running every browser test while the other
+idles at the end."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import chromium, require_browser, streamlit_server
+from tests.e2e.browser import FAILED, chromium, require_browser, streamlit_server
 
 _HERE = Path(__file__).resolve().parent
 
 
-#: Browser tests long enough to be a group of their own (one per parameter).
+#: Browser tests long enough to be a group of their own.
 _ALONE = {"test_every_page_fits_at_common_widths"}
 
 
@@ -26,9 +27,19 @@ def pytest_collection_modifyitems(config, items):
         path = Path(str(item.fspath)).resolve()
         if path.is_relative_to(_HERE):
             group = f"browser-{path.stem}"
-            if getattr(item, "originalname", None) in _ALONE and hasattr(item, "callspec"):
-                group += f"-{item.callspec.id}"
+            name = getattr(item, "originalname", None)
+            if name in _ALONE:
+                group += f"-{name}"
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Mark a browser test whose call failed (`tests.e2e.browser.failed`): its page is pictured."""
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[FAILED] = True
+    return report
 
 
 @pytest.fixture(scope="session")

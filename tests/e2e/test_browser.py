@@ -4,11 +4,16 @@ Starts `streamlit run app.py` on a free loopback port, opens every page at 1280 
 1920 px wide and checks that nothing is cut off (key numbers, labels, buttons, table
 columns), changes a control and sees a number change, types values into the planner
 table and sees them used as typed or refused with a message, runs the mechanism on the
-sample data, downloads results and checks their content, and saves a screenshot of
-every page into $SAFETAB_SCREENSHOTS/<page>_<width>.png (default: safetab-screenshots
-in the system temp folder), never into the repository. To refresh the pictures in
-docs/screenshots/ (the README shows budget.png): SAFETAB_SCREENSHOTS=docs/screenshots
-python -m pytest tests/e2e
+sample data, downloads results and checks their content. With SAFETAB_SCREENSHOTS set,
+it also saves a full-height screenshot of every page into $SAFETAB_SCREENSHOTS/<page>.png
+and <page>_<width>.png; without it, only a page that fails a check is pictured (into
+safetab-screenshots in the system temp folder), never into the repository. To refresh
+the pictures in docs/screenshots/ (the README shows budget.png):
+SAFETAB_SCREENSHOTS=docs/screenshots python -m pytest tests/e2e
+
+Waits are for a condition, never a fixed time: `_settle` waits until the script run is
+over, every element is drawn and the page has not changed for a short quiet period
+(tests/e2e/browser.py: `settle`).
 
 Without /usr/bin/chromium the module is skipped, unless SAFETAB_REQUIRE_BROWSER=1
 (CI), where that is a failure. The server is always terminated.
@@ -16,20 +21,24 @@ Without /usr/bin/chromium the module is skipped, unless SAFETAB_REQUIRE_BROWSER=
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
 import zipfile
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
-from tests.e2e.browser import new_page, streamlit_server
+from tests.e2e.browser import failed, new_context, new_page, settle, streamlit_server
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
+#: Every page is pictured when SAFETAB_SCREENSHOTS names a folder; otherwise only a failure, into the temp folder.
+SCREENSHOTS_WANTED = bool(os.environ.get("SAFETAB_SCREENSHOTS"))
 SHOTS = Path(os.environ.get("SAFETAB_SCREENSHOTS") or Path(tempfile.gettempdir()) / "safetab-screenshots")
 WIDTH = 1500
 #: Widths every page is checked at: a laptop (the narrowest a committee uses) and a desk screen.
@@ -40,9 +49,11 @@ PAGES = ("", "budget", "adaptive", "suppression", "run", "configuration", "scena
 
 
 @pytest.fixture
-def page(browser, tmp_path):
+def page(browser, request):
     with new_page(browser, WIDTH, accept_downloads=True) as pg:
         yield pg
+        if failed(request.node):
+            _failure_picture(pg, f"{request.node.name}-failure")
 
 
 def _open(page, url: str, text: str):
@@ -58,20 +69,10 @@ def _compare_tab(page):
     _settle(page)
 
 
-SETTLED = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (document.querySelectorAll('[data-testid="stSkeleton"]').length) return false;
-  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]').length;
-  return document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= charts;
-}"""
-
-
-def _settle(page, pause: float = 0.5):
-    """Wait until the script run is over and every element (tables, charts) is drawn."""
-    time.sleep(0.3)
-    page.wait_for_function(SETTLED, timeout=600_000, polling=200)  # the method studies take minutes under load
-    time.sleep(pause)
+def _settle(page):
+    """Wait until the script run is over, every element (tables, charts) is drawn and the
+    page is still (tests/e2e/browser.py: `settle`; the method studies take minutes under load)."""
+    settle(page)
 
 
 def _choose(page, box, option: str) -> None:
@@ -93,13 +94,31 @@ def _choose(page, box, option: str) -> None:
     page.get_by_role("option", name=option).first.click()
 
 
-def _screenshot(page, name: str, width: int = WIDTH):
+def _picture(page, name: str, width: int | None = None, timeout_ms: int = 600_000):
+    """A full-height screenshot of the page into SHOTS/<name>.png, at `width` (default:
+    the page's own), then back to the window's size."""
     SHOTS.mkdir(parents=True, exist_ok=True)
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:100]
+    size = page.viewport_size
+    width = width or size["width"]
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": width, "height": min(int(height) + 20, 7000)})
-    _settle(page, 0.6)  # charts re-layout to the new size
+    settle(page, timeout_ms=timeout_ms)  # charts re-layout to the new size
     page.screenshot(path=str(SHOTS / f"{name}.png"))
-    page.set_viewport_size({"width": width, "height": 1000})
+    page.set_viewport_size(size)
+    settle(page, timeout_ms=timeout_ms)
+
+
+def _failure_picture(page, name: str) -> None:
+    """The page as it is when a check failed, into SHOTS (best effort: it never hides the failure)."""
+    with contextlib.suppress(Exception):
+        _picture(page, name, timeout_ms=30_000)
+
+
+def _screenshot(page, name: str, width: int = WIDTH):
+    """The page's picture for the docs, when SAFETAB_SCREENSHOTS asks for them (module docstring)."""
+    if SCREENSHOTS_WANTED:
+        _picture(page, name, width)
 
 
 #: What is cut off on the page: metric values and labels wider than their box, text
@@ -203,8 +222,15 @@ FITS = r"""() => {
 }"""
 
 
+def _cut_off(page) -> list[str]:
+    """What is cut off on the page or does not fit (CUT_OFF, FITS)."""
+    return page.evaluate(CUT_OFF) + page.evaluate(FITS)
+
+
 def _nothing_cut_off(page, where: str):
-    bad = page.evaluate(CUT_OFF) + page.evaluate(FITS)
+    bad = _cut_off(page)
+    if bad:
+        _failure_picture(page, f"cut-off-{where}")
     assert not bad, f"{where}: " + "; ".join(bad)
 
 
@@ -313,9 +339,8 @@ def test_budget_planner_r_changes_s_and_the_url(server, page):
 
     _open(page, f"{server}/budget", "Stability S = 9")
     page.get_by_text("Group-size profile").first.wait_for()  # the national outcome, the tab that opens first
-    _screenshot(page, "budget")
+    _screenshot(page, "budget")  # settles after its resize back
     # type a MOE target of 8 for COUNTY Detailed (row 6, column "MOE target"): rho follows
-    time.sleep(1.5)  # the page re-lays out after the screenshot's resize
     _type_in_cell(page, 3, 5, "8")  # column 3: MOE target, row 5: COUNTY Detailed
     from ui.core import planner
 
@@ -383,7 +408,7 @@ def test_run_on_the_sample_data_and_download(server, page, tmp_path):
     page.get_by_text("Persons counted").wait_for(timeout=90_000)
     page.get_by_text("50,000").first.wait_for()
     page.get_by_text("Truth against release").wait_for()
-    _settle(page, 1.0)
+    _settle(page)
     body = page.inner_text("body")
     assert "NOT FOR RELEASE: seeded" in body
     assert "Plan run: sample-data plan" in body  # a first run on the sample uses the sample's own plan
@@ -426,11 +451,14 @@ def test_configuration_export(server, page):
 
 def _screenshot_at(page, name: str, width: int):
     """A full-page screenshot at a given window width (1280 and 1920 px: what committee
-    members use), then back to the default size."""
+    members use), then back to the default size; when SAFETAB_SCREENSHOTS asks for them."""
+    if not SCREENSHOTS_WANTED:
+        return
     page.set_viewport_size({"width": width, "height": 1000})
     _settle(page)
     _screenshot(page, f"{name}-{width}", width)
     page.set_viewport_size({"width": WIDTH, "height": 1000})
+    _settle(page)
 
 
 def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_path):
@@ -474,7 +502,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     _open(page, f"{server}/scenarios", "Save the current plan")
     _compare_tab(page)
     page.get_by_text("3 plans:").first.wait_for()
-    _settle(page, 1.0)
+    _settle(page)
     body = page.inner_text("body")
     assert "Production copy" in body and "r = 1 draft" in body
     for width in (1280, 1920):
@@ -567,11 +595,11 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
         pytest.skip("sample_data/ is not there")
     _open(page, f"{server}/compare_spines", "Custom area, composed of published units")
     page.get_by_text("Verdict").first.wait_for(timeout=90_000)
-    _settle(page, 1.0)
+    _settle(page)
     assert "Plan: sample-data plan (the data's own config.json)" in page.inner_text("body")  # by default
     page.get_by_text("The 2020 production plan", exact=True).first.click()  # one click away
     page.get_by_text("Plan: 2020 production plan.").first.wait_for(timeout=300_000)
-    _settle(page, 1.0)
+    _settle(page)
     body = page.inner_text("body")
     assert "2 published unit(s)" in body and "Place 0600100" in body and "Tract 06001000100" in body
     _screenshot(page, "compare_spines")
@@ -585,7 +613,7 @@ def test_custom_geographies_compose_an_area_and_optimise_the_spine(server, page,
     page.get_by_text("Spine optimisation", exact=True).last.click()  # the view (after the header's glossary link)
     page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
         timeout=300_000)  # the spine study takes minutes on a loaded machine
-    _settle(page, 1.0)
+    _settle(page)
     assert "Optimised 9 counties" in page.inner_text("body")
     _screenshot(page, "compare_spines_optimisation")
 
@@ -600,7 +628,7 @@ def test_compare_invariants(server, page):
     assert "Invariants are not SafeTab-P" in body and "the disclosure SafeTab-P exists to prevent" in body
     _choose(page, page.locator("[data-testid='stMain'] [data-testid='stSelectbox']").first, "Tracts add up to their county's true count")
     page.get_by_text("In every replication the regions add up to the true total exactly.").wait_for(timeout=90_000)
-    _settle(page, 1.0)
+    _settle(page)
     _screenshot(page, "compare_invariants")
     data = _download(page, "Everything (invariants_level_study.zip)")
     zpath = Path(tempfile.mkdtemp()) / "inv.zip"
@@ -615,7 +643,7 @@ def test_compare_invariants(server, page):
     _choose(page, page.locator("[data-testid='stMain'] [data-testid='stSelectbox']").first,
             "Paper §5.2: 14 × 24 × 20 table, two-way margins held at each of the 20 locations")
     page.get_by_text("rank 740, largest difference from the closed form").wait_for(timeout=90_000)
-    _settle(page, 1.0)
+    _settle(page)
     body = page.inner_text("body")
     assert "0.8899" in body and "760 sums are published exactly" in body
     _screenshot(page, "compare_invariants_custom")
@@ -626,7 +654,7 @@ def test_consistency_comparison(server, page, tmp_path):
         pytest.skip("sample_data/ is not there")
     _open(page, f"{server}/compare_consistency", "The question.")
     page.get_by_text("Verdict").first.wait_for(timeout=300_000)
-    _settle(page, 1.0)
+    _settle(page)
     body = page.inner_text("body")
     assert "Consistency methods" in body and "SafeTab-P as published" in body and "do not add up" in body
     _screenshot(page, "compare_consistency")
@@ -648,7 +676,7 @@ def test_compare_cell_suppression(server, page, tmp_path):
         pytest.skip("sample_data/ is not there")
     page.goto(f"{server}/compare_cell_suppression")
     page.get_by_text("Verdict").first.wait_for(timeout=600_000)
-    _settle(page, 1.0)
+    _settle(page)
     body = page.inner_text("body")
     assert "Legacy cell suppression" in body and "Recovered exactly" in body
     assert "One table, both ways" in body
@@ -683,49 +711,89 @@ CHART_TABS = {"budget": ("National outcome", "MOE against the budget", "Race mul
               "suppression": ("Chance of suppression", "Bias of what is released")}
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_every_page_fits_at_common_widths(server, browser, width):
-    """Nothing is cut off on any page, at a laptop's and a desk screen's width: key
-    numbers, labels, buttons and every table column are visible."""
-    context = browser.new_context(viewport={"width": width, "height": 1000})
+def _go(page, server: str, name: str) -> None:
+    """Open the page `name` as a user does, by its sidebar link (no reload, the session
+    kept); the first page of the session by its address."""
+    link = page.locator(f"[data-testid='stSidebarNav'] a[href='{server}/{name}']")
+    if page.url.startswith(server) and link.count():
+        link.first.click()
+        page.wait_for_url(lambda u: urlparse(u).path.strip("/") == name)
+    else:
+        page.goto(f"{server}/{name}")
+    page.get_by_text("SafeTab-P").first.wait_for()
+    _settle(page)
+
+
+@pytest.fixture
+def page_fit_problems(server, browser) -> dict[int, list[str]]:
+    """What does not fit, by width (WIDTHS), on every page, its other chart tabs and
+    views: each page is opened once (by its sidebar link) and checked at each width in
+    turn, the window resized between them. Every problem names its page, view and width."""
+    problems: dict[int, list[str]] = {w: [] for w in WIDTHS}
+    order = list(WIDTHS)
+
+    def at_each_width(where: str, summaries: bool = True) -> None:
+        for width in order:
+            if page.viewport_size["width"] != width:
+                page.set_viewport_size({"width": width, "height": 1000})
+                _settle(page)  # charts and tables re-layout to the new width
+            bad = _cut_off(page)
+            if summaries and page.evaluate(SUMMARIES):
+                bad.append("a chart without its text summary")
+            if bad:
+                problems[width].append(f"{where} at {width} px: " + "; ".join(bad))
+                _failure_picture(page, f"fit-{where}-{width}")
+        order.reverse()  # the next view starts at the width the window has
+
+    context = new_context(browser, viewport={"width": order[0], "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
     try:
         for name in _all_pages():
-            _open(page, f"{server}/{name}", "SafeTab-P")
-            _nothing_cut_off(page, f"{name or 'overview'} at {width} px")
-            assert page.evaluate(SUMMARIES) == 0, f"{name}: a chart without its text summary"
+            _go(page, server, name)
+            at_each_width(name or "overview")
             if name in CHART_TABS:  # the page's other chart tabs (only the open tab is drawn)
                 first, *others = CHART_TABS[name]
                 for tab in others:
                     page.get_by_role("tab", name=tab).click()
                     _settle(page)
-                    _nothing_cut_off(page, f"{name}, tab {tab!r}, at {width} px")
-                    assert page.evaluate(SUMMARIES) == 0, f"{name}, tab {tab!r}: a chart without its text summary"
+                    at_each_width(f"{name}, tab {tab!r},")
                 page.get_by_role("tab", name=first).click()
                 _settle(page)
             if name == "compare_spines":  # its other view: a chart of two panels and four tables, half width
                 page.get_by_text("Spine optimisation", exact=True).last.click()
                 page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
                     timeout=300_000)
-                _settle(page, 1.0)
-                _nothing_cut_off(page, f"compare_spines, Spine optimisation, at {width} px")
+                _settle(page)
+                at_each_width("compare_spines, Spine optimisation,", summaries=False)
                 page.get_by_text("Custom area", exact=True).last.click()
                 _settle(page)
             if name == "scenarios":  # its other tab, whose charts are drawn when asked for
                 _compare_tab(page)
-                _nothing_cut_off(page, f"scenarios, Compare plans, at {width} px")
+                at_each_width("scenarios, Compare plans,", summaries=False)
                 page.get_by_text("Charts", exact=True).first.click()  # the toggle (the hint under it names it too)
                 page.get_by_text("MOE of one stage-2 cell against the level budget").first.wait_for()
                 # every chart drawn (a chart not yet drawn has no labels to measure)
                 page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
                     .filter(c => c.querySelector('.main-svg')).length >= 4""", timeout=120_000)
-                _settle(page, 1.0)
-                _nothing_cut_off(page, f"scenarios with charts at {width} px")
-                assert page.evaluate(SUMMARIES) == 0, "scenarios: a chart without its text summary"
-            _screenshot(page, f"{name or 'overview'}_{width}", width)
+                _settle(page)
+                at_each_width("scenarios with charts")
+            for width in WIDTHS:
+                _screenshot(page, f"{name or 'overview'}_{width}", width)
     finally:
         context.close()
+    return problems
+
+
+def test_every_page_fits_at_common_widths(page_fit_problems):
+    """Nothing is cut off on any page, at a laptop's and a desk screen's width: key
+    numbers, labels, buttons and every table column are visible, and every chart has its
+    text summary. One test for both widths (WIDTHS): each page is opened once and checked
+    at each width in turn (`page_fit_problems`); the failure lists what does not fit at
+    each width, by width. (Two tests sharing the module fixture would each open every
+    page under pytest-xdist, which sends them to different workers.)"""
+    bad = [line for width in WIDTHS for line in page_fit_problems[width]]
+    assert not bad, "\n".join(bad)
 
 
 def test_typed_values_are_used_as_typed_or_refused_in_the_browser(server, page):
@@ -788,7 +856,7 @@ def test_refused_values_are_said_in_view_at_1280_by_800(server, browser):
     """Typing what a box cannot use shows the reason next to it, inside an 800 px high
     window, and the plan keeps its value: a planner cell ('abc' as the USA Detailed MOE
     target), gamma emptied with Ctrl+A, Backspace, Enter."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = new_context(browser, viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(60_000)
     try:

@@ -12,9 +12,9 @@ while the theme's colours alone give 7.1:1: that is what this test is there to c
 
 from __future__ import annotations
 
-import time
-
 import pytest
+
+from tests.e2e.browser import new_context, settle
 
 pytestmark = pytest.mark.e2e
 
@@ -64,18 +64,14 @@ MEASURE = """() => {
 
 
 def _drawn(page) -> None:
-    """Wait until the script run is over and nothing is still a placeholder."""
-    page.wait_for_function("""() => {
-      const app = document.querySelector('[data-testid="stApp"]');
-      return app && app.getAttribute('data-test-script-state') === 'notRunning'
-             && !document.querySelector('[data-testid="stSkeleton"]');
-    }""", timeout=300_000, polling=250)
-    time.sleep(1.0)
+    """Wait until the script run is over, nothing is still a placeholder and the page is
+    still (tests/e2e/browser.py: `settle`)."""
+    settle(page, timeout_ms=300_000)
 
 
 @pytest.mark.parametrize("address", PAGES)
 def test_every_text_is_readable_as_displayed(server, browser, address):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = new_context(browser, viewport={"width": 1280, "height": 800})
     page = context.new_page()
     try:
         page.goto(f"{server}/{address}")
@@ -94,7 +90,7 @@ def test_every_text_is_readable_as_displayed(server, browser, address):
 def test_the_measure_sees_opacity(server, browser):
     """The measure is of what is displayed: the caption colour at Streamlit's own opacity 0.6
     (what captions had before) measures 2.8:1, at full opacity over 7:1."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = new_context(browser, viewport={"width": 1280, "height": 800})
     page = context.new_page()
     try:
         page.goto(f"{server}/glossary")

@@ -2,7 +2,8 @@
 lessons 1 to 6 by their "Next" links at 1280 x 800, answers revealed, then again in the
 presenter view; on every lesson nothing is cut off and no two elements overlap, and in
 the presenter view body text is at least 20 px, charts at least 600 px tall, and the
-sidebar's plan summary is hidden. The module starts its own Streamlit server on a free
+sidebar's plan summary is hidden (each lesson pictured into $SAFETAB_SCREENSHOTS when set,
+see tests/e2e/test_browser.py). The module starts its own Streamlit server on a free
 port, with its own scenario folder (a class changes the plan of its session only, but its
 server is its own), and its own Chromium, and stops both."""
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.browser import chromium, require_browser, streamlit_server
-from tests.e2e.test_browser import SHOTS, _nothing_cut_off, _settle
+from tests.e2e.browser import chromium, new_context, require_browser, streamlit_server
+from tests.e2e.test_browser import SCREENSHOTS_WANTED, SHOTS, _nothing_cut_off, _settle
 from ui.learn import classroom, lessons
 
 pytestmark = pytest.mark.e2e
@@ -85,15 +86,16 @@ def _walk(page, presenter: bool) -> None:
             assert summary.count() == 0
         else:
             assert summary.count() == 1
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{lesson.url_path}_{tag}.png"), full_page=True)
+        if SCREENSHOTS_WANTED:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / f"{lesson.url_path}_{tag}.png"), full_page=True)
         _, nxt = lessons.neighbours(lesson)
         if nxt is not None:
             page.get_by_role("link", name=f"Next: {nxt.nav_title}").click()
 
 
 def test_lessons_1_to_6_at_1280_by_800_and_in_the_presenter_view(learn_server, learn_browser):
-    context = learn_browser.new_context(viewport={"width": 1280, "height": 800})
+    context = new_context(learn_browser, viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(60_000)
     try:
