@@ -240,7 +240,11 @@ def _history(chosen: scenarios.Scenario) -> None:
                                  "Name": st.column_config.TextColumn(width=110),
                                  "Plan": st.column_config.TextColumn(width=250),
                                  "Note": st.column_config.TextColumn(width=80)},
-                  caption="Every version as it was after the change (a replace keeps what it replaced here).")
+                  # names, plans and notes are as long as their authors made them: fitting them would
+                  # push the table past a 1280-px page; the CSV holds every text whole
+                  fit_texts=False,
+                  caption="Every version as it was after the change (a replace keeps what it replaced here; "
+                          "the CSV holds each text whole).")
     by_number = {v.number: v for v in hist}
     numbers = list(by_number)
     pick = st.columns([1.4, 1.4, 1.6], vertical_alignment="bottom")
