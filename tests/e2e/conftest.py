@@ -1,10 +1,10 @@
 """Browser-test fixtures: one Streamlit server of the shipped app per test process (per
 pytest-xdist worker) and a Chromium per module (tests/e2e/browser.py).
 
-Under `-n 2 --dist loadgroup` each browser-test module is one group, run one test after
+Under `-n 3 --dist loadgroup` (pyproject.toml) each browser-test module is one group, run one test after
 another on one worker, with its Chromium opened once (and the page-fit test, the longest,
 is a group of its own; it checks both widths on one visit of every page): the groups spread
-over the two workers instead of one worker running every browser test while the other
+over the workers instead of one worker running every browser test while the other
 idles at the end."""
 
 from __future__ import annotations
