@@ -26,11 +26,10 @@ def _frac(x: Fraction) -> dict:
     return {"exact": f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator), "value": float(x)}
 
 
-def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, coterminous: bool,
-                   timings: dict) -> dict:
-    inputs = prepared.inputs
-    config = inputs.config
-    puredp = config.privacy_defn == "puredp"
+def release_mode(truth: bool, source, puredp: bool) -> dict:
+    """The manifest's "mode": ground truth, a seeded release (both NOT FOR RELEASE) or a
+    release from the secure source, and the exact noise used. Shared by SafeTab-P and
+    SafeTab-H (engine.safetab_h.run), so both say the same of the same run."""
     if truth:
         mode = {"kind": "ground truth", "for_release": False,
                 "note": "NOT FOR RELEASE: the true counts without noise, for accuracy studies only"}
@@ -41,6 +40,15 @@ def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, co
     else:
         mode = {"kind": "release", "for_release": True, "noise_source": source.description if source else None}
     mode["noise"] = "two-sided geometric (exact)" if puredp else "discrete Gaussian (exact, Canonne-Kamath-Steinke)"
+    return mode
+
+
+def build_manifest(prepared, stats: dict, rows: dict, *, source, truth: bool, coterminous: bool,
+                   timings: dict) -> dict:
+    inputs = prepared.inputs
+    config = inputs.config
+    puredp = config.privacy_defn == "puredp"
+    mode = release_mode(truth, source, puredp)
     invariant = dict(stats.get("invariant") or {})
     confidential_invariant = invariant.pop("_confidential", None)
     if invariant:

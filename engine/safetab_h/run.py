@@ -200,22 +200,13 @@ def _query_entry(res: QueryResult, privacy_defn: str) -> dict:
 def build_manifest(prepared: Prepared, queries: dict, rows: dict, *, source, truth: bool, draws: int) -> dict:
     """What the run did, with every privacy figure computed from the configuration (and
     no exact count of the confidential households)."""
-    from engine.release.manifest import ENGINE_VERSION
+    from engine.release.manifest import ENGINE_VERSION, release_mode
     from engine.inputs.readers import sha256_file
 
     inputs = prepared.inputs
     cfg = inputs.config
     puredp = cfg.privacy_defn == "puredp"
-    if truth:
-        mode = {"kind": "ground truth", "for_release": False,
-                "note": "NOT FOR RELEASE: the true counts without noise, for accuracy studies only"}
-    elif not source.for_release:
-        mode = {"kind": "seeded release", "for_release": False,
-                "note": "NOT FOR RELEASE: the noise comes from a seeded, reproducible stream",
-                "noise_source": source.description}
-    else:
-        mode = {"kind": "release", "for_release": True, "noise_source": source.description}
-    mode["noise"] = "two-sided geometric (exact)" if puredp else "discrete Gaussian (exact, Canonne-Kamath-Steinke)"
+    mode = release_mode(truth, source, puredp)
     files = {}
     if not inputs.config_from_file:
         text = cfg.to_json().encode()
