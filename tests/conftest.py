@@ -3,12 +3,55 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The run starts many Python processes (three workers, Streamlit servers, `python -m engine`). Where the
+# environment says not to write bytecode (PYTHONDONTWRITEBYTECODE, set by some sandboxes and CI images),
+# each of them compiled the repository's modules again and each worker rewrote every test module's
+# assertions again: ~10 s of CPU per worker. The caches go to __pycache__ folders, which git ignores.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def _compile_ahead(config) -> None:
+    """Before the workers start (in the pytest-xdist controller only): compile the repository's modules
+    and write pytest's assertion-rewritten test modules once, so that the three workers read them
+    instead of each compiling the same files at the same time from a fresh clone. Uses pytest's own
+    rewriter (the same cache files its import hook writes and checks by source hash); where this
+    pytest has no such helpers, the workers simply compile as before."""
+    import compileall
+    import re
+
+    compileall.compile_dir(str(REPO), quiet=1, workers=1,
+                           rx=re.compile(r"[/\\](\.venv[^/\\]*|node_modules|\.git|tmp|out)([/\\]|$)"))
+    try:
+        from _pytest.assertion import rewrite as _rw
+
+        state = config.stash[_rw.assertstate_key]
+        for fn in sorted((REPO / "tests").rglob("*.py")):
+            if not (fn.name.startswith("test_") or fn.name == "conftest.py") or "node_modules" in fn.parts:
+                continue
+            pyc = _rw.get_cache_dir(fn) / (fn.name[:-3] + _rw.PYC_TAIL)
+            if not pyc.exists():  # a stale one is found stale by its source hash and rewritten on import
+                pyc.parent.mkdir(exist_ok=True)
+                source_hash, co = _rw._rewrite_test(fn, config)
+                _rw._write_pyc(state, co, source_hash, pyc)
+    except Exception:  # noqa: BLE001 -- a warm-up only: any failure leaves the workers to compile as before
+        return
+
+
+def pytest_configure(config):
+    workers = getattr(config.option, "numprocesses", None)  # an int by now ("auto" is resolved earlier)
+    if os.environ.get("PYTEST_XDIST_WORKER") is None and workers not in (None, 0) \
+            and config.getoption("assertmode", "rewrite") == "rewrite":
+        _compile_ahead(config)
 
 
 def _tracked_state() -> tuple[str, str] | None:
