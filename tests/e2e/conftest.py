@@ -11,6 +11,7 @@ a group starts its own server and Chromium (about 3 s of CPU)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,18 +60,48 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+class _SharedServer:
+    """The worker's server of the shipped app, and whether a test has asked for it yet."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.used = False
+
+
 @pytest.fixture(scope="session")
-def server(tmp_path_factory, _scenario_store_in_a_temp_folder):
-    """The URL of `streamlit run app.py` (the shipped app, scenarios in the run's temp store)."""
+def _shared_server(tmp_path_factory, _scenario_store_in_a_temp_folder) -> Iterator[_SharedServer]:
+    """`streamlit run app.py` (the shipped app, scenarios in the run's temp store), once per test process."""
     require_browser()
     with streamlit_server(tmp_path_factory.mktemp("server") / "streamlit.log") as url:
+        yield _SharedServer(url)
+
+
+@pytest.fixture
+def server(_shared_server) -> str:
+    """The URL of the worker's server of the shipped app (`_shared_server`)."""
+    _shared_server.used = True
+    return _shared_server.url
+
+
+@pytest.fixture
+def fresh_server(_shared_server, tmp_path) -> Iterator[str]:
+    """The URL of a server of the shipped app that no page request has reached yet: the
+    worker's own server when no test has asked for it yet (the first browser test of the
+    worker: no second server to start, seconds of CPU saved), else one started for the
+    test (scenarios in the same temp store) and stopped after it."""
+    if not _shared_server.used:
+        _shared_server.used = True
+        yield _shared_server.url
+        return
+    with streamlit_server(tmp_path / "streamlit.log") as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def browser(server):
+def browser(_shared_server):
     """Chromium for one module's tests. Module-scoped, not session-scoped: Playwright's sync
     API keeps an asyncio loop running while it is open, and a later test in the same worker
-    that calls asyncio.run (Kaleido, drawing the memo's charts) would fail beside it."""
+    that calls asyncio.run (Kaleido, drawing the memo's charts) would fail beside it. (It
+    needs the server only to be closed before it.)"""
     with chromium() as b:
         yield b

@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.e2e.browser import failed, new_context, new_page, settle, streamlit_server
+from tests.e2e.browser import failed, new_context, new_page, settle
 
 pytestmark = pytest.mark.e2e
 
@@ -58,6 +58,15 @@ def page(browser, request):
 
 def _open(page, url: str, text: str):
     page.goto(url)
+    page.get_by_text(text, exact=False).first.wait_for()
+    _settle(page)
+
+
+def _open_by_link(page, server: str, name: str, text: str):
+    """Open the page `name` by its sidebar link, as a user goes, the session kept (`_go`; a
+    page load costs Chromium seconds of CPU, a sidebar link a fraction of that), and wait for
+    `text`."""
+    _go(page, server, name)
     page.get_by_text(text, exact=False).first.wait_for()
     _settle(page)
 
@@ -281,15 +290,9 @@ def _download(page, button_name: str, name_out: list | None = None) -> bytes:
 
 
 # ------------------------------------------------------------------------------ tests
-@pytest.fixture
-def fresh_server(tmp_path):
-    """A server no request has reached yet (the shared `server` may have served other tests)."""
-    with streamlit_server(tmp_path / "streamlit.log") as url:
-        yield url
-
-
 def test_deep_link_on_a_fresh_server_restores_the_configuration(fresh_server, page):
-    """First request of the server goes straight to a page with a shared link."""
+    """First request of the server goes straight to a page with a shared link (a server no
+    request has reached yet: `fresh_server` in tests/e2e/conftest.py)."""
     server = fresh_server
     from calculators.presets import production_2020
     from ui.core import urlcodec
@@ -477,7 +480,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     page.get_by_text("Saved the current plan as scenario").first.wait_for()
     _settle(page)
     # a second plan: r = 3 on the planner, saved from the sidebar
-    _open(page, f"{server}/budget", "Stability S = 9")
+    _open_by_link(page, server, "budget", "Stability S = 9")
     slider = page.locator("[data-testid='stSlider'] input[type='range']").first
     slider.focus()
     slider.press("Home")  # r = 1
@@ -498,7 +501,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     _settle(page)
     page.get_by_role("button", name="Save", exact=True).click()
     page.get_by_text("Saved the current plan as scenario “r = 1 draft”").first.wait_for()
-    # the comparison: current plan and the two scenarios
+    # the comparison: current plan and the two scenarios, in a new session (on the 2020 plan)
     _open(page, f"{server}/scenarios", "Save the current plan")
     _compare_tab(page)
     page.get_by_text("3 plans:").first.wait_for()
@@ -508,7 +511,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     for width in (1280, 1920):
         _screenshot_at(page, "scenarios", width)
     # the memo of the comparison, as a PDF
-    _open(page, f"{server}/memo", "What the memo holds")
+    _open_by_link(page, server, "memo", "What the memo holds")
     page.get_by_text("A comparison of plans").click()
     page.get_by_text("3 plans compared").first.wait_for()
     _settle(page)
@@ -835,7 +838,7 @@ def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(se
     _open(page, f"{server}/?config={token}", "Current plan:")
     sidebar = page.locator("[data-testid='stSidebar']").inner_text().replace("\u2060", "")  # invisible joiner
     assert name in sidebar  # exactly as written
-    _open(page, f"{server}/scenarios?config={token}", "Save the current plan")
+    _open_by_link(page, server, "scenarios", "Save the current plan")  # the session's plan, by its name
     assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
     _compare_tab(page)
     assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
