@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.e2e.browser import failed, new_context, new_page, settle
+from tests.e2e.browser import ReusedPage, failed, new_context, settle
 
 pytestmark = pytest.mark.e2e
 
@@ -48,12 +48,22 @@ PAGES = ("", "budget", "adaptive", "suppression", "run", "configuration", "scena
          "compare_index")
 
 
+@pytest.fixture(scope="module")
+def _window(browser):
+    """The module's page, lent to one test after another and emptied between them (`ReusedPage`)."""
+    window = ReusedPage(browser, WIDTH, accept_downloads=True)
+    yield window
+    window.close()
+
+
 @pytest.fixture
-def page(browser, request):
-    with new_page(browser, WIDTH, accept_downloads=True) as pg:
-        yield pg
-        if failed(request.node):
-            _failure_picture(pg, f"{request.node.name}-failure")
+def page(_window, request):
+    """A page at WIDTH x 1000 px, with no session, cookies or storage of another test (`ReusedPage`)."""
+    pg = _window.take()
+    yield pg
+    if failed(request.node):
+        _failure_picture(pg, f"{request.node.name}-failure")
+    _window.give_back()
 
 
 def _open(page, url: str, text: str):
@@ -833,7 +843,11 @@ def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(se
 
     name = "![x](http://attacker.invalid/p.png) [click](http://attacker.invalid) <b>bold</b>"
     asked = []
-    page.on("request", lambda r: asked.append(r.url) if "attacker.invalid" in r.url else None)
+    def note(r):
+        if "attacker.invalid" in r.url:
+            asked.append(r.url)
+
+    page.on("request", note)
     token = urlcodec.encode(production_2020().updated(max_race_codes=4), name=name)
     _open(page, f"{server}/?config={token}", "Current plan:")
     sidebar = page.locator("[data-testid='stSidebar']").inner_text().replace("\u2060", "")  # invisible joiner
@@ -845,6 +859,7 @@ def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(se
     found = page.evaluate("""() => [...document.querySelectorAll('a[href*="attacker"], img[src*="attacker"], b')]
                              .filter(e => e.closest('[data-testid="stSidebar"], [data-testid="stMain"]'))
                              .filter(e => e.tagName !== 'B' || e.innerText === 'bold').map(e => e.outerHTML)""")
+    page.remove_listener("request", note)  # the page is lent to the next test
     assert found == [] and asked == []
 
 
