@@ -21,15 +21,17 @@ from tests.e2e.browser import FAILED, chromium, require_browser, streamlit_serve
 _HERE = Path(__file__).resolve().parent
 
 
-#: test_browser.py's groups: the committee's pages (scenarios, memo, configuration), the
-#: engine runs (the mechanism on the sample data and the other methods' studies), the
-#: planner's pages; the page-fit test alone. Its other tests are in `_DEFAULT_GROUP`.
+#: test_browser.py's groups, of similar length: the committee's pages (scenarios, memo,
+#: configuration) with the adaptive and suppression pages, the engine runs (the mechanism on
+#: the sample data and the other methods' studies), the planner and overview (the others,
+#: `_DEFAULT_GROUP`); the page-fit test alone.
 _GROUPS = {
     "test_browser": {
         "committee": ("test_scenarios_saved_compared_undone_and_put_in_a_memo",
                       "test_page_controls_and_tabs_are_kept_across_pages",
                       "test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing",
-                      "test_a_plan_file_keeps_its_name_when_imported", "test_configuration_export"),
+                      "test_a_plan_file_keeps_its_name_when_imported", "test_configuration_export",
+                      "test_adaptive_thresholds", "test_suppression_threshold_follows_p"),
         "engine": ("test_run_on_the_sample_data_and_download", "test_compare_cell_suppression",
                    "test_compare_invariants", "test_consistency_comparison",
                    "test_custom_geographies_compose_an_area_and_optimise_the_spine"),
