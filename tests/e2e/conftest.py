@@ -3,11 +3,11 @@ pytest-xdist worker) and a Chromium per module (tests/e2e/browser.py).
 
 Under `-n 3 --dist loadgroup` (pyproject.toml) each browser-test module is one group, run one test
 after another on one worker, with its Chromium opened once. test_browser.py, the longest, is split
-into the groups of `_GROUPS` (of similar length, each about a minute on a loaded machine), the
-page-fit test a group of its own (it checks both widths on one visit of every page): the groups
+into the groups of `_GROUPS` (of similar length, each under ~90 s on a loaded machine), and the
+page-fit test is a group of its own (it checks both widths on one visit of every page): the groups
 spread over the workers instead of one worker running the browser tests while the others idle at
 the end. A group's tests are independent of each other (any order, any subset); a worker that runs
-a group starts its own server and Chromium (about 5 s of CPU) unless it has them already."""
+a group starts its own server and Chromium (about 3 s of CPU)."""
 
 from __future__ import annotations
 
@@ -21,21 +21,20 @@ from tests.e2e.browser import FAILED, chromium, require_browser, streamlit_serve
 _HERE = Path(__file__).resolve().parent
 
 
-#: test_browser.py's groups, of similar length (each about a minute at `-n 0` on a loaded
-#: machine): the committee's pages (scenarios and memo; a plan's name, file and export), the
-#: controls kept across pages with the adaptive and suppression pages, the engine runs in two
-#: (the mechanism on the sample data with the consistency study; the other methods' studies),
-#: the planner and overview (the others, `_DEFAULT_GROUP`); the page-fit test alone.
+#: test_browser.py's groups, of similar length: the committee's pages (scenarios, memo,
+#: configuration) with the adaptive and suppression pages, the engine runs (the mechanism on
+#: the sample data and the other methods' studies), the planner and overview (the others,
+#: `_DEFAULT_GROUP`); the page-fit test alone.
 _GROUPS = {
     "test_browser": {
         "committee": ("test_scenarios_saved_compared_undone_and_put_in_a_memo",
+                      "test_page_controls_and_tabs_are_kept_across_pages",
                       "test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing",
-                      "test_a_plan_file_keeps_its_name_when_imported", "test_configuration_export"),
-        "controls": ("test_page_controls_and_tabs_are_kept_across_pages", "test_adaptive_thresholds",
-                     "test_suppression_threshold_follows_p"),
-        "engine-run": ("test_run_on_the_sample_data_and_download", "test_consistency_comparison"),
-        "engine-studies": ("test_compare_cell_suppression", "test_compare_invariants",
-                           "test_custom_geographies_compose_an_area_and_optimise_the_spine"),
+                      "test_a_plan_file_keeps_its_name_when_imported", "test_configuration_export",
+                      "test_adaptive_thresholds", "test_suppression_threshold_follows_p"),
+        "engine": ("test_run_on_the_sample_data_and_download", "test_compare_cell_suppression",
+                   "test_compare_invariants", "test_consistency_comparison",
+                   "test_custom_geographies_compose_an_area_and_optimise_the_spine"),
         "fit": ("test_every_page_fits_at_common_widths",),
     },
 }
