@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import answers, chromium, free_port, new_page, require_browser, running, streamlit_server
+from tests.e2e.browser import ReusedPage, answers, chromium, free_port, require_browser, running, streamlit_server
 from ui.committee import scenarios
 
 pytestmark = pytest.mark.e2e
@@ -93,10 +93,20 @@ def auth_browser(servers):
         yield b
 
 
+@pytest.fixture(scope="module")
+def _window(auth_browser):
+    """The module's page, lent to one test after another and emptied between them: its
+    cookies cleared (the app's sign-in and the provider's), so no test finds another's
+    session (`tests.e2e.browser.ReusedPage`)."""
+    window = ReusedPage(auth_browser, 1400)
+    yield window
+    window.close()
+
+
 @pytest.fixture
-def page(auth_browser):
-    with new_page(auth_browser, 1400) as pg:
-        yield pg
+def page(_window):
+    yield _window.take()
+    _window.give_back()
 
 
 def _sign_in_shown(page) -> None:

@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.e2e.browser import failed, new_context, new_page, settle, streamlit_server
+from tests.e2e.browser import ReusedPage, failed, settle
 
 pytestmark = pytest.mark.e2e
 
@@ -48,16 +48,35 @@ PAGES = ("", "budget", "adaptive", "suppression", "run", "configuration", "scena
          "compare_index")
 
 
+@pytest.fixture(scope="module")
+def _window(browser):
+    """The module's page, lent to one test after another and emptied between them (`ReusedPage`)."""
+    window = ReusedPage(browser, WIDTH, accept_downloads=True)
+    yield window
+    window.close()
+
+
 @pytest.fixture
-def page(browser, request):
-    with new_page(browser, WIDTH, accept_downloads=True) as pg:
-        yield pg
-        if failed(request.node):
-            _failure_picture(pg, f"{request.node.name}-failure")
+def page(_window, request):
+    """A page at WIDTH x 1000 px, with no session, cookies or storage of another test (`ReusedPage`)."""
+    pg = _window.take()
+    yield pg
+    if failed(request.node):
+        _failure_picture(pg, f"{request.node.name}-failure")
+    _window.give_back()
 
 
 def _open(page, url: str, text: str):
     page.goto(url)
+    page.get_by_text(text, exact=False).first.wait_for()
+    _settle(page)
+
+
+def _open_by_link(page, server: str, name: str, text: str):
+    """Open the page `name` by its sidebar link, as a user goes, the session kept (`_go`; a
+    page load costs Chromium seconds of CPU, a sidebar link a fraction of that), and wait for
+    `text`."""
+    _go(page, server, name)
     page.get_by_text(text, exact=False).first.wait_for()
     _settle(page)
 
@@ -281,15 +300,9 @@ def _download(page, button_name: str, name_out: list | None = None) -> bytes:
 
 
 # ------------------------------------------------------------------------------ tests
-@pytest.fixture
-def fresh_server(tmp_path):
-    """A server no request has reached yet (the shared `server` may have served other tests)."""
-    with streamlit_server(tmp_path / "streamlit.log") as url:
-        yield url
-
-
 def test_deep_link_on_a_fresh_server_restores_the_configuration(fresh_server, page):
-    """First request of the server goes straight to a page with a shared link."""
+    """First request of the server goes straight to a page with a shared link (a server no
+    request has reached yet: `fresh_server` in tests/e2e/conftest.py)."""
     server = fresh_server
     from calculators.presets import production_2020
     from ui.core import urlcodec
@@ -477,7 +490,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     page.get_by_text("Saved the current plan as scenario").first.wait_for()
     _settle(page)
     # a second plan: r = 3 on the planner, saved from the sidebar
-    _open(page, f"{server}/budget", "Stability S = 9")
+    _open_by_link(page, server, "budget", "Stability S = 9")
     slider = page.locator("[data-testid='stSlider'] input[type='range']").first
     slider.focus()
     slider.press("Home")  # r = 1
@@ -498,7 +511,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     _settle(page)
     page.get_by_role("button", name="Save", exact=True).click()
     page.get_by_text("Saved the current plan as scenario “r = 1 draft”").first.wait_for()
-    # the comparison: current plan and the two scenarios
+    # the comparison: current plan and the two scenarios, in a new session (on the 2020 plan)
     _open(page, f"{server}/scenarios", "Save the current plan")
     _compare_tab(page)
     page.get_by_text("3 plans:").first.wait_for()
@@ -508,7 +521,7 @@ def test_scenarios_saved_compared_undone_and_put_in_a_memo(server, page, tmp_pat
     for width in (1280, 1920):
         _screenshot_at(page, "scenarios", width)
     # the memo of the comparison, as a PDF
-    _open(page, f"{server}/memo", "What the memo holds")
+    _open_by_link(page, server, "memo", "What the memo holds")
     page.get_by_text("A comparison of plans").click()
     page.get_by_text("3 plans compared").first.wait_for()
     _settle(page)
@@ -725,7 +738,7 @@ def _go(page, server: str, name: str) -> None:
 
 
 @pytest.fixture
-def page_fit_problems(server, browser) -> dict[int, list[str]]:
+def page_fit_problems(server, page) -> dict[int, list[str]]:
     """What does not fit, by width (WIDTHS), on every page, its other chart tabs and
     views: each page is opened once (by its sidebar link) and checked at each width in
     turn, the window resized between them. Every problem names its page, view and width."""
@@ -745,43 +758,39 @@ def page_fit_problems(server, browser) -> dict[int, list[str]]:
                 _failure_picture(page, f"fit-{where}-{width}")
         order.reverse()  # the next view starts at the width the window has
 
-    context = new_context(browser, viewport={"width": order[0], "height": 1000})
-    page = context.new_page()
+    page.set_viewport_size({"width": order[0], "height": 1000})  # the module's page, set back after the test
     page.set_default_timeout(60_000)
-    try:
-        for name in _all_pages():
-            _go(page, server, name)
-            at_each_width(name or "overview")
-            if name in CHART_TABS:  # the page's other chart tabs (only the open tab is drawn)
-                first, *others = CHART_TABS[name]
-                for tab in others:
-                    page.get_by_role("tab", name=tab).click()
-                    _settle(page)
-                    at_each_width(f"{name}, tab {tab!r},")
-                page.get_by_role("tab", name=first).click()
+    for name in _all_pages():
+        _go(page, server, name)
+        at_each_width(name or "overview")
+        if name in CHART_TABS:  # the page's other chart tabs (only the open tab is drawn)
+            first, *others = CHART_TABS[name]
+            for tab in others:
+                page.get_by_role("tab", name=tab).click()
                 _settle(page)
-            if name == "compare_spines":  # its other view: a chart of two panels and four tables, half width
-                page.get_by_text("Spine optimisation", exact=True).last.click()
-                page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
-                    timeout=300_000)
-                _settle(page)
-                at_each_width("compare_spines, Spine optimisation,", summaries=False)
-                page.get_by_text("Custom area", exact=True).last.click()
-                _settle(page)
-            if name == "scenarios":  # its other tab, whose charts are drawn when asked for
-                _compare_tab(page)
-                at_each_width("scenarios, Compare plans,", summaries=False)
-                page.get_by_text("Charts", exact=True).first.click()  # the toggle (the hint under it names it too)
-                page.get_by_text("MOE of one stage-2 cell against the level budget").first.wait_for()
-                # every chart drawn (a chart not yet drawn has no labels to measure)
-                page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
-                    .filter(c => c.querySelector('.main-svg')).length >= 4""", timeout=120_000)
-                _settle(page)
-                at_each_width("scenarios with charts")
-            for width in WIDTHS:
-                _screenshot(page, f"{name or 'overview'}_{width}", width)
-    finally:
-        context.close()
+                at_each_width(f"{name}, tab {tab!r},")
+            page.get_by_role("tab", name=first).click()
+            _settle(page)
+        if name == "compare_spines":  # its other view: a chart of two panels and four tables, half width
+            page.get_by_text("Spine optimisation", exact=True).last.click()
+            page.get_by_text("Off-spine entity distance on the Census, AIAN and optimised spines").first.wait_for(
+                timeout=300_000)
+            _settle(page)
+            at_each_width("compare_spines, Spine optimisation,", summaries=False)
+            page.get_by_text("Custom area", exact=True).last.click()
+            _settle(page)
+        if name == "scenarios":  # its other tab, whose charts are drawn when asked for
+            _compare_tab(page)
+            at_each_width("scenarios, Compare plans,", summaries=False)
+            page.get_by_text("Charts", exact=True).first.click()  # the toggle (the hint under it names it too)
+            page.get_by_text("MOE of one stage-2 cell against the level budget").first.wait_for()
+            # every chart drawn (a chart not yet drawn has no labels to measure)
+            page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+                .filter(c => c.querySelector('.main-svg')).length >= 4""", timeout=120_000)
+            _settle(page)
+            at_each_width("scenarios with charts")
+        for width in WIDTHS:
+            _screenshot(page, f"{name or 'overview'}_{width}", width)
     return problems
 
 
@@ -830,18 +839,23 @@ def test_a_name_that_looks_like_markdown_is_shown_as_text_and_fetches_nothing(se
 
     name = "![x](http://attacker.invalid/p.png) [click](http://attacker.invalid) <b>bold</b>"
     asked = []
-    page.on("request", lambda r: asked.append(r.url) if "attacker.invalid" in r.url else None)
+    def note(r):
+        if "attacker.invalid" in r.url:
+            asked.append(r.url)
+
+    page.on("request", note)
     token = urlcodec.encode(production_2020().updated(max_race_codes=4), name=name)
     _open(page, f"{server}/?config={token}", "Current plan:")
     sidebar = page.locator("[data-testid='stSidebar']").inner_text().replace("\u2060", "")  # invisible joiner
     assert name in sidebar  # exactly as written
-    _open(page, f"{server}/scenarios?config={token}", "Save the current plan")
+    _open_by_link(page, server, "scenarios", "Save the current plan")  # the session's plan, by its name
     assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
     _compare_tab(page)
     assert name in page.locator("[data-testid='stMain']").inner_text().replace("\u2060", "")
     found = page.evaluate("""() => [...document.querySelectorAll('a[href*="attacker"], img[src*="attacker"], b')]
                              .filter(e => e.closest('[data-testid="stSidebar"], [data-testid="stMain"]'))
                              .filter(e => e.tagName !== 'B' || e.innerText === 'bold').map(e => e.outerHTML)""")
+    page.remove_listener("request", note)  # the page is lent to the next test
     assert found == [] and asked == []
 
 
@@ -852,40 +866,36 @@ def _in_view(page, text: str) -> bool:
     return box is not None and 0 <= box["y"] and box["y"] + box["height"] <= view["height"]
 
 
-def test_refused_values_are_said_in_view_at_1280_by_800(server, browser):
+def test_refused_values_are_said_in_view_at_1280_by_800(server, page):
     """Typing what a box cannot use shows the reason next to it, inside an 800 px high
     window, and the plan keeps its value: a planner cell ('abc' as the USA Detailed MOE
     target), gamma emptied with Ctrl+A, Backspace, Enter."""
-    context = new_context(browser, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
+    page.set_viewport_size({"width": 1280, "height": 800})  # the module's page, set back after the test
     page.set_default_timeout(60_000)
-    try:
-        _open(page, f"{server}/budget", "Stability S = 9")
-        table = page.locator("[data-testid='stDataFrame']").first
-        table.scroll_into_view_if_needed()
-        _type_in_cell(page, 3, 1, "abc")  # column 3: MOE target, row 1: USA Detailed
-        page.get_by_text("'abc' is not a number").first.wait_for()
-        _settle(page)
-        assert _in_view(page, "'abc' is not a number"), "the planner's message is out of view"
-        _type_in_cell(page, 3, 17, "abc")  # a row near the bottom of the table (PR-TRACT Detailed)
-        page.get_by_text("PR-TRACT Detailed, MOE target").first.wait_for()
-        _settle(page)
-        assert _in_view(page, "PR-TRACT Detailed, MOE target"), "the message scrolled away from the table"
-        page.evaluate("window.scrollTo(0, 0)")
-        _open(page, f"{server}/budget", "Stability S = 9")
-        box = page.get_by_role("textbox", name="Stage-1 fraction γ")
-        box.click()
-        box.press("Control+a")
-        box.press("Backspace")
-        box.press("Enter")
-        page.get_by_text("The box is empty").first.wait_for()
-        _settle(page)
-        assert _in_view(page, "The box is empty"), "the gamma box's message is out of view"
-        assert "Still in use: 0.1." in page.inner_text("[data-testid='stMain']")
-        assert "2020 production plan, edited" not in page.locator("[data-testid='stSidebar']").inner_text()
-        _screenshot(page, "typed_value_refused_1280", 1280)
-    finally:
-        context.close()
+    _open(page, f"{server}/budget", "Stability S = 9")
+    table = page.locator("[data-testid='stDataFrame']").first
+    table.scroll_into_view_if_needed()
+    _type_in_cell(page, 3, 1, "abc")  # column 3: MOE target, row 1: USA Detailed
+    page.get_by_text("'abc' is not a number").first.wait_for()
+    _settle(page)
+    assert _in_view(page, "'abc' is not a number"), "the planner's message is out of view"
+    _type_in_cell(page, 3, 17, "abc")  # a row near the bottom of the table (PR-TRACT Detailed)
+    page.get_by_text("PR-TRACT Detailed, MOE target").first.wait_for()
+    _settle(page)
+    assert _in_view(page, "PR-TRACT Detailed, MOE target"), "the message scrolled away from the table"
+    page.evaluate("window.scrollTo(0, 0)")
+    _open(page, f"{server}/budget", "Stability S = 9")
+    box = page.get_by_role("textbox", name="Stage-1 fraction γ")
+    box.click()
+    box.press("Control+a")
+    box.press("Backspace")
+    box.press("Enter")
+    page.get_by_text("The box is empty").first.wait_for()
+    _settle(page)
+    assert _in_view(page, "The box is empty"), "the gamma box's message is out of view"
+    assert "Still in use: 0.1." in page.inner_text("[data-testid='stMain']")
+    assert "2020 production plan, edited" not in page.locator("[data-testid='stSidebar']").inner_text()
+    _screenshot(page, "typed_value_refused_1280", 1280)
 
 
 def test_keyboard_focus_is_visible(server, page):

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.browser import new_context, settle
+from tests.e2e.browser import new_context
+from tests.e2e.test_browser import _go
 
 pytestmark = pytest.mark.e2e
 
-#: The pages whose texts are measured: the SafeTab-P section (captions and paragraphs of every kind).
+#: The pages whose texts are measured: the SafeTab-P section (captions and paragraphs of every kind). The
+#: last is where the measure itself is checked (`_probe_opacity`).
 PAGES = ("", "budget", "adaptive", "suppression", "scenarios", "memo", "glossary")
 
 #: Every visible text of the page with its contrast as displayed (module docstring).
@@ -63,48 +65,50 @@ MEASURE = """() => {
 }"""
 
 
-def _drawn(page) -> None:
-    """Wait until the script run is over, nothing is still a placeholder and the page is
-    still (tests/e2e/browser.py: `settle`)."""
-    settle(page, timeout_ms=300_000)
-
-
-@pytest.mark.parametrize("address", PAGES)
-def test_every_text_is_readable_as_displayed(server, browser, address):
-    context = new_context(browser, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    try:
-        page.goto(f"{server}/{address}")
-        page.wait_for_selector("[data-testid='stMainBlockContainer']", timeout=60_000)
-        _drawn(page)
-        texts = page.evaluate(MEASURE)
-        captions = [t for t in texts if t["where"] == "stCaptionContainer"]
-        assert len(texts) > 20 and captions, "the page's texts were measured, captions among them"
-        bad = [t for t in texts if t["ratio"] < (3.0 if t["large"] else 4.5)]
-        assert not bad, "\n".join(f"{t['ratio']:.2f}:1 {t['where']} {t['color']} x opacity {t['opacity']:.2f}: "
-                                  f"{t['text']!r}" for t in bad)
-    finally:
-        context.close()
-
-
-def test_the_measure_sees_opacity(server, browser):
+def _probe_opacity(page) -> list[str]:
     """The measure is of what is displayed: the caption colour at Streamlit's own opacity 0.6
-    (what captions had before) measures 2.8:1, at full opacity over 7:1."""
+    (what captions had before) measures 2.8:1, at full opacity over 7:1. Two probe paragraphs
+    are added to the open page (it is not measured again after them). Returns what is wrong."""
+    page.evaluate("""() => {
+      for (const [id, o] of [['faint', '0.6'], ['full', '1']]) {
+        const d = document.createElement('p'); d.textContent = 'probe ' + id; d.dataset.testid = id;
+        d.style.color = 'rgb(85, 88, 102)'; d.style.opacity = o;
+        document.querySelector('[data-testid="stMainBlockContainer"]').appendChild(d);
+      }
+    }""")
+    texts = {t["where"]: t["ratio"] for t in page.evaluate(MEASURE)}
+    bad = []
+    if texts["faint"] != pytest.approx(2.8, abs=0.15):
+        bad.append(f"the measure does not see opacity: the caption grey at opacity 0.6 measures {texts['faint']:.2f}:1, "
+                   "expected 2.8:1")
+    if not texts["full"] > 7.0:
+        bad.append(f"the caption grey at full opacity measures {texts['full']:.2f}:1, expected over 7:1")
+    return bad
+
+
+def test_every_text_is_readable_as_displayed_and_the_measure_sees_opacity(server, browser):
+    """Every page of PAGES, opened once each in one window, the first by its address and the
+    others by their sidebar links as a user goes (one page load, not one per page: a load
+    costs Chromium seconds of CPU), has over 20 texts measured, captions among them, and
+    none under its ratio; then, on the last page, the measure itself is checked
+    (`_probe_opacity`). Every failure names its page."""
     context = new_context(browser, viewport={"width": 1280, "height": 800})
     page = context.new_page()
+    page.set_default_timeout(60_000)
+    problems = []
     try:
-        page.goto(f"{server}/glossary")
-        page.wait_for_selector("[data-testid='stMainBlockContainer']", timeout=60_000)
-        _drawn(page)
-        page.evaluate("""() => {
-          for (const [id, o] of [['faint', '0.6'], ['full', '1']]) {
-            const d = document.createElement('p'); d.textContent = 'probe ' + id; d.dataset.testid = id;
-            d.style.color = 'rgb(85, 88, 102)'; d.style.opacity = o;
-            document.querySelector('[data-testid="stMainBlockContainer"]').appendChild(d);
-          }
-        }""")
-        texts = {t["where"]: t["ratio"] for t in page.evaluate(MEASURE)}
-        assert texts["faint"] == pytest.approx(2.8, abs=0.15)
-        assert texts["full"] > 7.0
+        for address in PAGES:
+            where = f"page /{address}"
+            _go(page, server, address)
+            texts = page.evaluate(MEASURE)
+            captions = [t for t in texts if t["where"] == "stCaptionContainer"]
+            if not (len(texts) > 20 and captions):
+                problems.append(f"{where}: the page's texts were not measured, captions among them "
+                                f"({len(texts)} texts, {len(captions)} captions)")
+            bad = [t for t in texts if t["ratio"] < (3.0 if t["large"] else 4.5)]
+            problems += [f"{where}: {t['ratio']:.2f}:1 {t['where']} {t['color']} x opacity {t['opacity']:.2f}: "
+                         f"{t['text']!r}" for t in bad]
+        problems += _probe_opacity(page)
+        assert not problems, "\n".join(problems)
     finally:
         context.close()

@@ -3,33 +3,20 @@ lessons 1 to 6 by their "Next" links at 1280 x 800, answers revealed, then again
 presenter view; on every lesson nothing is cut off and no two elements overlap, and in
 the presenter view body text is at least 20 px, charts at least 600 px tall, and the
 sidebar's plan summary is hidden (each lesson pictured into $SAFETAB_SCREENSHOTS when set,
-see tests/e2e/test_browser.py). The module starts its own Streamlit server on a free
-port, with its own scenario folder (a class changes the plan of its session only, but its
-server is its own), and its own Chromium, and stops both."""
+see tests/e2e/test_browser.py). It uses the worker's server of the shipped app and the
+module's Chromium (tests/e2e/conftest.py): a class changes the plan of its own session
+only, which is the test's own browser context."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.e2e.browser import chromium, new_context, require_browser, streamlit_server
+from tests.e2e.browser import new_context
 from tests.e2e.test_browser import SCREENSHOTS_WANTED, SHOTS, _nothing_cut_off, _settle
 from ui.learn import classroom, lessons
 
 pytestmark = pytest.mark.e2e
 
-
-@pytest.fixture(scope="module")
-def learn_server(tmp_path_factory):
-    require_browser()
-    folder = tmp_path_factory.mktemp("learn-server")
-    with streamlit_server(folder / "streamlit.log", env={"SAFETAB_STUDIO_DATA": str(folder / "data")}) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def learn_browser(learn_server):
-    with chromium() as b:
-        yield b
 
 #: Elements of the page that overlap each other (leaf element containers of the main
 #: area, compared pairwise; a container inside another is not compared with it).
@@ -94,13 +81,13 @@ def _walk(page, presenter: bool) -> None:
             page.get_by_role("link", name=f"Next: {nxt.nav_title}").click()
 
 
-def test_lessons_1_to_6_at_1280_by_800_and_in_the_presenter_view(learn_server, learn_browser):
-    context = new_context(learn_browser, viewport={"width": 1280, "height": 800})
+def test_lessons_1_to_6_at_1280_by_800_and_in_the_presenter_view(server, browser):
+    context = new_context(browser, viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(60_000)
     try:
         # the Overview's "Start the class" opens lesson 1 on the 2020 plan
-        page.goto(learn_server)
+        page.goto(server)
         page.get_by_role("link", name="Start the class").first.click()
         page.get_by_text("Class in progress").first.wait_for()
         _walk(page, presenter=False)
