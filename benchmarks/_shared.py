@@ -79,13 +79,20 @@ def ensure_sample(n: int, spec: Path | None, workdir: Path, fmt: str = "txt", se
         argv = ["sample", "--persons", str(n), "--format", fmt, "--seed", str(seed), "--quiet", str(root)]
         if spec is not None:
             argv[1:1] = ["--spec", str(spec)]
-        if here:
-            m = engine_cli(argv, here=True)
-            if m.returncode != 0:
-                raise SystemExit(f"engine sample failed:\n{m.stderr}")
-        else:
-            subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        run_engine(argv, here)
     return root
+
+
+def run_engine(argv: list[str], here: bool = False) -> None:
+    """`python -m engine ARGV` making a benchmark's inputs (not timed): a child process, or
+    with `here` the same command in this process (`engine_cli`); stops the benchmark if it
+    fails."""
+    if not here:
+        subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        return
+    m = engine_cli(argv, here=True)
+    if m.returncode != 0:
+        raise SystemExit(f"engine {argv[0]} failed ({m.returncode}):\n{m.stderr}")
 
 
 @dataclass

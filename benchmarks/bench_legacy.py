@@ -5,8 +5,9 @@ the shipped 50,000-person sample, each linked to STATE), validates and counts th
 (`engine.run.prepare`, not timed), then times `engine.reports.legacy.legacy_release` --reps
 times: complementary suppression (the seed's sequential LP) and the audit, both with HiGHS,
 with the default rules (minimum population 100, counts of 1 and 2 withheld, protection 3,
-sex x 23 age bins, singletons on; --small: COUNTY Regional once, sex x 9 age bins). Prints the median and the range of each phase, the number
-of linear programs and connected parts, and what the release withholds and the audit finds.
+sex x 23 age bins, singletons on; --small: COUNTY Regional once, sex x 9 age bins). Prints
+the median and the range of each phase, the number of linear programs and connected parts,
+and what the release withholds and the audit finds.
 
 Run from the repository root: ``python benchmarks/bench_legacy.py`` (``--help`` for options).
 """

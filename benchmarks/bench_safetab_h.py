@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._shared import REPO, SMALL_FLAG, engine_cli, ensure_sample, load, machine, result, \
+from benchmarks._shared import SMALL_FLAG, engine_cli, ensure_sample, load, machine, result, run_engine, \
     workdir  # noqa: E402
 
 TARGET_SECONDS = 300
@@ -38,8 +37,7 @@ TARGET_SECONDS = 300
 def _nation(n: int, fmt: str, work: Path, here: bool = False) -> Path:
     root = ensure_sample(n, None, work, fmt, here=here)
     if not any((root / "data").glob("household-records.*")):  # made before households existed: again
-        subprocess.run([sys.executable, "-m", "engine", "sample", "--persons", str(n), "--format", fmt, "--quiet",
-                        "--overwrite", str(root)], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        run_engine(["sample", "--persons", str(n), "--format", fmt, "--quiet", "--overwrite", str(root)], here)
     return root
 
 
@@ -51,12 +49,7 @@ def _t1(root: Path, work: Path, here: bool = False) -> Path:
     if not is_own_output(rel):
         shutil.rmtree(rel, ignore_errors=True)
         print(f"  SafeTab-P release of {root.name} into {rel} ...", flush=True)
-        argv = ["run", "--quiet", "--seed", "1", str(root / "params"), str(root / "data"), str(rel)]
-        if here:
-            if engine_cli(argv, here=True).returncode != 0:
-                raise SystemExit(f"engine run failed on {root}")
-        else:
-            subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        run_engine(["run", "--quiet", "--seed", "1", str(root / "params"), str(root / "data"), str(rel)], here)
     return rel
 
 

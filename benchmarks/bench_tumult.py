@@ -119,9 +119,8 @@ def compare(venv: Path | None, persons: int, spec: Path | None, workdir: Path, r
     print(f"  Tumult Analytics: {theirs['seconds']:8.2f} s  ({theirs['groups']:,} groups; "
           f"{theirs['spark_start_seconds']:.1f} s of it starting Spark; imports {theirs.get('import_seconds', 0):.2f} s "
           "more)")
-    print(f"  ratio (Tumult / this engine), " + ("this engine in the benchmark's process (--small)" if here else
-                                                 "each in a fresh process")
-          + f": {ratio:.1f}x ({ratio_run:.1f}x without Spark's start)")
+    sides = "this engine in the benchmark's process (--small)" if here else "each in a fresh process"
+    print(f"  ratio (Tumult / this engine), {sides}: {ratio:.1f}x ({ratio_run:.1f}x without Spark's start)")
     if theirs.get("warm_seconds"):
         tw = min(theirs["warm_seconds"])
         row.update(tumult_warm_seconds=tw, ratio_warm=tw / mine["warm_seconds"])
