@@ -64,9 +64,11 @@ def spec_or_none(spec: Path | None) -> Path | None:
     return spec if spec is not None and spec.is_dir() else None
 
 
-def ensure_sample(n: int, spec: Path | None, workdir: Path, fmt: str = "txt", seed: int = 0) -> Path:
+def ensure_sample(n: int, spec: Path | None, workdir: Path, fmt: str = "txt", seed: int = 0,
+                  here: bool = False) -> Path:
     """A synthetic nation of n persons under workdir (generated once, not timed):
-    `python -m engine sample --persons n [--spec spec] --format fmt`."""
+    `python -m engine sample --persons n [--spec spec] --format fmt` (`here`: the same
+    command in this process, see `engine_cli`)."""
     from engine.release.publish import is_own_output
 
     name = f"nation-{n}-{spec.name if spec else 'generated'}-{fmt}-seed{seed}"
@@ -74,12 +76,23 @@ def ensure_sample(n: int, spec: Path | None, workdir: Path, fmt: str = "txt", se
     if not is_own_output(root):  # a complete sample carries SHA256SUMS (written last)
         shutil.rmtree(root, ignore_errors=True)
         print(f"  generating {n:,} persons into {root} ...", flush=True)
-        cmd = [sys.executable, "-m", "engine", "sample", "--persons", str(n), "--format", fmt, "--seed", str(seed),
-               "--quiet", str(root)]
+        argv = ["sample", "--persons", str(n), "--format", fmt, "--seed", str(seed), "--quiet", str(root)]
         if spec is not None:
-            cmd[6:6] = ["--spec", str(spec)]
-        subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+            argv[1:1] = ["--spec", str(spec)]
+        run_engine(argv, here)
     return root
+
+
+def run_engine(argv: list[str], here: bool = False) -> None:
+    """`python -m engine ARGV` making a benchmark's inputs (not timed): a child process, or
+    with `here` the same command in this process (`engine_cli`); stops the benchmark if it
+    fails."""
+    if not here:
+        subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        return
+    m = engine_cli(argv, here=True)
+    if m.returncode != 0:
+        raise SystemExit(f"engine {argv[0]} failed ({m.returncode}):\n{m.stderr}")
 
 
 @dataclass
@@ -120,6 +133,51 @@ def measure(cmd: list[str], cwd: Path = REPO, capture: bool = False) -> Measured
         text_err = err.read().decode(errors="replace")[-3000:]
     return Measured(proc.returncode, wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024**2, before, load(),
                     text_err, text_out)
+
+
+def measure_here(fn) -> tuple[Measured, object]:
+    """Call fn() in this process and measure it as `measure` measures a child: wall clock,
+    user and system CPU (this process's threads and the child processes it waited for
+    meanwhile), the process's peak resident memory so far, the load average before and
+    after, and what fn printed (standard output and error). Returns (figures, fn's value;
+    None when fn raised SystemExit, whose code is the return code).
+
+    The small modes use it: one process pays the interpreter's and the libraries' start-up
+    (about 2 s of CPU here) once, not once per command, and the same code runs."""
+    import contextlib
+    import io
+    import resource
+
+    before = load()
+    out, err = io.StringIO(), io.StringIO()
+    self0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    value, code = None, 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            value = fn()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    wall = time.perf_counter() - t0
+    self1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    user = self1.ru_utime - self0.ru_utime + kids1.ru_utime - kids0.ru_utime
+    system = self1.ru_stime - self0.ru_stime + kids1.ru_stime - kids0.ru_stime
+    peak = max(self1.ru_maxrss, kids1.ru_maxrss) / 1024**2
+    return Measured(code, wall, user, system, peak, before, load(), err.getvalue()[-3000:], out.getvalue()), value
+
+
+def engine_cli(argv: list[str], here: bool = False, capture: bool = False) -> Measured:
+    """`python -m engine ARGV` measured as a child process (`measure`), or with `here` in
+    this process (`engine.cli.main(ARGV)`: the same code without a process start-up;
+    `measure_here`)."""
+    if not here:
+        return measure([sys.executable, "-m", "engine", *argv], capture=capture)
+    from engine.cli import main
+
+    m, code = measure_here(lambda: main(argv))
+    if m.returncode == 0 and code:
+        m.returncode = code
+    return m
 
 
 # ------------------------------------------------------------------ the one-level workload

@@ -47,6 +47,9 @@ whether the targets are met (median control change < 200 ms, median page switch
     python benchmarks/bench_app.py --rounds 10 --width 1400
     python benchmarks/bench_app.py --small       # one round, no run, zip or memo: checks it works
 
+(--small: r, gamma, the planner cell and two page switches once, counted, after 3 floor
+changes, the floor and the app in one Chromium, no saved scenarios: seconds.)
+
 Needs /usr/bin/chromium and the playwright package (requirements-test.txt); with
 --small and no Chromium it says so and exits 0. The first round warms the server
 (imports, caches) and is not counted unless --count-warmup.
@@ -55,6 +58,7 @@ Needs /usr/bin/chromium and the playwright package (requirements-test.txt); with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
@@ -457,19 +461,31 @@ def _floor_folder() -> Path:
     return folder
 
 
-def floor(changes: int) -> tuple[list[float], list[float]]:
-    """Milliseconds of `changes` slider changes of the floor app (after one not counted),
-    from the key press to the text showing the new value, and the CPU milliseconds of each
-    (server and browser, as for the app's actions)."""
+@contextlib.contextmanager
+def _chromium(shared=None):
+    """Chromium under Playwright, closed afterwards; `shared`: that browser instead, left
+    open (--small measures the floor and the app in one browser: one start-up less)."""
+    if shared is not None:
+        yield shared
+        return
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+def floor(changes: int, shared=None) -> tuple[list[float], list[float]]:
+    """Milliseconds of `changes` slider changes of the floor app (after one not counted),
+    from the key press to the text showing the new value, and the CPU milliseconds of each
+    (server and browser, as for the app's actions). `shared`: a browser to use (`_chromium`)."""
     folder = _floor_folder()
     port = _free_port()
     proc = _start_server(port, folder / "server.log", folder, root=folder)
     out, cpu_ms, cpu = [], [], Cpu(proc.pid)
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        with _chromium(shared) as browser:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.goto(f"http://127.0.0.1:{port}")
             page.get_by_text("value is 5").wait_for(timeout=60_000)
@@ -486,19 +502,20 @@ def floor(changes: int) -> tuple[list[float], list[float]]:
                 if k:
                     out.append(done - pressed)
                     cpu_ms.append(cpu.ms() - cpu0)
-            browser.close()
+            page.close()
     finally:
         _stop(proc)
     return out, cpu_ms
 
 
-def run(args) -> dict:
-    from playwright.sync_api import sync_playwright
-
+def run(args, shared=None) -> dict:
+    """The rounds of actions (and, not with --small, the downloads) on the app served by a
+    server of its own; `shared`: a browser to use (`_chromium`)."""
     port = _free_port()
     log = Path(args.log)
     data = Path(tempfile.mkdtemp(prefix="bench-app-"))
-    _scenario_store(data)
+    if not args.small:  # the small round does not open the Scenarios page
+        _scenario_store(data)
     proc = _start_server(port, log, data)
     url = f"http://127.0.0.1:{port}"
     names = ("r", "gamma", "planner cell") if args.small else \
@@ -507,10 +524,9 @@ def run(args) -> dict:
     switches: dict[str, list[float]] = {}
     once: dict[str, float] = {}
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            page = browser.new_context(viewport={"width": args.width, "height": 1000},
-                                       accept_downloads=True).new_page()
+        with _chromium(shared) as browser:
+            context = browser.new_context(viewport={"width": args.width, "height": 1000}, accept_downloads=True)
+            page = context.new_page()
             page.set_default_timeout(120_000)
             t = Timer(page, Cpu(proc.pid))
             page.goto(url)
@@ -521,7 +537,7 @@ def run(args) -> dict:
                 _round(t, page, rnd, rnd > 0 or args.count_warmup or args.small, controls, switches, args.small)
             if not args.small:
                 once = _once(page, url, args.later)
-            browser.close()
+            context.close()
     finally:
         _stop(proc)
     return {"controls": controls, "switches": switches, "once": once, "cpu": t.cpu_ms}
@@ -573,8 +589,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{platform.python_version()} on {os.cpu_count()} CPUs; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     n_floor = args.floor if args.floor is not None else (3 if args.small else 10)
-    base, base_cpu = floor(n_floor) if n_floor > 0 else ([], [])
-    res = run(args)
+    with contextlib.ExitStack() as stack:
+        shared = stack.enter_context(_chromium()) if args.small else None
+        base, base_cpu = floor(n_floor, shared) if n_floor > 0 else ([], [])
+        res = run(args, shared)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     ctrl = [x for v in res["controls"].values() for x in v]
     sw = [x for v in res["switches"].values() for x in v]

@@ -11,6 +11,10 @@ wall clock of the whole process. "Rest of the run" is the wall clock less the st
     python benchmarks/bench_consistency.py                     # 10 million persons
     python benchmarks/bench_consistency.py --persons 1e6 --repeat 1
     python benchmarks/bench_consistency.py --spec ../shared/reference/safetab-p-2020
+    python benchmarks/bench_consistency.py --small      # seconds (CI): checks that it works
+
+--small generates 20,000 persons and runs each method once, the commands in this process
+(`engine.cli.main`, the same code without a process start-up per run).
 
 Target (issue 13): at 10 million persons the option adds at most the time of the rest
 of the run (stage <= rest). Medians over the repetitions are printed. The sample is
@@ -24,14 +28,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from benchmarks._shared import SMALL_FLAG, ensure_sample, result, workdir  # noqa: E402
+from benchmarks._shared import SMALL_FLAG, engine_cli, ensure_sample, result, workdir  # noqa: E402
 
 
 def _load() -> str:
@@ -41,14 +43,13 @@ def _load() -> str:
         return "n/a"
 
 
-def run_once(root: Path, out: Path, method: str) -> dict:
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "engine", "run", str(root / "params"), str(root / "data"), str(out),
-                           "--overwrite", "--quiet", "--consistency", method], cwd=REPO,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    wall = time.perf_counter() - t0
+def run_once(root: Path, out: Path, method: str, here: bool = False) -> dict:
+    """One run as a separate process (`here`, the small mode: the same command in this process)."""
+    proc = engine_cli(["run", str(root / "params"), str(root / "data"), str(out), "--overwrite", "--quiet",
+                       "--consistency", method], here=here)
+    wall = proc.wall
     if proc.returncode != 0:
-        raise SystemExit(f"engine run --consistency {method} failed:\n{proc.stderr.decode()[-2000:]}")
+        raise SystemExit(f"engine run --consistency {method} failed:\n{proc.stderr[-2000:]}")
     m = json.loads((out / "manifest.json").read_text())
     c = m["postprocessing"]["consistency"]
     return {"wall": wall, "stage": c.get("seconds", 0.0), "adjust": c.get("adjust_seconds", 0.0),
@@ -67,7 +68,8 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None,
                     help="where the sample is generated (default /tmp/safetab-consistency-bench; with --small a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the generated sample")
-    ap.add_argument(SMALL_FLAG, action="store_true", help="20,000 persons, one run per method (CI)")
+    ap.add_argument(SMALL_FLAG, action="store_true",
+                    help="20,000 persons, one run per method, in this process (CI: checks that it works)")
     args = ap.parse_args()
     if args.small:
         args.persons, args.repeat = 2e4, 1
@@ -78,13 +80,13 @@ def main() -> None:
 
 
 def _run(args, n: int, figures: dict, folder: Path) -> None:
-    root = ensure_sample(n, args.spec, folder, "txt")
+    root = ensure_sample(n, args.spec, folder, "txt", here=args.small)
     out = folder / "out"
     print(f"{n:,} persons, spec {args.spec or 'generated'}, {os.cpu_count()} cores, load average {_load()}")
     print(f"{'method':>14} {'wall s':>8} {'stage s':>8} {'adjust s':>9} {'rest s':>8} {'stage/rest':>10}  target")
     try:
         for method in ["none", *args.methods]:
-            runs = [run_once(root, out, method) for _ in range(args.repeat)]
+            runs = [run_once(root, out, method, args.small) for _ in range(args.repeat)]
             wall = statistics.median(r["wall"] for r in runs)
             stage = statistics.median(r["stage"] for r in runs)
             adjust = statistics.median(r["adjust"] for r in runs)

@@ -5,8 +5,9 @@ the shipped 50,000-person sample, each linked to STATE), validates and counts th
 (`engine.run.prepare`, not timed), then times `engine.reports.legacy.legacy_release` --reps
 times: complementary suppression (the seed's sequential LP) and the audit, both with HiGHS,
 with the default rules (minimum population 100, counts of 1 and 2 withheld, protection 3,
-sex x 23 age bins, singletons on). Prints the median and the range of each phase, the number
-of linear programs and connected parts, and what the release withholds and the audit finds.
+sex x 23 age bins, singletons on; --small: COUNTY Regional once, sex x 9 age bins). Prints
+the median and the range of each phase, the number of linear programs and connected parts,
+and what the release withholds and the audit finds.
 
 Run from the repository root: ``python benchmarks/bench_legacy.py`` (``--help`` for options).
 """
@@ -43,10 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3, help="timed runs per level (default 3; the median is quoted)")
     p.add_argument("--no-hierarchy", dest="hierarchy", action="store_false",
                    help="protect each level alone (the audit still uses the hierarchy)")
-    p.add_argument(SMALL_FLAG, action="store_true", help="COUNTY Regional only, one run (CI)")
+    p.add_argument(SMALL_FLAG, action="store_true",
+                   help="COUNTY Regional only, one run, sex x 9 age bins (CI: checks that it works)")
     args = p.parse_args(argv)
+    ages = LegacyOptions.ages
     if args.small:
-        args.levels, args.reps = ["(COUNTY, 1)"], 1
+        # 9 age bins: about 600 LPs and 42 withheld primaries for the audit to check, against
+        # 15,000 LPs (6 s of CPU) with 23
+        args.levels, args.reps, ages = ["(COUNTY, 1)"], 1, 9
     figures, underprotected = {}, 0
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {_load()} (before)")
     t = time.perf_counter()
@@ -54,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Inputs: {prepared.table.persons:,} persons, prepared in {time.perf_counter() - t:.1f} s (not timed below)")
     for key in args.levels:
         lvl = PopulationGroupLevel.parse(key)
-        opts = LegacyOptions(geo=lvl.geo, iteration_level=lvl.iteration_level, hierarchy=args.hierarchy)
+        opts = LegacyOptions(geo=lvl.geo, iteration_level=lvl.iteration_level, hierarchy=args.hierarchy, ages=ages)
         runs = []
         for _ in range(args.reps):
             rel = legacy_release(prepared, opts)

@@ -13,6 +13,9 @@ existing nation (--data, e.g. the 330-million-person one):
     flock /work/bigjob.lock python benchmarks/bench_mechanism.py --data /work/data/nation330
     python benchmarks/bench_mechanism.py --small               # seconds: what CI runs
 
+(--small runs the commands in this process, `engine.cli.main`: the same code without the
+interpreter's start-up, so its figures leave that out; it checks that the benchmark works.)
+
 For each run it prints the figures, the load average before and after (other work on
 the machine inflates the wall clock, not the CPU time), the time of each phase from the
 manifest (wall clock and CPU of the main thread; the noise and writer threads add to
@@ -29,8 +32,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._shared import SMALL_FLAG, SPEC_2020, ensure_sample, load, machine, measure, result, spec_or_none, \
-    workdir  # noqa: E402
+from benchmarks._shared import SMALL_FLAG, SPEC_2020, engine_cli, ensure_sample, load, machine, result, \
+    spec_or_none, workdir  # noqa: E402
 
 #: persons -> (seconds, GB) targets: issue 7 (1M, 10M) and issue 24 (the nation, 330M).
 TARGETS = {1_000_000: (15, None), 10_000_000: (120, 6.0), 330_000_000: (600, 16.0)}
@@ -46,12 +49,12 @@ def _bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def bench(root: Path, out: Path, repeat: int, keep: bool) -> dict:
-    """Best of `repeat` runs of the engine on root/params and root/data into out."""
+def bench(root: Path, out: Path, repeat: int, keep: bool, here: bool = False) -> dict:
+    """Best of `repeat` runs of the engine on root/params and root/data into out (`here`, the
+    small mode: the same command in this process, see `_shared.engine_cli`)."""
     best = None
     for _ in range(repeat):
-        m = measure([sys.executable, "-m", "engine", "run", str(root / "params"), str(root / "data"), str(out),
-                     "--overwrite", "--quiet"])
+        m = engine_cli(["run", str(root / "params"), str(root / "data"), str(out), "--overwrite", "--quiet"], here=here)
         if m.returncode != 0:
             raise SystemExit(f"engine run failed on {root}:\n{m.stderr}")
         if best is None or m.wall < best.wall:
@@ -108,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=["txt", "parquet"], default="txt")
     ap.add_argument("--repeat", type=int, default=1, help="runs per size; the fastest is reported")
     ap.add_argument("--keep-output", action="store_true", help="keep the last release")
-    ap.add_argument(SMALL_FLAG, action="store_true", help="20,000 persons: a run of seconds (CI)")
+    ap.add_argument(SMALL_FLAG, action="store_true",
+                    help="20,000 persons: a run of seconds, in this process (CI: checks that it works)")
     args = ap.parse_args(argv)
     with workdir(args.workdir, args.small) as folder:
         return _main(args, Path(folder))
@@ -127,8 +131,8 @@ def _main(args, folder: Path) -> int:
     else:
         sizes = [20_000] if args.small else [int(x) for x in args.persons]
         for n in sizes:
-            root = ensure_sample(n, spec, folder, args.format)
-            runs.append(report(n, bench(root, out, args.repeat, args.keep_output)))
+            root = ensure_sample(n, spec, folder, args.format, here=args.small)
+            runs.append(report(n, bench(root, out, args.repeat, args.keep_output, here=args.small)))
     # SPEC: every population group of the public universe is output, in t1/ or listed as suppressed
     result(runs=runs, checks={"every population group in t1/ or suppressed/":
                               all(r["rows"]["t1"] + r["rows"]["suppressed"] == r["groups"] for r in runs)})

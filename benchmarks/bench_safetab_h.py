@@ -11,6 +11,9 @@ whose t1/ is the T1), made once per size into --workdir:
     python benchmarks/bench_safetab_h.py --persons 330000000 --format parquet   # the nation
     python benchmarks/bench_safetab_h.py --small                                # seconds: CI
 
+(--small runs every command in this process, `engine.cli.main`: the same code without a
+process start-up per command; it checks that the benchmark works.)
+
 Target (issue 45): the households of the 330-million-person nation in under 5 minutes on
 2 cores. The last line is `RESULT {json}`; its checks: the run succeeded, every T1 row of
 the run's states is a group of t3/ and t4/ or pruned, `check-output` passes.
@@ -21,25 +24,24 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._shared import REPO, SMALL_FLAG, ensure_sample, load, machine, measure, result, workdir  # noqa: E402
+from benchmarks._shared import SMALL_FLAG, engine_cli, ensure_sample, load, machine, result, run_engine, \
+    workdir  # noqa: E402
 
 TARGET_SECONDS = 300
 
 
-def _nation(n: int, fmt: str, work: Path) -> Path:
-    root = ensure_sample(n, None, work, fmt)
+def _nation(n: int, fmt: str, work: Path, here: bool = False) -> Path:
+    root = ensure_sample(n, None, work, fmt, here=here)
     if not any((root / "data").glob("household-records.*")):  # made before households existed: again
-        subprocess.run([sys.executable, "-m", "engine", "sample", "--persons", str(n), "--format", fmt, "--quiet",
-                        "--overwrite", str(root)], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        run_engine(["sample", "--persons", str(n), "--format", fmt, "--quiet", "--overwrite", str(root)], here)
     return root
 
 
-def _t1(root: Path, work: Path) -> Path:
+def _t1(root: Path, work: Path, here: bool = False) -> Path:
     """SafeTab-P's release of the nation (seeded: a benchmark input, not a release)."""
     rel = work / f"{root.name}-safetab-p"
     from engine.release.publish import is_own_output
@@ -47,8 +49,7 @@ def _t1(root: Path, work: Path) -> Path:
     if not is_own_output(rel):
         shutil.rmtree(rel, ignore_errors=True)
         print(f"  SafeTab-P release of {root.name} into {rel} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "engine", "run", "--quiet", "--seed", "1", str(root / "params"),
-                        str(root / "data"), str(rel)], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        run_engine(["run", "--quiet", "--seed", "1", str(root / "params"), str(root / "data"), str(rel)], here)
     return rel
 
 
@@ -58,23 +59,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=["txt", "parquet"], default="parquet")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep-output", action="store_true")
-    ap.add_argument(SMALL_FLAG, action="store_true", help="20,000 persons: seconds (what CI runs)")
+    ap.add_argument(SMALL_FLAG, action="store_true",
+                    help="20,000 persons, the commands in this process: seconds (what CI runs)")
     args = ap.parse_args(argv)
     n = 20_000 if args.small else int(args.persons)
     print(machine())
     with workdir(args.workdir, args.small) as work:
         work = Path(work)
-        root = _nation(n, args.format, work)
-        rel = _t1(root, work)
+        root = _nation(n, args.format, work, args.small)
+        rel = _t1(root, work, args.small)
         out = work / f"{root.name}-safetab-h"
         shutil.rmtree(out, ignore_errors=True)
-        cmd = [sys.executable, "-m", "engine", "safetab-h", "--quiet", str(root / "params"), str(root / "data"),
-               str(out), "--t1", str(rel), "--config", str(root / "safetab-h-config.json")]
-        m = measure(cmd)
+        m = engine_cli(["safetab-h", "--quiet", str(root / "params"), str(root / "data"), str(out), "--t1", str(rel),
+                        "--config", str(root / "safetab-h-config.json")], here=args.small)
         ok = m.returncode == 0
         man = json.loads((out / "manifest.json").read_text()) if ok else {}
-        check = subprocess.run([sys.executable, "-m", "engine", "check-output", str(root / "safetab-h-config.json"),
-                                str(out)], cwd=REPO, capture_output=True, text=True) if ok else None
+        check = engine_cli(["check-output", str(root / "safetab-h-config.json"), str(out)], here=args.small,
+                           capture=True) if ok else None
         groups = man.get("groups", {})
         rows = man.get("outputs", {}).get("rows", {})
         households = sum(1 for _ in open(root / "data" / "household-records.txt")) - 1 \

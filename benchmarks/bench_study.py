@@ -30,6 +30,10 @@ and its workers together (pages shared by the fork counted once), sampled every 
     flock /work/bigjob.lock python benchmarks/bench_study.py --data /work/data/h24/n100m-pq --trials 5 \
         --jobs 2 --layouts both
     python benchmarks/bench_study.py --small                       # seconds (CI; --jobs 2 too)
+
+--small runs the nation's generation and every study in this process (the same code,
+one interpreter start-up: it checks that the benchmark works; its fixed costs leave the
+start-up out).
 """
 
 from __future__ import annotations
@@ -41,18 +45,26 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._shared import SMALL_FLAG, SPEC_2020, ensure_sample, load, machine, measure, result, spec_or_none, \
-    workdir  # noqa: E402
+from benchmarks._shared import SMALL_FLAG, SPEC_2020, ensure_sample, load, machine, measure, measure_here, result, \
+    spec_or_none, workdir  # noqa: E402
 
 LAYOUTS = ("studio", "production", "both")
 
 
 def _child(params: str, data: str, out: str, trials: int, layout: str, jobs: int = 1) -> None:
-    """The study in this process; prints `TIMES {json}`: wall clock and process CPU (this
-    process's own) when each trial starts here, when each trial is done (`--jobs` > 1:
-    the parent's "trials done" progress) and when the study ends, and the largest total
-    proportional set size (PSS) of this process and its workers, sampled every second."""
+    """The study in this process; prints `TIMES {json}` (`_study_times`)."""
     import json
+
+    print("TIMES " + json.dumps(_study_times(params, data, out, trials, layout, jobs)), flush=True)
+
+
+def _study_times(params: str, data: str, out: str, trials: int, layout: str, jobs: int = 1,
+                 cpu0: float = 0.0) -> dict:
+    """The study in this process: wall clock and process CPU (this process's own, less
+    `cpu0`: the CPU it had used before the study when that is not its start) when each
+    trial starts here, when each trial is done (`--jobs` > 1: the parent's "trials done"
+    progress) and when the study ends, and the largest total proportional set size (PSS)
+    of this process and its workers, sampled every second."""
     import os
     import threading
     import time
@@ -65,7 +77,7 @@ def _child(params: str, data: str, out: str, trials: int, layout: str, jobs: int
 
     def cpu() -> float:
         t = os.times()
-        return t.user + t.system
+        return t.user + t.system - cpu0
 
     def progress(stage: str, n: float, total: float) -> None:
         trial = stage.split(",")[0]
@@ -93,7 +105,7 @@ def _child(params: str, data: str, out: str, trials: int, layout: str, jobs: int
     # Sampled at the end as well: a study that ends within the sampler's first second was
     # never sampled and reported 0 GB (a figure that depended on the machine's speed).
     pss[0] = max(pss[0], _tree_pss_gb(os.getpid()))
-    print("TIMES " + json.dumps({"start": t0, "marks": marks, "done": done, "pss_gb": pss[0]}), flush=True)
+    return {"start": t0, "marks": marks, "done": done, "pss_gb": pss[0]}
 
 
 def _tree_pss_gb(pid: int) -> float:
@@ -121,9 +133,10 @@ def _tree_pss_gb(pid: int) -> float:
     return total / 1024**2
 
 
-def study(root: Path, out: Path, trials: int, layout: str, jobs: int = 1) -> dict:
+def study(root: Path, out: Path, trials: int, layout: str, jobs: int = 1, here: bool = False) -> dict:
     """One study as a child process: its totals from the operating system, the per-trial
-    cost from inside it.
+    cost from inside it (`here`, the small mode: in this process, `_shared.measure_here`;
+    the totals then leave out the interpreter's start-up).
 
     One after another (no workers), a trial costs the median of trials 2..T (the first also
     computes the totals of every level) and fixed = total - T x per trial. With workers
@@ -135,13 +148,17 @@ def study(root: Path, out: Path, trials: int, layout: str, jobs: int = 1) -> dic
     import json
     import statistics
 
-    m = measure([sys.executable, __file__, "--child", str(root / "params"), str(root / "data"), str(out), str(trials),
-                 layout, str(jobs)], capture=True)
+    child = (str(root / "params"), str(root / "data"), str(out), trials, layout, jobs)
+    if here:
+        m, times = measure_here(lambda: _study_times(*child, cpu0=sum(os.times()[:2])))
+    else:
+        m = measure([sys.executable, __file__, "--child", *map(str, child)], capture=True)
     if m.returncode != 0:
         raise SystemExit(f"accuracy --trials {trials} --layout {layout} --jobs {jobs} failed:\n{m.stderr}")
     digests = _digests(out)
     shutil.rmtree(out, ignore_errors=True)
-    times = json.loads(next(ln for ln in m.stdout.splitlines() if ln.startswith("TIMES "))[6:])
+    if not here:
+        times = json.loads(next(ln for ln in m.stdout.splitlines() if ln.startswith("TIMES "))[6:])
     marks, done = times["marks"], times["done"]
     row = {"trials": trials, "jobs": jobs, "wall": m.wall, "cpu": m.cpu, "peak_gb": m.peak_gb,
            "pss_gb": times["pss_gb"], "load": [m.load_before, m.load_after], "reports": digests}
@@ -218,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="accuracy --jobs: trials after the first in this many worker processes (default 1); "
                          "use at least 2 x jobs + 1 trials for the parallel part to be measured")
     ap.add_argument(SMALL_FLAG, action="store_true",
-                    help="20,000 persons, 3 trials, and the layout both once more with --jobs 2 (CI)")
+                    help="20,000 persons, 3 trials, and the layout both once more with --jobs 2, all in this process "
+                         "(CI)")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -234,15 +252,15 @@ def main(argv: list[str] | None = None) -> int:
     with workdir(args.workdir, args.small) as folder:
         folder = Path(folder)
         root = args.data or ensure_sample(20_000 if args.small else int(args.persons), spec_or_none(args.spec), folder,
-                                          "txt" if args.small else args.format)
+                                          "txt" if args.small else args.format, here=args.small)
         print(f"nation {root}")
         rows = {}
         for layout in args.layouts:
-            rows[layout] = _show(layout, study(root, folder / "study", trials, layout, args.jobs))
+            rows[layout] = _show(layout, study(root, folder / "study", trials, layout, args.jobs, args.small))
         out = {"layouts": rows, "checks": _same_reports(rows)}
         if args.small and args.jobs == 1 and "both" in rows:
             # the parallel path too (CI): the same seeded trials give the same reports
-            par = out["parallel"] = _show("both", study(root, folder / "study", trials, "both", 2))
+            par = out["parallel"] = _show("both", study(root, folder / "study", trials, "both", 2, here=True))
             out["checks"]["--jobs 2 writes the reports of --jobs 1, byte for byte"] = \
                 par["reports"] == rows["both"]["reports"]
     if "studio" in rows:

@@ -66,15 +66,21 @@ def _read(folder: Path) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def _tuples(frame: pd.DataFrame, columns: list[str]):
+    """The rows of those columns as tuples of str (column by column: iterating over the
+    rows of pandas' Arrow-backed strings costs ten times as much)."""
+    return zip(*(frame[c].tolist() for c in columns))
+
+
 def outputs(out_dir: Path) -> tuple[dict[tuple, str], dict[tuple, tuple], int]:
     """(group -> T1 count or "suppressed", group -> its table as sorted T2 rows, T2 rows)."""
     t1 = _read(out_dir / "t1")
     sup = _read(out_dir / "suppressed")
     t2 = _read(out_dir / "t2")
-    status = {tuple(k): c for *k, c in t1[KEY + ["COUNT"]].itertuples(index=False)}
-    status.update({tuple(k): "suppressed" for k in sup[KEY].itertuples(index=False)})
+    status = {tuple(k): c for *k, c in _tuples(t1, KEY + ["COUNT"])}
+    status.update({tuple(k): "suppressed" for k in _tuples(sup, KEY)})
     tables: dict[tuple, list] = {}
-    for *k, a, b, s, c in t2[KEY + ["AGESTART", "AGEEND", "SEX", "COUNT"]].itertuples(index=False):
+    for *k, a, b, s, c in _tuples(t2, KEY + ["AGESTART", "AGEEND", "SEX", "COUNT"]):
         tables.setdefault(tuple(k), []).append((a, b, s, c))
     return status, {k: tuple(sorted(v)) for k, v in tables.items()}, len(t2)
 
