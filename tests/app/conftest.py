@@ -9,10 +9,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 
 REPO = Path(__file__).resolve().parents[2]
+_SCAN = manifest_scanner.scan_component_manifests  # Streamlit's own, before any test replaces it
 APP = REPO / "app.py"
 SAMPLE = REPO / "sample_data"
 
@@ -26,7 +28,9 @@ def _served_like_a_running_server(monkeypatch):
     beside app.py that starts each run in Streamlit's legacy "pages folder" mode, which
     a real server leaves for good once app.py has called st.navigation (see
     ui.core.state.page_setup, and the browser test, which opens a deep link on a fresh
-    server). Without this, every run would first run the page alone and rerun.
+    server). Without this, every run would first run the page alone and rerun. And, as a
+    server does once when it starts, the installed packages' components are looked up
+    once (`_component_manifests`), not for each new AppTest.
     """
     from streamlit.runtime import pages_manager
     from streamlit.testing.v1 import app_test, local_script_runner
@@ -40,6 +44,21 @@ def _served_like_a_running_server(monkeypatch):
     monkeypatch.setattr(pages_manager.PagesManager, "__init__", init)
     monkeypatch.setattr(app_test, "ScriptCache", _CompiledOnce)  # the pages' scripts
     monkeypatch.setattr(local_script_runner, "ScriptCache", _CompiledOnce)  # app.py's
+    monkeypatch.setattr(manifest_scanner, "scan_component_manifests", _component_manifests)
+
+
+@cache
+def _scanned_manifests() -> tuple:
+    return tuple(_SCAN())
+
+
+def _component_manifests(max_workers: int | None = None) -> list:
+    """The installed packages' Streamlit component manifests, scanned once per test process.
+
+    A running server scans every installed distribution once, when it starts; AppTest
+    scans them again for each new AppTest (each `open_app`), which was a quarter of the
+    CPU of a page's test. The installed packages do not change while the tests run."""
+    return list(_scanned_manifests())
 
 
 @cache
