@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import open_app
+from tests.app.conftest import STUDY_GROUPS, open_app
 from ui.compare import layout as compare
 from ui.core import widgets
 
 PAGES = [None, "budget", "adaptive", "suppression", "safetab_h", "run", "configuration", "glossary", "compare_index",
-         *(m.url_path for m in compare.METHODS)]
+         *(pytest.param(m.url_path, marks=STUDY_GROUPS[m.url_path]) if m.url_path in STUDY_GROUPS else m.url_path
+           for m in compare.METHODS)]
 
 
 def _placeholders(at) -> list[str]:
