@@ -19,7 +19,7 @@ def _placeholders(at) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_missing_values_show_as_a_dash(page):
-    at = open_app(page)
+    at = open_app(page, timeout=600)  # the compare pages make a study of the sample first (no timing asserted)
     assert all(p == widgets.MISSING for p in _placeholders(at)), _placeholders(at)
     if page == "budget":
         for tab in ("MOE against the budget", "Race multiplicity r"):
