@@ -31,12 +31,17 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+@cache  # each file is parsed once per run, however many rules read it (the tests never change a node)
+def _nodes(source: str) -> tuple[ast.AST, ...]:
+    """Every node of a module's syntax tree (`ast.walk` of its `ast.parse`)."""
+    return tuple(ast.walk(ast.parse(source)))
+
+
 def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
     """Project modules imported by a file (a `from pkg import sub` counts as pkg.sub)."""
     me = _module_name(path)
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found = set()
-    for node in ast.walk(tree):
+    for node in _nodes(path.read_text(encoding="utf-8")):
         names = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -140,9 +145,8 @@ def test_layers_import_only_what_lies_below(part):
 
 
 def _third_party(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     out = set()
-    for node in ast.walk(tree):
+    for node in _nodes(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.Import):
             out |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -163,7 +167,7 @@ def test_methods_do_no_io():
     for p in (REPO / "methods").rglob("*.py"):
         used = _third_party(p) & io_modules
         calls_open = any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "open"
-                         for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))
+                         for n in _nodes(p.read_text(encoding="utf-8")))
         if used or calls_open:
             bad[str(p.relative_to(REPO))] = sorted(used) + (["open()"] if calls_open else [])
     assert not bad, bad
@@ -204,7 +208,7 @@ def _ui_imports(name: str, source: str) -> set[str]:
     gives "ui.x", `import ui.safetab.runner` gives that, relative imports resolved."""
     package = name.split(".")[:-1]
     found = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in _nodes(source):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name == "ui" or a.name.startswith("ui.")}
         elif isinstance(node, ast.ImportFrom):
@@ -355,6 +359,6 @@ def test_every_page_keeps_its_address():
     for url, script in pages.items():
         assert (REPO / script).is_file(), script
     # app.py names every page's address (Streamlit would otherwise take the file's name)
-    calls = [n for n in ast.walk(ast.parse((REPO / "app.py").read_text(encoding="utf-8")))
+    calls = [n for n in _nodes((REPO / "app.py").read_text(encoding="utf-8"))
              if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "Page"]
     assert calls and all("url_path" in {k.arg for k in c.keywords} for c in calls)

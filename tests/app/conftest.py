@@ -9,10 +9,13 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 REPO = Path(__file__).resolve().parents[2]
+_SCAN = manifest_scanner.scan_component_manifests  # Streamlit's own, before any test replaces it
 APP = REPO / "app.py"
 SAMPLE = REPO / "sample_data"
 
@@ -26,7 +29,9 @@ def _served_like_a_running_server(monkeypatch):
     beside app.py that starts each run in Streamlit's legacy "pages folder" mode, which
     a real server leaves for good once app.py has called st.navigation (see
     ui.core.state.page_setup, and the browser test, which opens a deep link on a fresh
-    server). Without this, every run would first run the page alone and rerun.
+    server). Without this, every run would first run the page alone and rerun. And, as a
+    server does once when it starts, the installed packages' components are looked up
+    once (`_component_manifests`), not for each new AppTest.
     """
     from streamlit.runtime import pages_manager
     from streamlit.testing.v1 import app_test, local_script_runner
@@ -40,6 +45,21 @@ def _served_like_a_running_server(monkeypatch):
     monkeypatch.setattr(pages_manager.PagesManager, "__init__", init)
     monkeypatch.setattr(app_test, "ScriptCache", _CompiledOnce)  # the pages' scripts
     monkeypatch.setattr(local_script_runner, "ScriptCache", _CompiledOnce)  # app.py's
+    monkeypatch.setattr(manifest_scanner, "scan_component_manifests", _component_manifests)
+
+
+@cache
+def _scanned_manifests() -> tuple:
+    return tuple(_SCAN())
+
+
+def _component_manifests(max_workers: int | None = None) -> list:
+    """The installed packages' Streamlit component manifests, scanned once per test process.
+
+    A running server scans every installed distribution once, when it starts; AppTest
+    scans them again for each new AppTest (each `open_app`), which was a quarter of the
+    CPU of a page's test. The installed packages do not change while the tests run."""
+    return list(_scanned_manifests())
 
 
 @cache
@@ -86,14 +106,24 @@ def page_script(page: str) -> str:
 
 def open_app(page: str | None = None, query: dict | None = None, timeout: float = 30) -> AppTest:
     """A fresh session of the app (optionally with URL query parameters), on `page`
-    (its address, e.g. "budget": the same name the browser shows)."""
+    (its address, e.g. "budget": the same name the browser shows), opened as a link to
+    the page opens it (/budget?config=...): the session's first run draws that page.
+
+    (It used to draw the overview first and then switch: one run more per test that the
+    page's drawing does not need. A session that moves between pages does so itself,
+    with `at.switch_page`.)"""
     at = AppTest.from_file(str(APP), default_timeout=timeout)
     for k, v in (query or {}).items():
         at.query_params[k] = v
-    at.run()
     if page:
-        at.switch_page(page_script(page)).run()
+        page_script(page)  # the address exists
+        # AppTest.switch_page resolves addresses only after a first run; a link names the
+        # page by its address, and st.navigation knows a page by the hash of its url_path.
+        at._page_hash = calc_hash(page)
+    at.run()
     assert not at.exception, [e.value for e in at.exception]
+    if page:
+        assert at._finished_page_script_hash == calc_hash(page), f"/{page} did not open its page"
     return at
 
 
@@ -131,6 +161,15 @@ def metric(at: AppTest, label_start: str) -> str:
 def config(at: AppTest):
     return at.session_state["config"]
 
+
+#: One pytest-xdist worker takes the tests that open the Cell suppression and Consistency pages
+#: (their own files, the page-opening test of every method, the layout test of those pages), and
+#: one the tests of the Spines page: a page's study of the sample is kept by the page
+#: (st.cache_resource, per process) and made once, not again on each worker that opens the page.
+STUDIES = pytest.mark.xdist_group("compare-studies")
+SPINES = pytest.mark.xdist_group("compare-spines")
+#: The pages whose default study is shared that way: address -> its group.
+STUDY_GROUPS = {"compare_cell_suppression": STUDIES, "compare_consistency": STUDIES, "compare_spines": SPINES}
 
 needs_sample = pytest.mark.skipif(not (SAMPLE / "data" / "person-records.txt").is_file(),
                                   reason="sample_data/ is not there")

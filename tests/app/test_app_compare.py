@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from tests.app.conftest import open_app, texts
+from tests.app.conftest import STUDIES, open_app, texts
 from ui.compare import layout as compare
 
 
@@ -29,6 +29,7 @@ def test_index_links_every_method_term_to_its_glossary_entry():
         assert query == urlencode({"term": label}), (label, query)
 
 
+@STUDIES  # it opens the Cell suppression and Consistency pages too: their studies made once
 def test_every_method_page_opens_without_error():
     for m in compare.METHODS:
         at = open_app(m.url_path, timeout=600)  # studies take a while

@@ -11,8 +11,10 @@ import numpy as np
 import pandas as pd
 
 from calculators.levels import PopulationGroupLevel
-from tests.app.conftest import SAMPLE, frame, metric, needs_sample, open_app, shown, texts
+from tests.app.conftest import SAMPLE, STUDIES, frame, metric, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
+
+pytestmark = STUDIES  # the page's study made once, on one worker (tests/app/conftest.py)
 
 PAGE = "compare_cell_suppression"
 

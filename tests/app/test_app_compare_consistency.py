@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tests.app.conftest import frame, needs_sample, open_app, shown, texts
+from tests.app.conftest import STUDIES, frame, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
+
+pytestmark = STUDIES  # the page's study made once, on one worker (tests/app/conftest.py)
 
 
 @needs_sample

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tests.app.conftest import frame, needs_sample, open_app, shown, texts
+from tests.app.conftest import SPINES, frame, needs_sample, open_app, shown, texts
 from tests.app.paper_tables import static_table
 
-pytestmark = needs_sample
+pytestmark = [needs_sample, SPINES]  # SPINES: the page's study made once, on one worker (tests/app/conftest.py)
 
 
 def _open():

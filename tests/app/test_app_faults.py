@@ -13,7 +13,7 @@ import zlib
 import pytest
 
 from calculators.presets import production_2020
-from tests.app.conftest import SAMPLE, compare_tab, config, needs_sample, open_app, page_script, shown, texts
+from tests.app.conftest import SAMPLE, SPINES, compare_tab, config, needs_sample, open_app, page_script, shown, texts
 from ui.committee import scenarios
 from ui.core import urlcodec
 
@@ -50,9 +50,7 @@ def _link(target: str, **extra) -> str:
 def test_a_link_with_a_non_finite_or_huge_target_is_a_message_on_every_page(target, why):
     token = _link(target)
     for page in PAGES:  # a new session on each page: the bad link stays in the address bar
-        at = open_app(query={"config": token})
-        if page != "overview":
-            at.switch_page(page_script(page)).run()
+        at = open_app(None if page == "overview" else page, query={"config": token})  # the link opens the page
         assert not at.exception, (page, [e.value for e in at.exception])
         assert config(at).to_dict() == production_2020().to_dict()
         if page == "overview":  # the message is shown once, on the first page drawn
@@ -217,6 +215,7 @@ def test_a_pasted_config_with_many_problems_lists_a_few_and_their_number():
 
 
 @needs_sample
+@SPINES  # the Spines page's release of the sample, made once with the page's own tests
 def test_a_pasted_area_of_200000_bad_lines_gives_a_short_message():
     at = open_app("compare_spines", timeout=120)
     at.selectbox(key="sp_builder").set_value("A list (type or upload)").run(timeout=120)

@@ -42,6 +42,13 @@ def plan():
 
 
 @pytest.fixture(scope="module")
+def plan_memo(plan):
+    """The memo of `plan`, made once for the tests that read it: printing, drawing and
+    rendering a memo never change it."""
+    return memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+
+
+@pytest.fixture(scope="module")
 def expected():
     """The figures a reader looks for, from the calculators directly."""
     s2 = budget.sigma2_stage2(0.3, 0.1, 4)
@@ -64,11 +71,11 @@ def _row(lines: list[str], title: str, start: str, also_next: bool = False) -> l
 
 
 @pytest.fixture(scope="module")
-def pdf_text(plan):
+def pdf_text(plan_memo):
     from pypdf import PdfReader
 
     _need_browser()
-    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    m = plan_memo
     data = memo_pdf.render(m)  # its own browser: the path without a renderer (the others share one)
     reader = PdfReader(io.BytesIO(data))
     text = "\n".join(p.extract_text() for p in reader.pages)
@@ -120,12 +127,12 @@ def test_page_one_is_the_decision_sheet(pdf_text, expected):
 
 
 @pytest.fixture(scope="module")
-def layouts(plan, renderer):
+def layouts(plan_memo, renderer):
     """The memo of the plan with its last run, on both papers, with the charts' places."""
     from pypdf import PdfReader
 
     _need_browser()
-    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    m = plan_memo
     pics = memo_pdf.pictures(m, renderer)
     out = {}
     for paper in memo_pdf.PAPERS:
@@ -194,9 +201,9 @@ def _tables(doc: str) -> dict[str, list[list[str]]]:
     return out
 
 
-def test_the_html_memo_holds_the_same_numbers_and_svg_charts(plan, expected, renderer):
+def test_the_html_memo_holds_the_same_numbers_and_svg_charts(plan_memo, expected, renderer):
     _need_browser()
-    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    m = plan_memo
     doc = memo_html.render(m, renderer=renderer)
     t = _tables(doc)
     row = next(r for r in t["Budget and MOE per level"] if r[:2] == ["COUNTY", "Detailed"])
@@ -208,11 +215,11 @@ def test_the_html_memo_holds_the_same_numbers_and_svg_charts(plan, expected, ren
     assert "2026-05-04 09:30 UTC" in doc and "plotly" not in doc.split("<body>")[1][:2000]
 
 
-def test_without_a_browser_the_memo_still_comes_with_the_charts_data(plan, monkeypatch):
+def test_without_a_browser_the_memo_still_comes_with_the_charts_data(plan_memo, monkeypatch):
     from pypdf import PdfReader
 
     monkeypatch.setattr(images, "available", lambda: (False, "no Chrome or Chromium was found"))
-    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    m = plan_memo
     doc = memo_html.render(m)
     assert "no Chrome or Chromium was found" in doc
     assert doc.count('class="plotly-graph-div"') == len(m.figures())
@@ -232,10 +239,10 @@ def _tiny_png() -> bytes:
     return buf.getvalue()
 
 
-def test_a_font_without_greek_letters_spells_them_out(plan, expected):
+def test_a_font_without_greek_letters_spells_them_out(plan_memo, expected):
     from pypdf import PdfReader
 
-    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    m = plan_memo
     dot = _tiny_png()
     data = memo_pdf.render(m, pngs=[dot] * len(m.figures()), font=None)  # the PDF core font
     text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(data)).pages)
@@ -533,10 +540,10 @@ def test_race_multiplicity_headers_have_4_significant_digits():
     assert "MOE at ρ = 0.159" in cols and "MOE at ρ = 0.15901" in cols and len(set(cols)) == len(cols)
 
 
-def test_the_half_page_charts_y_titles_fit_beside_their_plots(plan):
+def test_the_half_page_charts_y_titles_fit_beside_their_plots(plan_memo):
     """"MOE against ρ" and "Race multiplicity r" are drawn half a page wide and 380 px high:
     their y-axis title must not run longer than the plot (it overlapped the chart's title)."""
-    m = memo.plan_memo(plan, planner.EXACT, 1e-10, now=NOW)
+    m = plan_memo
     figs = [f for f in m.figures() if f.title.startswith(("MOE against", "Race multiplicity"))]
     assert len(figs) == 2
     for f in figs:
