@@ -11,7 +11,7 @@ import pytest
 
 from engine.cli import main
 from engine.reports.accuracy import AccuracyCollector
-from tests.engine.conftest import BLOCKS, person
+from tests.engine.conftest import BLOCKS, cli_help, person
 
 
 def test_accuracy_report_with_trials(dataset, tmp_path, capsys):
@@ -347,9 +347,6 @@ def test_jobs_must_be_at_least_one(tmp_path, capsys, jobs):
 def test_trials_are_bounded_and_refused_before_any_work(tmp_path, capsys, monkeypatch, trials):
     """A study of 10^8 trials would run for years: refused at once, naming the range
     (which --help states too), for every kind of study."""
-    import subprocess
-    import sys
-
     import engine.run as er
     from engine.reports.accuracy import MAX_TRIALS
 
@@ -362,8 +359,7 @@ def test_trials_are_bounded_and_refused_before_any_work(tmp_path, capsys, monkey
                      "--trials", str(trials), *extra]) == 2
         assert f"--trials must be from 1 to {MAX_TRIALS:,} (got {trials:,})" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
-    helptext = subprocess.run([sys.executable, "-m", "engine", "accuracy", "--help"], capture_output=True, text=True,
-                              cwd=SAMPLE.parent).stdout
+    helptext = cli_help("accuracy")
     assert f"1 to {MAX_TRIALS:,}" in " ".join(helptext.split())
 
 

@@ -18,7 +18,7 @@ from engine.run import NO_PAIRS_NOTE, run
 from engine.tabulation.postprocess import (
     ALONE_EXCEEDS_AOIC, NONNEGATIVITY, GroupRows, TabulationSuppression, alone_pairs,
 )
-from tests.engine.conftest import BLOCKS, RACE_ITERATIONS, REFERENCE, person, read_part_files
+from tests.engine.conftest import BLOCKS, RACE_ITERATIONS, REFERENCE, cli_help, person, read_part_files
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -217,8 +217,7 @@ def test_accuracy_reports_how_many_groups_each_rule_removed(two_releases, tmp_pa
 
 
 def test_run_help_says_which_output_matches_the_released_code():
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--help"], cwd=REPO, capture_output=True,
-                         text=True).stdout
+    out = cli_help("run")
     flat = " ".join(out.split())
     assert "it is --no-coterminous output that matches that code's output" in flat
     assert "DAS_2020_DDHCA_Production_Code" in flat and "Section 5.3.3" in flat
