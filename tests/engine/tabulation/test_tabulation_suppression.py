@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -171,18 +169,20 @@ def test_check_output_accepts_the_release_and_refuses_a_bad_reason(two_releases,
     assert "REASON" in info.value.report() and "too small" in info.value.report()
 
 
-def test_a_spec_without_pairs_says_so(dataset, tmp_path):
+def test_a_spec_without_pairs_says_so(dataset, tmp_path, capsys):
     """Names that pair nothing: the run says the second rule removes nothing, in the
-    manifest and on the command line."""
+    manifest and on the command line (its main, in this process)."""
+    from engine.cli import main
+
     dataset.persons = [person(block=b) for b in dataset.blocks for _ in range(2)]
     dataset.race_iterations = [(c, n.replace(" or in any combination", " or in any mixture"), lv, a, d, co)
                                for c, n, lv, a, d, co in dataset.race_iterations]
     dataset.write()
-    out = subprocess.run([sys.executable, "-m", "engine", "run", str(dataset.params), str(dataset.data),
-                          str(tmp_path / "rel"), "--seed", "1", "--quiet", "--tabulation-suppression"],
-                         cwd=REPO, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert NO_PAIRS_NOTE in " ".join(out.stdout.split())
+    code = main(["run", str(dataset.params), str(dataset.data), str(tmp_path / "rel"), "--seed", "1", "--quiet",
+                 "--tabulation-suppression"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert NO_PAIRS_NOTE in " ".join(out.out.split())
     m = json.loads((tmp_path / "rel" / "manifest.json").read_text())["postprocessing"]["tabulation_suppression"]
     assert m["pairs"] == 0 and m["pairs_note"] == NO_PAIRS_NOTE
     assert m["groups_removed"][ALONE_EXCEEDS_AOIC] == 0
