@@ -152,7 +152,8 @@ def combo_groups(c_off, c_codes, aoic_off, aoic_mem, alone_off, alone_mem, n_it)
     members = np.empty(0, np.int64)
     for rnd in range(2):
         if rnd == 1:
-            out_off[1:] = np.cumsum(sizes)
+            for cb in range(n):  # element by element: a slice assignment compiles numba's shape-error text
+                out_off[cb + 1] = out_off[cb] + sizes[cb]
             members = np.empty(out_off[n], np.int64)
             stamp[:] = -1
         for cb in range(n):
@@ -181,7 +182,8 @@ def combo_groups(c_off, c_codes, aoic_off, aoic_mem, alone_off, alone_mem, n_it)
                 sizes[cb] = m
             else:
                 _sort_small(buf, m)
-                members[out_off[cb]:out_off[cb] + m] = buf[:m]
+                for j in range(m):
+                    members[out_off[cb] + j] = buf[j]
     return out_off, members
 
 

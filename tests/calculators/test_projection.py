@@ -57,12 +57,18 @@ def test_the_deep_tail_keeps_its_relative_accuracy():
 @pytest.mark.parametrize("scale", [0.4, 3.0, 40.0])
 @pytest.mark.parametrize("cells", [1, 8, 46])
 def test_mean_absolute_error_of_a_sum_of_cells_is_exact(noise, scale, cells):
+    """Against E|S| summed over the law of S: the pmf (cut at K, beyond 80 sd) convolved
+    with itself `cells` times. The convolution power is taken through the FFT on a grid
+    that holds the whole support of S (cells * (2K + 1) points, so nothing wraps round):
+    equal to the repeated direct convolution within 1e-11 relative here, far inside the
+    1e-9 asserted, where 45 direct convolutions of the 6,561-point geometric law (scale
+    40) over the deep tail's subnormal numbers took 20 s."""
     K = int(80 * (math.sqrt(scale) if noise == "gaussian" else scale)) + 80
     _, p = _pmf(scale, noise, K)
-    q = p
-    for _ in range(cells - 1):
-        q = np.convolve(q, p)
-    k = np.arange(len(q)) - len(q) // 2
+    width = cells * (2 * K + 1) - (cells - 1)  # the support of S: -cells K .. cells K
+    n = 1 << (width - 1).bit_length()
+    q = np.fft.irfft(np.fft.rfft(p, n) ** cells, n)[:width]
+    k = np.arange(width) - cells * K
     assert P._mean_abs_sum(scale, cells, noise) == pytest.approx(float(np.abs(k) @ q), rel=1e-9)
 
 

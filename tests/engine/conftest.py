@@ -140,3 +140,23 @@ def read_part_files(folder: Path):
     if not parts:
         return pd.DataFrame()
     return pd.concat([pd.read_csv(p, sep="|", dtype=str, keep_default_na=False) for p in parts], ignore_index=True)
+
+
+def cli_help(*command: str) -> str:
+    """What `python -m engine COMMAND... --help` prints, from `engine.cli.main` in this
+    process (a subprocess only to print a help text cost ~2 s of CPU to start): exit code 0
+    asserted, at the width a subprocess gets (COLUMNS if set, else 80 as its output is no
+    terminal), so the text wraps as it does there."""
+    import contextlib
+    import io
+    import os
+    from unittest import mock
+
+    from engine.cli import main
+
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, {"COLUMNS": os.environ.get("COLUMNS", "80")}), \
+            contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code in (0, None), f"`{' '.join(command)} --help` exited {exit_.value.code}"
+    return out.getvalue()

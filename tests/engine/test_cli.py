@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine.cli import main
 from engine.release.outputs import read_operator_file
-from tests.engine.conftest import REFERENCE, person, read_part_files
+from tests.engine.conftest import REFERENCE, cli_help, person, read_part_files
 
 REPO = Path(__file__).resolve().parents[2]
 TOY = REFERENCE / "safetab-p-toy"
 
 
 def test_help_explains_every_option_and_exit_codes():
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--help"], cwd=REPO, capture_output=True, text=True)
-    assert out.returncode == 0
+    out = cli_help("run")  # exit code 0 asserted
     for word in ("--seed", "--overwrite", "--no-coterminous", "--quiet", "NOT FOR RELEASE", "exit codes",
                  "1  invalid input", "2  usage error", "130 interrupted", "SHA256SUMS", "CONFIDENTIAL-operator.json"):
-        assert word in out.stdout, word
-    top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=REPO, capture_output=True, text=True)
+        assert word in out, word
+    top = cli_help()
     for cmd in ("validate", "run", "truth", "accuracy", "sample", "check-output", "spines"):
-        assert cmd in top.stdout
+        assert cmd in top
 
 
 def test_usage_errors_exit_2(dataset, tmp_path, capsys):
@@ -51,13 +48,14 @@ def test_usage_errors_exit_2(dataset, tmp_path, capsys):
     assert (out / "manifest.json").read_text() != first
 
 
-def test_toy_reference_runs_end_to_end(tmp_path):
+def test_toy_reference_runs_end_to_end(tmp_path, capsys):
     if not TOY.is_dir():
         pytest.skip("the toy reference files are not present")
     out = tmp_path / "toy"
-    proc = subprocess.run([sys.executable, "-m", "engine", "run", str(TOY / "params"), str(TOY / "data"), str(out),
-                           "--seed", "42", "--quiet"], cwd=REPO, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    # the command line's main in this process (the exit codes of the process itself are
+    # tested in tests/engine/test_faults.py and tests/engine/inputs/test_bad_inputs.py)
+    code = main(["run", str(TOY / "params"), str(TOY / "data"), str(out), "--seed", "42", "--quiet"])
+    assert code == 0, capsys.readouterr().err
     m = json.loads((out / "manifest.json").read_text())
     # The toy config runs the US only (states 01, 02, 11): 8 persons, the 2 in Puerto Rico are not counted.
     # Exact counts are kept out of the release folder, in the operator file beside it.
@@ -155,8 +153,7 @@ def test_spines_bounds_its_numeric_options_as_usage_errors(dataset, capsys, opti
     assert f"argument {option}: expected a whole number from 0 to 1,000,000" in err
     # the largest accepted value runs (it changes nothing a smaller large value would not)
     assert main(["spines", str(dataset.params), str(dataset.data), "--quiet", option, "1000000"]) == 0
-    help_text = subprocess.run([sys.executable, "-m", "engine", "spines", "--help"], cwd=REPO, capture_output=True,
-                               text=True).stdout
+    help_text = cli_help("spines")
     assert "from 0 to 1,000,000" in " ".join(help_text.split())
     # The help states the caps the code uses (production's), not floor(sqrt(n) + N).
     flat = " ".join(help_text.split())

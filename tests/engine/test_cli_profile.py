@@ -5,8 +5,6 @@ from __future__ import annotations
 import gzip
 import os
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +13,8 @@ import pytest
 from calculators.config import SafeTabConfig
 from calculators.projection import COLUMNS, Profile, project
 from engine.cli import main
+from tests.engine.conftest import cli_help
+from tests.engine.test_faults import _cli_on_a_thread
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
@@ -22,18 +22,16 @@ PARAMS, DATA = str(SAMPLE / "params"), str(SAMPLE / "data")
 
 
 def test_help_names_the_commands_and_their_columns():
-    top = subprocess.run([sys.executable, "-m", "engine", "--help"], cwd=REPO, capture_output=True, text=True)
-    assert "profile" in top.stdout and "project" in top.stdout
-    out = subprocess.run([sys.executable, "-m", "engine", "project", "--help"], cwd=REPO, capture_output=True,
-                         text=True)
+    top = cli_help()
+    assert "profile" in top and "project" in top
+    out = cli_help("project")
     for word in ("geo, iteration_level, groups, total_only, age4, age9, age23, suppressed, t1_rows",
                  "_sd", "mean_abs_error", "Coterminous copying is ignored", "comment='#'", "occupied_published",
                  "empty_published", "persons_published_share"):
-        assert word in out.stdout, word
-    out = subprocess.run([sys.executable, "-m", "engine", "profile", "--help"], cwd=REPO, capture_output=True,
-                         text=True)
+        assert word in out, word
+    out = cli_help("profile")
     for word in ("CONFIDENTIAL", "--synthetic", "secure environment", ".gz"):
-        assert word in out.stdout, word
+        assert word in out, word
 
 
 def test_profile_writes_a_confidential_profile_and_never_replaces_a_file(tmp_path, capsys):
@@ -180,15 +178,14 @@ def test_a_profile_name_on_several_lines_cannot_break_the_csv(tmp_path, capsys):
     assert not (tmp_path / "n.json").exists()
 
 
-def test_project_refuses_a_fifo_or_a_device_as_the_profile_without_blocking(tmp_path):
+def test_project_refuses_a_fifo_or_a_device_as_the_profile_without_blocking(tmp_path, capsys):
     fifo = tmp_path / "p.json"
     os.mkfifo(fifo)
     out = tmp_path / "o.csv"
     for what, path in (("a FIFO (named pipe)", fifo), ("a character device", Path("/dev/zero")),
                        ("a folder", tmp_path)):
-        # in a process of its own: opening the FIFO to read it would block until the timeout
-        proc = subprocess.run([sys.executable, "-m", "engine", "project", str(SAMPLE / "params" / "config.json"),
-                               str(path), str(out)], cwd=REPO, capture_output=True, text=True, timeout=60)
+        # on a thread of its own: opening the FIFO to read it would block until the timeout
+        proc = _cli_on_a_thread(["project", SAMPLE / "params" / "config.json", path, out], capsys, [fifo])
         assert proc.returncode == 1, proc.stderr
         assert f"the file is {what}, not a regular file" in proc.stderr and "Traceback" not in proc.stderr
         assert not out.exists()

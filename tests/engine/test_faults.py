@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -534,11 +535,35 @@ def test_accuracy_options_are_refused_or_honoured(ds, tmp_path, capsys):
 
 
 # ================================================================== issue 21: safe failure, round two
-def _run_cli(args, timeout: float = DEADLINE, **kw) -> subprocess.CompletedProcess:
-    """`python -m engine ARGS` in a subprocess, so that a hang fails the test (timeout)
-    instead of blocking it."""
-    return subprocess.run([sys.executable, "-m", "engine", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, check=False, **kw)
+def _cli_on_a_thread(args, capsys, fifos, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`python -m engine ARGS` as `engine.cli.main(ARGS)` on a thread of this process, so
+    that a hang fails the test instead of blocking it: a command that opens one of `fifos`
+    and waits on it is still running after `timeout`; the test then opens and closes the
+    FIFO's other end (the blocked read ends) and fails. (A subprocess per command did the
+    same at ~2 s of CPU each to start Python and the engine's libraries.)"""
+    result: list = []
+
+    def call():
+        try:
+            result.append(main([str(a) for a in args]))
+        except BaseException as exc:  # re-raised on the test's thread
+            result.append(exc)
+
+    thread = threading.Thread(target=call, name="engine-cli", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        for fifo in fifos:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass  # nobody has it open for reading
+        thread.join(DEADLINE)
+        pytest.fail(f"`{' '.join(map(str, args))}` waited on a FIFO for {timeout:g} s")
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, result[0], captured.out, captured.err)
 
 
 # ---- item 6: the operator file is written before the release is published
@@ -607,11 +632,14 @@ def test_run_without_any_writable_numba_cache_folder(ds, tmp_path):
     shutil.copytree(REPO / "calculators", copy / "calculators", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "methods", copy / "methods", ignore=shutil.ignore_patterns("__pycache__"))
     ro = " && ".join(f"mount --bind {d} {d} && mount -o remount,ro,bind {d}" for d in (copy, home))
+    # One process says where numba keeps the kernel, then runs the command line's main
+    # (`python -m engine run ...`), so that Python, numba and the engine start once.
+    probe_and_run = ("import sys, numba.core.caching, engine.noise._kernel as k; "
+                     "print('cached' if k.run._cache.__class__.__name__ != 'NullCache' else 'in memory', flush=True); "
+                     "from engine.cli import main; sys.exit(main(sys.argv[1:]))")
     script = (f"{ro} && cd {copy} && env -u NUMBA_CACHE_DIR -u XDG_CACHE_HOME HOME={home} PYTHONPATH={copy} "
-              f"PYTHONDONTWRITEBYTECODE=1 {sys.executable} -c 'import numba.core.caching as c, engine.noise._kernel "
-              f"as k; print(\"cached\" if k.run._cache.__class__.__name__ != \"NullCache\" else \"in memory\")' && "
-              f"env -u NUMBA_CACHE_DIR -u XDG_CACHE_HOME HOME={home} PYTHONPATH={copy} PYTHONDONTWRITEBYTECODE=1 "
-              f"{sys.executable} -m engine run {ds.params} {ds.data} {tmp_path}/out --seed 1 --quiet")
+              f"PYTHONDONTWRITEBYTECODE=1 {sys.executable} -c \"{probe_and_run}\" "
+              f"run {ds.params} {ds.data} {tmp_path}/out --seed 1 --quiet")
     proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300,
                           check=False)
     assert proc.returncode == 0, proc.stderr
@@ -635,11 +663,16 @@ def test_run_as_a_user_without_write_access():
     work = Path(tempfile.mkdtemp(prefix="safetab-h21-"))  # the pytest folder is private to root
     try:
         work.chmod(0o777)
-        proc = subprocess.run([*drop, sys.executable, "-m", "engine", "run", SAMPLE / "params", SAMPLE / "data",
+        # the small hand-built inputs (readable by anyone, beside the output): the point is the
+        # user's rights and numba's missing cache, not the size of the data
+        ds = _dataset(work)
+        for path in [work / "in", *(work / "in").rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        proc = subprocess.run([*drop, sys.executable, "-m", "engine", "run", ds.params, ds.data,
                                work / "rel", "--seed", "1", "--quiet"], cwd="/", env=env, capture_output=True,
                               text=True, timeout=300, check=False)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-        check_output(SAMPLE / "params", work / "rel")
+        check_output(ds.params, work / "rel")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -665,12 +698,12 @@ def test_check_output_on_a_deeply_nested_manifest(ds, tmp_path, capsys):
 
 # ---- item 11: FIFOs and other special files are refused before they are opened
 @pytest.mark.parametrize("command", ["validate", "run"])
-def test_a_fifo_config_json_is_refused_not_waited_on(ds, tmp_path, command):
+def test_a_fifo_config_json_is_refused_not_waited_on(ds, tmp_path, capsys, command):
     cfg = ds.params / "config.json"
     cfg.unlink()
     os.mkfifo(cfg)
     args = [command, ds.params, ds.data] + ([tmp_path / "out"] if command == "run" else [])
-    proc = _run_cli([*args, "--quiet"], timeout=60)  # a read of the FIFO would block until the timeout
+    proc = _cli_on_a_thread([*args, "--quiet"], capsys, [cfg])  # a read of the FIFO would block until the timeout
     assert proc.returncode == 1, proc.stderr
     assert "- config.json: is a FIFO (named pipe), not a regular file; nothing was read from it" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists() and not _leftovers(tmp_path)
@@ -678,11 +711,11 @@ def test_a_fifo_config_json_is_refused_not_waited_on(ds, tmp_path, command):
 
 @pytest.mark.parametrize("where, name", [("data", "person-records.txt"), ("data", "GRF-C.txt"),
                                          ("params", "race-characteristic-iterations.txt")])
-def test_a_fifo_data_or_spec_file_is_named_not_waited_on(ds, tmp_path, where, name):
+def test_a_fifo_data_or_spec_file_is_named_not_waited_on(ds, tmp_path, capsys, where, name):
     path = getattr(ds, where) / name
     path.unlink()
     os.mkfifo(path)
-    proc = _run_cli(["validate", ds.params, ds.data, "--quiet"], timeout=60)  # a read would block until then
+    proc = _cli_on_a_thread(["validate", ds.params, ds.data, "--quiet"], capsys, [path])  # a read would block
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"- {name}: found a FIFO (named pipe) at {path} (it was not opened); expected a regular file" \
         in proc.stderr
@@ -702,7 +735,7 @@ def test_check_output_does_not_open_a_fifo_listed_in_sha256sums(ds, tmp_path, ca
     part = sorted((out / "t1").glob("*-1.csv"))[0]
     part.unlink()
     os.mkfifo(part)
-    proc = _run_cli(["check-output", ds.params, out], timeout=60)
+    proc = _cli_on_a_thread(["check-output", ds.params, out], capsys, [part])
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     rel = part.relative_to(out).as_posix()
     assert f"{rel}: found a FIFO (named pipe) (it was not opened); expected a regular file of the output" in proc.stderr
@@ -710,7 +743,7 @@ def test_check_output_does_not_open_a_fifo_listed_in_sha256sums(ds, tmp_path, ca
     assert "Invalid output: 1 problem found." in proc.stderr  # not every group of the file as missing
     (out / "SHA256SUMS").rename(tmp_path / "sums")
     os.mkfifo(out / "SHA256SUMS")
-    proc = _run_cli(["check-output", ds.params, out], timeout=60)
+    proc = _cli_on_a_thread(["check-output", ds.params, out], capsys, [out / "SHA256SUMS"])
     assert proc.returncode == 1 and "SHA256SUMS: found a FIFO (named pipe) (it was not opened); expected a regular " \
         "file" in proc.stderr
 

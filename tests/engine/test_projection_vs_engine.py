@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from calculators.config import SafeTabConfig
-from calculators.projection import COUNT_COLUMNS, OCCUPANCY_COLUMNS, SHARE_COLUMNS, project
+from calculators.projection import COUNT_COLUMNS, OCCUPANCY_COLUMNS, SHARE_COLUMNS, Profile, project
 from engine.cli import main
 from engine.reports.profile import compute_profile
 
@@ -39,15 +39,32 @@ def _read(folder: Path, part: str) -> pd.DataFrame:
     return pd.read_csv(f, sep="|", dtype={"REGION_ID": str, "ITERATION_CODE": str}, keep_default_na=False)
 
 
-def outcome(release: Path, truth: Path, level_keys) -> dict[tuple[str, int], dict[str, float]]:
+def _keys(df: pd.DataFrame) -> pd.Index:
+    """A population group's key, REGION_ID|ITERATION_CODE (one string: a flat index is
+    built several times faster than a MultiIndex of the two columns, same matching)."""
+    return pd.Index(df["REGION_ID"].astype(str) + "|" + df["ITERATION_CODE"].astype(str))
+
+
+def truth_counts(truth: Path, level_keys) -> dict[tuple[str, int], pd.Series]:
+    """The true count of every group of each level (the truth's T1 holds every group of
+    the universe, empty ones with 0), read once for all the runs compared with it."""
+    out = {}
+    for geo, lvl in level_keys:
+        t = _read(truth / "t1", f"{geo}-{lvl}")
+        out[(geo, lvl)] = pd.Series(t["COUNT"].to_numpy(), index=_keys(t))
+    return out
+
+
+def outcome(release: Path, truths: dict[tuple[str, int], pd.Series], level_keys) \
+        -> dict[tuple[str, int], dict[str, float]]:
     """What one release published, per level, in the projection's terms."""
     out = {}
     for geo, lvl in level_keys:
         part = f"{geo}-{lvl}"
         t1, t2, sup = _read(release / "t1", part), _read(release / "t2", part), _read(release / "suppressed", part)
-        true = _read(truth / "t1", part).set_index(["REGION_ID", "ITERATION_CODE"])["COUNT"]
-        rows = t2.groupby(["REGION_ID", "ITERATION_CODE"]).size()
-        pub = t1.set_index(["REGION_ID", "ITERATION_CODE"])["COUNT"]
+        true = truths[(geo, lvl)]
+        rows = _keys(t2).value_counts()  # rows of each group's table
+        pub = pd.Series(t1["COUNT"].to_numpy(), index=_keys(t1))
         err = (pub - true.reindex(pub.index)).abs()
         assert not err.isna().any()
         tables = {k: int((rows == c).sum()) for k, c in (("age4", 10), ("age9", 20), ("age23", 48))}
@@ -56,14 +73,13 @@ def outcome(release: Path, truth: Path, level_keys) -> dict[tuple[str, int], dic
         out[(geo, lvl)] = {"groups": groups, **tables, "total_only": groups - len(rows), "suppressed": len(sup),
                            "t1_rows": len(t1), "t2_rows": len(t2),
                            "mean_abs_error": float(err.mean()) if len(err) else math.nan,
-                           **_occupancy(true, pub.index, sup, rows)}
+                           **_occupancy(true, pub.index, _keys(sup), rows)}
     return out
 
 
-def _occupancy(true: pd.Series, published: pd.Index, sup: pd.DataFrame, rows: pd.Series) -> dict[str, float]:
+def _occupancy(true: pd.Series, published: pd.Index, sup_idx: pd.Index, rows: pd.Series) -> dict[str, float]:
     """The occupancy split of one level of a release, from the true counts of its groups
     (the truth's T1 holds every group of the universe, empty ones with 0)."""
-    sup_idx = sup.set_index(["REGION_ID", "ITERATION_CODE"]).index
     assert len(true) == len(published) + len(sup_idx), "the truth lists every group, published or suppressed"
     n_pub, n_sup, n_tab = (true.reindex(ix) for ix in (published, sup_idx, rows.index))
     persons = float(true.sum())
@@ -84,19 +100,32 @@ def _params_with(config: SafeTabConfig, folder: Path) -> Path:
     return params
 
 
-def _agree(tmp_path: Path, config: SafeTabConfig, runs: int, check_error: bool = True) -> pd.DataFrame:
+@pytest.fixture(scope="module")
+def profile() -> Profile:
+    """The sample's group sizes, counted once for the module. A profile depends on the data
+    and on which runs the config turns on (max_race_codes, run_us, run_pr,
+    state_filter_us), not on budgets or thresholds (engine.reports.profile): every plan
+    here keeps the sample's runs, and `_agree` checks it."""
+    return compute_profile(SAMPLE / "params", SAMPLE / "data", synthetic=True)
+
+
+def _agree(tmp_path: Path, config: SafeTabConfig, profile: Profile, runs: int, check_error: bool = True) \
+        -> pd.DataFrame:
+    assert (profile.max_race_codes, profile.run_us, profile.run_pr, profile.state_filter_us) == (
+        config.max_race_codes, config.run_us, config.run_pr,
+        tuple(config.state_filter_us) if config.run_us else ()), "the plan counts other runs than the profile"
     params = _params_with(config, tmp_path)
     data = SAMPLE / "data"
-    profile = compute_profile(params, data, synthetic=True)
     proj = project(config, profile)
     keys = [(r["geo"], r["iteration_level"]) for r in proj.rows]
     assert main(["truth", str(params), str(data), str(tmp_path / "truth"), "--no-coterminous", "--quiet"]) == 0
+    truths = truth_counts(tmp_path / "truth", keys)
     seen = []
     for seed in range(runs):
         out = tmp_path / f"run{seed}"
         assert main(["run", str(params), str(data), str(out), "--seed", str(1000 + seed), "--no-coterminous",
                      "--quiet"]) == 0
-        seen.append(outcome(out, tmp_path / "truth", keys))
+        seen.append(outcome(out, truths, keys))
         manifest = json.loads((out / "manifest.json").read_text())
         shutil.rmtree(out)
     # The projection's noise scales and suppression thresholds are the engine's.
@@ -141,21 +170,20 @@ def _agree(tmp_path: Path, config: SafeTabConfig, runs: int, check_error: bool =
     return df
 
 
-def test_sample_plan_agrees_with_repeated_runs(tmp_path):
+def test_sample_plan_agrees_with_repeated_runs(tmp_path, profile):
     config = SafeTabConfig.read(SAMPLE / "params" / "config.json")
-    df = _agree(tmp_path, config, runs=12)
+    df = _agree(tmp_path, config, profile, runs=12)
     # The comparison has power: many figures are random, and each stat level occurs.
     assert (df["sd"] > 0).sum() >= 100
     for col in ("total_only", "age4", "age9", "age23", "suppressed"):
         assert df.loc[df["figure"] == col, "projected"].sum() > 50, col
 
 
-def _quantile_plan(config: SafeTabConfig, budget: float | None = None) -> SafeTabConfig:
+def _quantile_plan(config: SafeTabConfig, profile: Profile, budget: float | None = None) -> SafeTabConfig:
     """Thresholds at the 50 %, 75 % and 90 % quantiles of each level's non-empty group
     sizes (sizes that occur), and small budgets (or `budget` everywhere), so every stat
     level occurs at every level and stage-1 noise moves many groups between levels;
     p = 0.99."""
-    profile = compute_profile(SAMPLE / "params", SAMPLE / "data", synthetic=True)
     tp = dict(config.thresholds_p)
     for lvl, lp in profile.levels.items():
         sizes = np.repeat(lp.adaptive.sizes, lp.adaptive.counts)
@@ -166,22 +194,22 @@ def _quantile_plan(config: SafeTabConfig, budget: float | None = None) -> SafeTa
     return config.updated(thresholds_p=tp, zero_suppression_chance=0.99, **budgets)
 
 
-def test_a_plan_without_noise_agrees_exactly(tmp_path):
+def test_a_plan_without_noise_agrees_exactly(tmp_path, profile):
     """With the largest budget (1e6) the noise is below 1e-4 standard deviations: every
     group's stat level and suppression are certain, thresholds lie on sizes that occur,
     so one run must match the projection exactly (an off-by-one at a threshold, or in T,
     would show here although sampling error hides it in the tests above)."""
-    config = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"), budget=1e6)
-    df = _agree(tmp_path, config, runs=1)
+    config = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"), profile, budget=1e6)
+    df = _agree(tmp_path, config, profile, runs=1)
     counts = df[(df["figure"] != "mean_abs_error") & ~df["figure"].isin(SHARE_COLUMNS)]
     assert (counts["sd"] < 1e-9).all()
     assert (counts["projected"] - counts["projected"].round()).abs().max() < 1e-9
     assert (counts["projected"] == counts["mean of runs"]).all()
 
 
-def test_plan_with_every_stat_level_agrees(tmp_path):
-    config = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"))
-    df = _agree(tmp_path, config, runs=10)
+def test_plan_with_every_stat_level_agrees(tmp_path, profile):
+    config = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"), profile)
+    df = _agree(tmp_path, config, profile, runs=10)
     per_level = df[df["figure"].isin(["age4", "age9", "age23"])].groupby("level")["projected"].min()
     assert (per_level > 0.5).all(), per_level  # every table occurs at every level
 
@@ -194,25 +222,25 @@ def _clamped_errors_checked(df: pd.DataFrame) -> None:
     assert (bounds["mean of runs"] > 0).all()
 
 
-def test_pure_dp_plan_with_clamping_agrees(tmp_path):
+def test_pure_dp_plan_with_clamping_agrees(tmp_path, profile):
     """Geometric noise and counts clamped at 0: every count agrees, the mean |error| of
     totals without a table exactly, and the observed mean |error| of a level with tables
     stays under its bound (clamping a table's cells depends on more than the group's size)."""
-    base = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"))
+    base = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"), profile)
     config = base.updated(privacy_defn="puredp", allow_negative_counts=False,
                           **{lvl.budget_key: 0.5 for lvl in base.tabulated_levels()})
-    _clamped_errors_checked(_agree(tmp_path, config, runs=8))
+    _clamped_errors_checked(_agree(tmp_path, config, profile, runs=8))
 
 
-def test_zcdp_plan_with_clamping_stays_under_its_error_bound(tmp_path):
+def test_zcdp_plan_with_clamping_stays_under_its_error_bound(tmp_path, profile):
     """The quantile plan (small budgets, tables at every level) with counts clamped at 0:
     clamped cells make a table's total err 2 to 3 times the unclamped figure; the
     projection's bound holds and every count agrees."""
-    config = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json")).updated(
+    config = _quantile_plan(SafeTabConfig.read(SAMPLE / "params" / "config.json"), profile).updated(
         allow_negative_counts=False)
-    df = _agree(tmp_path, config, runs=8)
+    df = _agree(tmp_path, config, profile, runs=8)
     _clamped_errors_checked(df)
-    proj = project(config, compute_profile(SAMPLE / "params", SAMPLE / "data", synthetic=True))
+    proj = project(config, profile)
     unclamped = project(config.updated(allow_negative_counts=True), proj.profile)
     bounds = df[df["figure"] == "mean_abs_error (bound)"]
     worse = [r for _, r in bounds.iterrows()

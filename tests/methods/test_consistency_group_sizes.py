@@ -38,14 +38,15 @@ def _example_vectors(max_size: int = 3) -> np.ndarray:
 
 
 def _full(parents, leaf_rows: np.ndarray) -> np.ndarray:
-    """Every node's vector from its leaves (parents listed after their children or not)."""
+    """Every node's vector from its leaves (parents listed after their children or not);
+    leaf_rows is (nodes, k), or (..., nodes, k) for many hierarchies at once."""
     n = len(parents)
     out = np.zeros_like(leaf_rows)
     leaves = [i for i in range(n) if i not in parents]
     for l in leaves:
         i = l
         while i != -1:
-            out[i] += leaf_rows[l]
+            out[..., i, :] += leaf_rows[..., l, :]
             i = parents[i]
     return out
 
@@ -210,15 +211,13 @@ def _brute_force(parents, noisy, n, k, cumulative):
     """The least squared distance over every feasible hierarchy (all leaf vectors with n
     groups in total)."""
     leaves = [i for i in range(len(parents)) if i not in parents]
-    best = math.inf
-    for cells in _compositions(n, len(leaves) * k):
-        leaf = np.zeros((len(parents), k), np.int64)
-        for j, l in enumerate(leaves):
-            leaf[l] = cells[j * k:(j + 1) * k]
-        x = _full(parents, leaf)
-        q = np.cumsum(x, axis=1) if cumulative else x
-        best = min(best, float(((q - noisy) ** 2).sum()))
-    return best
+    # every composition at once (one hierarchy per row; a loop over them took seconds)
+    cells = np.array(list(_compositions(n, len(leaves) * k)), np.int64)
+    leaf = np.zeros((len(cells), len(parents), k), np.int64)
+    leaf[:, leaves, :] = cells.reshape(len(cells), len(leaves), k)
+    x = _full(parents, leaf)
+    q = np.cumsum(x, axis=2) if cumulative else x
+    return float(((q - noisy) ** 2).sum(axis=(1, 2)).min())
 
 
 TINY = [([-1, 0, 0], 2, 3), ([-1, 0, 0], 3, 2), ([-1, 0, 1], 2, 3), ([-1, 0, 0, 0], 2, 2), ([-1, 0, 1, 1], 2, 3)]

@@ -11,7 +11,7 @@ import pytest
 
 from engine.cli import main
 from engine.reports.accuracy import AccuracyCollector
-from tests.engine.conftest import BLOCKS, person
+from tests.engine.conftest import BLOCKS, cli_help, person
 
 
 def test_accuracy_report_with_trials(dataset, tmp_path, capsys):
@@ -131,19 +131,27 @@ def test_accuracy_refuses_a_folder_that_is_not_a_release_saying_what_it_is(datas
     assert "; expected the manifest naming the inputs of the release" in err and not (tmp_path / "acc").exists()
 
 
-def test_cells_kept_across_trials_change_no_report(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def nation(tmp_path_factory):
+    """A generated nation of 5,000 persons for the studies below (read only): coterminous
+    sets, tables at every level and suppressed groups, as in the 50,000 of sample_data,
+    at a third of the work per trial (serial and parallel, cached and fresh studies are
+    compared with each other: the size of the nation is not their point)."""
+    from engine.synthetic.nation import generate
+
+    return generate(tmp_path_factory.mktemp("nation"), 5_000, seed=2)
+
+
+def test_cells_kept_across_trials_change_no_report(tmp_path, monkeypatch, nation):
     """A study keeps each level's table cells across its trials (`CellCache`, issue 24):
     seeded studies with and without the cache write the same reports, byte for byte."""
-    from pathlib import Path
-
     from engine.reports.accuracy import accuracy_report
     from engine.tabulation import aggregate
 
-    sample = Path(__file__).resolve().parents[3] / "sample_data"
     cached = []
 
     def study(out):
-        accuracy_report(sample / "params", sample / "data", out, trials=3, seed=5, layout="both")
+        accuracy_report(nation.params_dir, nation.data_dir, out, trials=3, seed=5, layout="both")
         return {p.name: p.read_bytes() for p in sorted(out.glob("*.csv"))}
 
     real = aggregate.CellCache.cells_of
@@ -219,11 +227,11 @@ def test_merged_collectors_report_what_one_collector_of_all_trials_reports(datas
         assert set(first.table().trials) == {3}
 
 
-def _study(out, jobs, **kw):
+def _study(nation, out, jobs, **kw):
     from engine.reports.accuracy import accuracy_report
 
     seen = []
-    accuracy_report(SAMPLE / "params", SAMPLE / "data", out, seed=5, jobs=jobs,
+    accuracy_report(nation.params_dir, nation.data_dir, out, seed=5, jobs=jobs,
                     progress=lambda stage, done, total: seen.append((stage, done, total)), **kw)
     return seen
 
@@ -245,16 +253,16 @@ def _trial_pids(monkeypatch, folder):
     return lambda: {int(p.name.split("-")[0]) for p in folder.iterdir()}
 
 
-def test_parallel_study_writes_the_serial_reports_byte_for_byte(tmp_path, monkeypatch):
+def test_parallel_study_writes_the_serial_reports_byte_for_byte(tmp_path, monkeypatch, nation):
     """--jobs 2: trials 2..4 in two worker processes, the same seeded noise per trial, the
     reports merged: accuracy.csv, error_report.csv and multi_run_error_report.csv are
     the serial study's, byte for byte."""
     import os
 
     pids = _trial_pids(monkeypatch, tmp_path / "pids")
-    _study(tmp_path / "serial", 1, trials=4, layout="both")
+    _study(nation, tmp_path / "serial", 1, trials=4, layout="both")
     assert pids() == {os.getpid()}
-    seen = _study(tmp_path / "parallel", 2, trials=4, layout="both")
+    seen = _study(nation, tmp_path / "parallel", 2, trials=4, layout="both")
     assert len(pids() - {os.getpid()}) == 2  # two workers ran trials
     for name in REPORTS:
         assert (tmp_path / "parallel" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
@@ -268,11 +276,11 @@ def test_parallel_study_writes_the_serial_reports_byte_for_byte(tmp_path, monkey
     assert not any(s.startswith("trial 2/4") for s, _, _ in seen)
 
 
-def test_parallel_study_keeps_each_trials_release(tmp_path):
+def test_parallel_study_keeps_each_trials_release(tmp_path, nation):
     """--keep-trials with --jobs 2: every worker writes its trials' releases, the same
     files as the serial study's (the manifests, and so SHA256SUMS, differ in their timings)."""
-    _study(tmp_path / "serial", 1, trials=3, keep_trials=True)
-    _study(tmp_path / "parallel", 2, trials=3, keep_trials=True)
+    _study(nation, tmp_path / "serial", 1, trials=3, keep_trials=True)
+    _study(nation, tmp_path / "parallel", 2, trials=3, keep_trials=True)
     for t in range(3):
         a, b = (tmp_path / x / "single_runs" / f"trial_{t}" for x in ("serial", "parallel"))
         files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.name not in TIMED)
@@ -288,7 +296,7 @@ class TrialFailed(Exception):
     pass
 
 
-def test_an_exception_in_a_worker_is_raised_and_nothing_is_written(tmp_path, monkeypatch):
+def test_an_exception_in_a_worker_is_raised_and_nothing_is_written(tmp_path, monkeypatch, nation):
     import os
 
     from engine import run as run_mod
@@ -303,12 +311,12 @@ def test_an_exception_in_a_worker_is_raised_and_nothing_is_written(tmp_path, mon
 
     monkeypatch.setattr(run_mod, "publish_trial", failing)
     with pytest.raises(TrialFailed, match="trial failed in process") as err:
-        _study(tmp_path / "out", 2, trials=4, layout="both")
+        _study(nation, tmp_path / "out", 2, trials=4, layout="both")
     assert str(parent) not in str(err.value)  # raised there, re-raised here
     assert list(tmp_path.iterdir()) == []  # no OUT_DIR, no staging folder, no lock
 
 
-def test_a_killed_worker_fails_the_study_clearly(tmp_path, monkeypatch, capsys):
+def test_a_killed_worker_fails_the_study_clearly(tmp_path, monkeypatch, capsys, nation):
     """A worker killed (SIGKILL, as by the out-of-memory killer) fails the study with a
     message naming the signal and --jobs, exit 1, nothing written; never a hang."""
     import os
@@ -326,7 +334,7 @@ def test_a_killed_worker_fails_the_study_clearly(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(run_mod, "publish_trial", killed)
     out = tmp_path / "out"
-    assert main(["accuracy", str(SAMPLE / "params"), str(SAMPLE / "data"), str(out), "--trials", "3", "--seed", "1",
+    assert main(["accuracy", str(nation.params_dir), str(nation.data_dir), str(out), "--trials", "3", "--seed", "1",
                  "--jobs", "2", "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "The study failed: a worker process" in err and "killed by SIGKILL" in err and "--jobs" in err
@@ -347,9 +355,6 @@ def test_jobs_must_be_at_least_one(tmp_path, capsys, jobs):
 def test_trials_are_bounded_and_refused_before_any_work(tmp_path, capsys, monkeypatch, trials):
     """A study of 10^8 trials would run for years: refused at once, naming the range
     (which --help states too), for every kind of study."""
-    import subprocess
-    import sys
-
     import engine.run as er
     from engine.reports.accuracy import MAX_TRIALS
 
@@ -362,8 +367,7 @@ def test_trials_are_bounded_and_refused_before_any_work(tmp_path, capsys, monkey
                      "--trials", str(trials), *extra]) == 2
         assert f"--trials must be from 1 to {MAX_TRIALS:,} (got {trials:,})" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
-    helptext = subprocess.run([sys.executable, "-m", "engine", "accuracy", "--help"], capture_output=True, text=True,
-                              cwd=SAMPLE.parent).stdout
+    helptext = cli_help("accuracy")
     assert f"1 to {MAX_TRIALS:,}" in " ".join(helptext.split())
 
 
@@ -390,7 +394,7 @@ def test_workers_are_capped_and_need_linux(monkeypatch, caplog):
     assert "parallel trials need Linux" in caplog.text
 
 
-def test_secure_parallel_trials_draw_their_own_noise(tmp_path, monkeypatch):
+def test_secure_parallel_trials_draw_their_own_noise(tmp_path, monkeypatch, nation):
     """Without a seed every trial, in the parent or in a worker, draws from its own secure
     source made in that process: no two trials start with the same noise (a source copied
     by the fork would repeat the parent's, and `RandomSource` refuses to be used so)."""
@@ -419,7 +423,7 @@ def test_secure_parallel_trials_draw_their_own_noise(tmp_path, monkeypatch):
     monkeypatch.setattr(run_mod, "publish_trial", spy)
     from engine.reports.accuracy import accuracy_report
 
-    accuracy_report(SAMPLE / "params", SAMPLE / "data", tmp_path / "out", trials=5, jobs=2)
+    accuracy_report(nation.params_dir, nation.data_dir, tmp_path / "out", trials=5, jobs=2)
     names = [p.name.split("-") for p in drawn.iterdir()]
     assert len(names) == 5 and len({pid for pid, _, _ in names}) == 3
     assert len({digest for _, _, digest in names}) == 5

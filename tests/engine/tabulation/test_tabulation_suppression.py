@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +16,7 @@ from engine.run import NO_PAIRS_NOTE, run
 from engine.tabulation.postprocess import (
     ALONE_EXCEEDS_AOIC, NONNEGATIVITY, GroupRows, TabulationSuppression, alone_pairs,
 )
-from tests.engine.conftest import BLOCKS, RACE_ITERATIONS, REFERENCE, person, read_part_files
+from tests.engine.conftest import BLOCKS, RACE_ITERATIONS, REFERENCE, cli_help, person, read_part_files
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -171,18 +169,20 @@ def test_check_output_accepts_the_release_and_refuses_a_bad_reason(two_releases,
     assert "REASON" in info.value.report() and "too small" in info.value.report()
 
 
-def test_a_spec_without_pairs_says_so(dataset, tmp_path):
+def test_a_spec_without_pairs_says_so(dataset, tmp_path, capsys):
     """Names that pair nothing: the run says the second rule removes nothing, in the
-    manifest and on the command line."""
+    manifest and on the command line (its main, in this process)."""
+    from engine.cli import main
+
     dataset.persons = [person(block=b) for b in dataset.blocks for _ in range(2)]
     dataset.race_iterations = [(c, n.replace(" or in any combination", " or in any mixture"), lv, a, d, co)
                                for c, n, lv, a, d, co in dataset.race_iterations]
     dataset.write()
-    out = subprocess.run([sys.executable, "-m", "engine", "run", str(dataset.params), str(dataset.data),
-                          str(tmp_path / "rel"), "--seed", "1", "--quiet", "--tabulation-suppression"],
-                         cwd=REPO, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert NO_PAIRS_NOTE in " ".join(out.stdout.split())
+    code = main(["run", str(dataset.params), str(dataset.data), str(tmp_path / "rel"), "--seed", "1", "--quiet",
+                 "--tabulation-suppression"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert NO_PAIRS_NOTE in " ".join(out.out.split())
     m = json.loads((tmp_path / "rel" / "manifest.json").read_text())["postprocessing"]["tabulation_suppression"]
     assert m["pairs"] == 0 and m["pairs_note"] == NO_PAIRS_NOTE
     assert m["groups_removed"][ALONE_EXCEEDS_AOIC] == 0
@@ -217,8 +217,7 @@ def test_accuracy_reports_how_many_groups_each_rule_removed(two_releases, tmp_pa
 
 
 def test_run_help_says_which_output_matches_the_released_code():
-    out = subprocess.run([sys.executable, "-m", "engine", "run", "--help"], cwd=REPO, capture_output=True,
-                         text=True).stdout
+    out = cli_help("run")
     flat = " ".join(out.split())
     assert "it is --no-coterminous output that matches that code's output" in flat
     assert "DAS_2020_DDHCA_Production_Code" in flat and "Section 5.3.3" in flat

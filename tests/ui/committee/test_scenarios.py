@@ -312,10 +312,14 @@ def _save_in_process(path, name, barrier):
 
 
 def test_concurrent_saves_of_one_name_say_exists_already(tmp_path):
+    """Six processes save one name at once (a barrier lets them go together), five times.
+    The processes are forked from this one: the store's modules are loaded already, where
+    each spawned process imported them again (about a second of CPU each); the race is the
+    same, separate processes with their own connections to one SQLite file."""
     import multiprocessing as mp
 
     path = tmp_path / scenarios.DB_NAME
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("fork")
     results = []
     with ctx.Manager() as manager, ctx.Pool(6) as pool:
         for round_ in range(5):
