@@ -12,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The run starts many Python processes (three workers, Streamlit servers, `python -m engine`). Where the
+# The run starts many Python processes (four workers, Streamlit servers, `python -m engine`). Where the
 # environment says not to write bytecode (PYTHONDONTWRITEBYTECODE, set by some sandboxes and CI images),
 # each of them compiled the repository's modules again and each worker rewrote every test module's
 # assertions again: ~10 s of CPU per worker. The caches go to __pycache__ folders, which git ignores.
