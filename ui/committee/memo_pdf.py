@@ -105,10 +105,12 @@ class _Doc(FPDF):
         self._measured: dict[tuple, float] = {}
 
     def get_string_width(self, s: str, normalized: bool = False, markdown: bool = False) -> float:
-        """FPDF's width of `s` in the current font, measured once per font, size and text:
-        laying the tables out measures the same cells at each font size tried and again
-        when wrapping them (over 100,000 measurements for a comparison memo)."""
-        key = (self.font_family, self.font_style, self.font_size_pt, s, normalized, markdown)
+        """FPDF's width of `s` in the current font, measured once per font, size, spacing and
+        text: laying the tables out measures the same cells at each font size tried and again
+        when wrapping them (over 100,000 measurements for a comparison memo). FPDF's width
+        includes character spacing and stretching, so they are part of the key too."""
+        key = (self.font_family, self.font_style, self.font_size_pt, self.char_spacing, self.font_stretching,
+               s, normalized, markdown)
         width = self._measured.get(key)
         if width is None:
             width = self._measured[key] = super().get_string_width(s, normalized, markdown)
