@@ -19,6 +19,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# Four workers share two cores: the parallelism is theirs. NumPy's and SciPy's OpenBLAS would each start a
+# thread per core and, after every matrix operation, keep them spinning for a while in case another comes:
+# CPU taken from the other workers for no work done (measured alone: 7 % of the CPU of the engine and methods
+# tests; less in the full run, where the spinning threads yield to the other workers). Set before
+# the workers and every subprocess (servers, `python -m engine`) start, so they all inherit it; a value the
+# caller set is kept. No assertion depends on it (single-threaded BLAS also sums in one fixed order).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 
 def _compile_ahead(config) -> None:
     """Before the workers start (in the pytest-xdist controller only), do once what every worker and
