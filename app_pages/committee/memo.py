@@ -30,7 +30,11 @@ def _renderer() -> images.Renderer:
     return images.Renderer(idle=600)
 
 
-_renderer().start()  # opens in the background while the user chooses; a click then only draws
+background, setting_problem = images.opens_in_background()
+if setting_problem:
+    st.warning(widgets.plain(setting_problem))
+if background:
+    _renderer().start()  # opens in the background while the user chooses; a click then only draws
 
 store = plan_controls.store()
 try:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import ast
 import os
 import re
+import threading
 from functools import cache
 from pathlib import Path
 
 import pytest
 from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
-from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import AppTest, local_script_runner
 from streamlit.util import calc_hash
+
+from ui.committee import images
 
 REPO = Path(__file__).resolve().parents[2]
 _SCAN = manifest_scanner.scan_component_manifests  # Streamlit's own, before any test replaces it
@@ -31,7 +34,10 @@ def _served_like_a_running_server(monkeypatch):
     ui.core.state.page_setup, and the browser test, which opens a deep link on a fresh
     server). Without this, every run would first run the page alone and rerun. And, as a
     server does once when it starts, the installed packages' components are looked up
-    once (`_component_manifests`), not for each new AppTest.
+    once (`_component_manifests`), not for each new AppTest. And the test waits for a
+    script run to end as a server does, woken by the run's end (`_wait_for_the_run`).
+    The memo page opens its chart browser on demand (SAFETAB_CHART_BROWSER), not in the
+    background.
     """
     from streamlit.runtime import pages_manager
     from streamlit.testing.v1 import app_test, local_script_runner
@@ -46,6 +52,35 @@ def _served_like_a_running_server(monkeypatch):
     monkeypatch.setattr(app_test, "ScriptCache", _CompiledOnce)  # the pages' scripts
     monkeypatch.setattr(local_script_runner, "ScriptCache", _CompiledOnce)  # app.py's
     monkeypatch.setattr(manifest_scanner, "scan_component_manifests", _component_manifests)
+    monkeypatch.setattr(local_script_runner, "require_widgets_deltas", _wait_for_the_run)
+    # No AppTest draws a memo picture from the page (AppTest cannot click a download button), so the
+    # memo page's chart browser is not opened in the background for each test process (a Chromium
+    # start, about 6 s of CPU, each); tests/app/test_app_memo_browser.py tests that setting itself.
+    monkeypatch.setenv(images.BACKGROUND_ENV, "on-demand")
+
+
+def _wait_for_the_run(runner, timeout: float = 3) -> None:
+    """Streamlit's AppTest `require_widgets_deltas`, woken by the run's end instead of polling.
+
+    AppTest's own wait wakes every millisecond and scans the run's events each time: while
+    a page computes for seconds, that main thread takes the GIL from the script's thread a
+    thousand times a second. This one waits on the runner's SHUTDOWN event (the event
+    AppTest's `script_stopped` looks for), with the same timeout and the same error."""
+    ended = threading.Event()
+
+    def on_event(sender, event, **kwargs) -> None:
+        if event == local_script_runner.ScriptRunnerEvent.SHUTDOWN:
+            ended.set()
+
+    runner.on_event.connect(on_event, weak=False)
+    try:
+        if runner.script_stopped() or ended.wait(timeout):
+            return
+        runner.request_stop()  # as AppTest does: stop the script before failing
+        runner.join()
+        raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+    finally:
+        runner.on_event.disconnect(on_event)
 
 
 @cache

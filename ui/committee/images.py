@@ -9,7 +9,8 @@ Without a browser, `available` says why and the memo carries the charts' data in
 
 `Renderer` keeps one such browser open (in a thread of its own) so that the app's
 decision memo does not wait for a browser to start on every click: the memo page starts
-it when it opens, and it closes itself after some minutes unused.
+it when it opens, and it closes itself after some minutes unused. A server short of
+memory can ask for the browser only when a memo is drawn (`opens_in_background`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ TIMEOUT = 60.0
 WIDTH = 1100
 
 
+#: The environment variable that says when the memo page opens its chart browser, and its values.
+BACKGROUND_ENV = "SAFETAB_CHART_BROWSER"
+BACKGROUND_MODES = {
+    "background": "opened when the memo page is shown, so that a click only draws (the default)",
+    "on-demand": "opened when a memo is drawn (the first click waits a few seconds for it; no browser "
+                 "is kept in memory for users who only read the page)",
+}
+
+
 class ImageError(RuntimeError):
     """Charts could not be drawn as images; the message says why in plain words."""
 
@@ -46,6 +56,18 @@ def browser() -> str | None:
         if found:
             return found
     return None
+
+
+def opens_in_background(environ=None) -> tuple[bool, str | None]:
+    """Whether the memo page opens the chart browser as soon as it is shown (SAFETAB_CHART_BROWSER:
+    "background", the default, or "on-demand"), and a message when the value is none of these
+    (the default is then used, and the message says so)."""
+    raw = (os.environ if environ is None else environ).get(BACKGROUND_ENV, "")
+    value = raw.strip().lower() or "background"
+    if value in BACKGROUND_MODES:
+        return value == "background", None
+    return True, (f"{BACKGROUND_ENV}={raw!r} is not one of " + ", ".join(BACKGROUND_MODES)
+                  + "; the chart browser opens in the background (the default).")
 
 
 def available() -> tuple[bool, str]:
