@@ -33,13 +33,11 @@ TIMEOUT = 60.0
 WIDTH = 1100
 
 
-#: The environment variable that says when the memo page opens its chart browser, and its values.
+#: The environment variable that says when the memo page opens its chart browser, and its values:
+#: "background" (the default) when the page is shown, so that a click only draws; "on-demand" when a
+#: memo is drawn (the first click waits a few seconds; no browser kept for users who only read the page).
 BACKGROUND_ENV = "SAFETAB_CHART_BROWSER"
-BACKGROUND_MODES = {
-    "background": "opened when the memo page is shown, so that a click only draws (the default)",
-    "on-demand": "opened when a memo is drawn (the first click waits a few seconds for it; no browser "
-                 "is kept in memory for users who only read the page)",
-}
+BACKGROUND_MODES = ("background", "on-demand")
 
 
 class ImageError(RuntimeError):
