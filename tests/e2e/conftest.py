@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.browser import FAILED, chromium, require_browser, streamlit_server
+from ui.committee.images import BACKGROUND_ENV
 
 _HERE = Path(__file__).resolve().parent
 
@@ -62,6 +63,15 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+#: The environment of the browser tests' servers of the shipped app: the Decision memo page opens its chart
+#: browser (Kaleido's Chromium, about 4 to 6 s of CPU to start) when a memo is drawn, not in the background
+#: whenever the page is shown (the default, SAFETAB_CHART_BROWSER). Three browser tests show the memo page (the
+#: page-fit and contrast tests, the committee's scenarios test) and one of them draws a memo: most servers started
+#: a browser that no test used. The default is tested by tests/app/test_app_memo_browser.py (started once per visit), a
+#: browser kept open by tests/ui/committee/test_memo.py (draws the same pictures); here the memo is drawn on demand.
+APP_ENV = {BACKGROUND_ENV: "on-demand"}
+
+
 class _SharedServer:
     """The worker's server of the shipped app, and whether a test has asked for it yet."""
 
@@ -72,9 +82,10 @@ class _SharedServer:
 
 @pytest.fixture(scope="session")
 def _shared_server(tmp_path_factory, _scenario_store_in_a_temp_folder) -> Iterator[_SharedServer]:
-    """`streamlit run app.py` (the shipped app, scenarios in the run's temp store), once per test process."""
+    """`streamlit run app.py` (the shipped app, scenarios in the run's temp store, the memo's chart
+    browser opened on demand: APP_ENV), once per test process."""
     require_browser()
-    with streamlit_server(tmp_path_factory.mktemp("server") / "streamlit.log") as url:
+    with streamlit_server(tmp_path_factory.mktemp("server") / "streamlit.log", env=APP_ENV) as url:
         yield _SharedServer(url)
 
 
@@ -95,7 +106,7 @@ def fresh_server(_shared_server, tmp_path) -> Iterator[str]:
         _shared_server.used = True
         yield _shared_server.url
         return
-    with streamlit_server(tmp_path / "streamlit.log") as url:
+    with streamlit_server(tmp_path / "streamlit.log", env=APP_ENV) as url:
         yield url
 
 
