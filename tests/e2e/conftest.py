@@ -41,13 +41,16 @@ _GROUPS = {
 }
 #: The group of a test of a split module that `_GROUPS` does not name.
 _DEFAULT_GROUP = "planner"
+#: Modules whose tests join another module's group: the contrast test reads the measure the page-fit
+#: test takes on its tour of the pages (`page_tour`), on the same worker, after it.
+_JOINS = {"test_contrast": "browser-test_browser-fit"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = Path(str(item.fspath)).resolve()
         if path.is_relative_to(_HERE):
-            group = f"browser-{path.stem}"
+            group = _JOINS.get(path.stem, f"browser-{path.stem}")
             if path.stem in _GROUPS:
                 name = getattr(item, "originalname", None) or item.name
                 group += "-" + next((g for g, names in _GROUPS[path.stem].items() if name in names), _DEFAULT_GROUP)
@@ -108,6 +111,14 @@ def fresh_server(_shared_server, tmp_path) -> Iterator[str]:
         return
     with streamlit_server(tmp_path / "streamlit.log", env=APP_ENV) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def page_tour() -> dict:
+    """What a test that opens every page measured on its way, for another test of the process to
+    read instead of opening the pages again: "contrast", the contrast problems (tests/e2e/test_contrast.py),
+    set by the page-fit test once its tour is complete (absent when it has not run, or did not finish)."""
+    return {}
 
 
 @pytest.fixture(scope="module")

@@ -738,18 +738,28 @@ def _go(page, server: str, name: str) -> None:
 
 
 @pytest.fixture
-def page_fit_problems(server, page) -> dict[int, list[str]]:
+def page_fit_problems(server, page, page_tour) -> dict[int, list[str]]:
     """What does not fit, by width (WIDTHS), on every page, its other chart tabs and
     views: each page is opened once (by its sidebar link) and checked at each width in
-    turn, the window resized between them. Every problem names its page, view and width."""
+    turn, the window resized between them. Every problem names its page, view and width.
+
+    On the way, the pages of the contrast test (tests/e2e/test_contrast.py, PAGES) have
+    their texts' contrast measured in the view they open on, at 1280 px, and the measure
+    itself is checked at the end: kept in `page_tour["contrast"]` for that test (one tour of
+    the pages, not two)."""
+    from tests.e2e import test_contrast as contrast
+
     problems: dict[int, list[str]] = {w: [] for w in WIDTHS}
+    contrast_problems: list[str] = []
     order = list(WIDTHS)
 
-    def at_each_width(where: str, summaries: bool = True) -> None:
+    def at_each_width(where: str, summaries: bool = True, contrast_of: str | None = None) -> None:
         for width in order:
             if page.viewport_size["width"] != width:
                 page.set_viewport_size({"width": width, "height": 1000})
                 _settle(page)  # charts and tables re-layout to the new width
+            if contrast_of and width == WIDTHS[0]:  # a laptop's, as the contrast test's own window
+                contrast_problems.extend(contrast.page_problems(page, contrast_of))
             bad = _cut_off(page)
             if summaries and page.evaluate(SUMMARIES):
                 bad.append("a chart without its text summary")
@@ -762,7 +772,7 @@ def page_fit_problems(server, page) -> dict[int, list[str]]:
     page.set_default_timeout(60_000)
     for name in _all_pages():
         _go(page, server, name)
-        at_each_width(name or "overview")
+        at_each_width(name or "overview", contrast_of=f"page /{name}" if name in contrast.PAGES else None)
         if name in CHART_TABS:  # the page's other chart tabs (only the open tab is drawn)
             first, *others = CHART_TABS[name]
             for tab in others:
@@ -791,6 +801,7 @@ def page_fit_problems(server, page) -> dict[int, list[str]]:
             at_each_width("scenarios with charts")
         for width in WIDTHS:
             _screenshot(page, f"{name or 'overview'}_{width}", width)
+    page_tour["contrast"] = contrast_problems + contrast._probe_opacity(page)
     return problems
 
 

@@ -20,7 +20,7 @@ from tests.e2e.test_browser import _go
 pytestmark = pytest.mark.e2e
 
 #: The pages whose texts are measured: the SafeTab-P section (captions and paragraphs of every kind). The
-#: last is where the measure itself is checked (`_probe_opacity`).
+#: measure itself is checked after the last (`_probe_opacity`).
 PAGES = ("", "budget", "adaptive", "suppression", "scenarios", "memo", "glossary")
 
 #: Every visible text of the page with its contrast as displayed (module docstring).
@@ -86,29 +86,44 @@ def _probe_opacity(page) -> list[str]:
     return bad
 
 
-def test_every_text_is_readable_as_displayed_and_the_measure_sees_opacity(server, browser):
+def page_problems(page, where: str) -> list[str]:
+    """The open page's texts measured (MEASURE): over 20 of them, captions among them, and
+    none under its ratio. Returns what is wrong, each named by `where`."""
+    texts = page.evaluate(MEASURE)
+    captions = [t for t in texts if t["where"] == "stCaptionContainer"]
+    problems = []
+    if not (len(texts) > 20 and captions):
+        problems.append(f"{where}: the page's texts were not measured, captions among them "
+                        f"({len(texts)} texts, {len(captions)} captions)")
+    bad = [t for t in texts if t["ratio"] < (3.0 if t["large"] else 4.5)]
+    problems += [f"{where}: {t['ratio']:.2f}:1 {t['where']} {t['color']} x opacity {t['opacity']:.2f}: "
+                 f"{t['text']!r}" for t in bad]
+    return problems
+
+
+def test_every_text_is_readable_as_displayed_and_the_measure_sees_opacity(page_tour, request):
     """Every page of PAGES, opened once each in one window, the first by its address and the
     others by their sidebar links as a user goes (one page load, not one per page: a load
     costs Chromium seconds of CPU), has over 20 texts measured, captions among them, and
-    none under its ratio; then, on the last page, the measure itself is checked
-    (`_probe_opacity`). Every failure names its page."""
-    context = new_context(browser, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    problems = []
-    try:
-        for address in PAGES:
-            where = f"page /{address}"
-            _go(page, server, address)
-            texts = page.evaluate(MEASURE)
-            captions = [t for t in texts if t["where"] == "stCaptionContainer"]
-            if not (len(texts) > 20 and captions):
-                problems.append(f"{where}: the page's texts were not measured, captions among them "
-                                f"({len(texts)} texts, {len(captions)} captions)")
-            bad = [t for t in texts if t["ratio"] < (3.0 if t["large"] else 4.5)]
-            problems += [f"{where}: {t['ratio']:.2f}:1 {t['where']} {t['color']} x opacity {t['opacity']:.2f}: "
-                         f"{t['text']!r}" for t in bad]
-        problems += _probe_opacity(page)
-        assert not problems, "\n".join(problems)
-    finally:
-        context.close()
+    none under its ratio (`page_problems`); then the measure itself is checked
+    (`_probe_opacity`). Every failure names its page.
+
+    The page-fit test (tests/e2e/test_browser.py) opens every page of PAGES too, by its sidebar
+    link, and measures them there at 1280 px (`page_tour["contrast"]`): this test, of the same
+    group of browser tests and collected after it, then reads that measure instead of opening
+    the pages a second time. Run without it (alone, or before it), it opens them itself."""
+    problems = page_tour.get("contrast")
+    if problems is None:
+        server, browser = request.getfixturevalue("server"), request.getfixturevalue("browser")
+        context = new_context(browser, viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        problems = []
+        try:
+            for address in PAGES:
+                _go(page, server, address)
+                problems += page_problems(page, f"page /{address}")
+            problems += _probe_opacity(page)
+        finally:
+            context.close()
+    assert not problems, "\n".join(problems)
