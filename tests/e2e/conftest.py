@@ -66,12 +66,13 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-#: The environment of the browser tests' servers of the shipped app: the Decision memo page opens its chart
-#: browser (Kaleido's Chromium, about 4 to 6 s of CPU to start) when a memo is drawn, not in the background
-#: whenever the page is shown (the default, SAFETAB_CHART_BROWSER). Three browser tests show the memo page (the
-#: page-fit and contrast tests, the committee's scenarios test) and one of them draws a memo: most servers started
-#: a browser that no test used. The default is tested by tests/app/test_app_memo_browser.py (started once per visit), a
-#: browser kept open by tests/ui/committee/test_memo.py (draws the same pictures); here the memo is drawn on demand.
+#: The environment of the browser tests' servers of the shipped app: the Decision memo page opens its
+#: chart browser (Kaleido's Chromium, about 4 to 6 s of CPU to start) when a memo is drawn, not in the
+#: background whenever the page is shown (the default, SAFETAB_CHART_BROWSER). Two browser tests show the
+#: memo page in a run (the page-fit tour, the committee's scenarios test) and only the second draws a memo:
+#: servers started a browser that no test used. The default is tested by tests/app/test_app_memo_browser.py
+#: (started once per visit) and tests/ui/committee/test_memo.py (a browser kept open draws the same
+#: pictures); here the memo is drawn on demand.
 APP_ENV = {BACKGROUND_ENV: "on-demand"}
 
 
