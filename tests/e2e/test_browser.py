@@ -801,7 +801,7 @@ def page_fit_problems(server, page, page_tour) -> dict[int, list[str]]:
             at_each_width("scenarios with charts")
         for width in WIDTHS:
             _screenshot(page, f"{name or 'overview'}_{width}", width)
-    page_tour["contrast"] = contrast_problems + contrast._probe_opacity(page)
+    page_tour["contrast"] = contrast_problems + contrast.probe_opacity(page)
     return problems
 
 

@@ -20,7 +20,7 @@ from tests.e2e.test_browser import _go
 pytestmark = pytest.mark.e2e
 
 #: The pages whose texts are measured: the SafeTab-P section (captions and paragraphs of every kind). The
-#: measure itself is checked after the last (`_probe_opacity`).
+#: measure itself is checked after the last (`probe_opacity`).
 PAGES = ("", "budget", "adaptive", "suppression", "scenarios", "memo", "glossary")
 
 #: Every visible text of the page with its contrast as displayed (module docstring).
@@ -65,7 +65,7 @@ MEASURE = """() => {
 }"""
 
 
-def _probe_opacity(page) -> list[str]:
+def probe_opacity(page) -> list[str]:
     """The measure is of what is displayed: the caption colour at Streamlit's own opacity 0.6
     (what captions had before) measures 2.8:1, at full opacity over 7:1. Two probe paragraphs
     are added to the open page (it is not measured again after them). Returns what is wrong."""
@@ -106,7 +106,7 @@ def test_every_text_is_readable_as_displayed_and_the_measure_sees_opacity(page_t
     others by their sidebar links as a user goes (one page load, not one per page: a load
     costs Chromium seconds of CPU), has over 20 texts measured, captions among them, and
     none under its ratio (`page_problems`); then the measure itself is checked
-    (`_probe_opacity`). Every failure names its page.
+    (`probe_opacity`). Every failure names its page.
 
     The page-fit test (tests/e2e/test_browser.py) opens every page of PAGES too, by its sidebar
     link, and measures them there at 1280 px (`page_tour["contrast"]`): this test, of the same
@@ -123,7 +123,7 @@ def test_every_text_is_readable_as_displayed_and_the_measure_sees_opacity(page_t
             for address in PAGES:
                 _go(page, server, address)
                 problems += page_problems(page, f"page /{address}")
-            problems += _probe_opacity(page)
+            problems += probe_opacity(page)
         finally:
             context.close()
     assert not problems, "\n".join(problems)
