@@ -3,10 +3,11 @@ pytest-xdist worker) and a Chromium per module (tests/e2e/browser.py).
 
 Under `-n 4 --dist loadgroup` (pyproject.toml) each browser-test module is one group, run one test
 after another on one worker, with its Chromium opened once. test_browser.py, the longest, is split
-into the groups of `_GROUPS` (of similar length, each under ~90 s on a loaded machine), and the
-page-fit test is a group of its own (it checks both widths on one visit of every page): the groups
-spread over the workers instead of one worker running the browser tests while the others idle at
-the end. A group's tests are independent of each other (any order, any subset); a worker that runs
+into the groups of `_GROUPS`: the groups spread over the workers instead of one worker running the
+browser tests while the others idle at the end. The page-fit test (both widths on one visit of
+every page) is in the engine group, after the engine group's tests: its tour opens every Compare
+methods page, whose studies of the sample that server has then already made (a group of its own
+made them again on another worker's server, with a server and a Chromium more to start). A group's tests are independent of each other (any order, any subset); a worker that runs
 a group starts its own server and Chromium (about 3 s of CPU)."""
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from ui.committee.images import BACKGROUND_ENV
 _HERE = Path(__file__).resolve().parent
 
 
-#: test_browser.py's groups, of similar length: the committee's pages (scenarios, memo,
-#: configuration) with the adaptive and suppression pages, the engine runs (the mechanism on
-#: the sample data and the other methods' studies), the planner and overview (the others,
-#: `_DEFAULT_GROUP`); the page-fit test alone.
+#: test_browser.py's groups: the committee's pages (scenarios, memo, configuration) with the
+#: adaptive and suppression pages; the engine runs (the mechanism on the sample data and the other
+#: methods' studies) with the page-fit test, which opens those studies' pages again; the planner
+#: and overview (the others, `_DEFAULT_GROUP`).
 _GROUPS = {
     "test_browser": {
         "committee": ("test_scenarios_saved_compared_undone_and_put_in_a_memo",
@@ -35,15 +36,15 @@ _GROUPS = {
                       "test_adaptive_thresholds", "test_suppression_threshold_follows_p"),
         "engine": ("test_run_on_the_sample_data_and_download", "test_compare_cell_suppression",
                    "test_compare_invariants", "test_consistency_comparison",
-                   "test_custom_geographies_compose_an_area_and_optimise_the_spine"),
-        "fit": ("test_every_page_fits_at_common_widths",),
+                   "test_custom_geographies_compose_an_area_and_optimise_the_spine",
+                   "test_every_page_fits_at_common_widths"),
     },
 }
 #: The group of a test of a split module that `_GROUPS` does not name.
 _DEFAULT_GROUP = "planner"
 #: Modules whose tests join another module's group: the contrast test reads the measure the page-fit
 #: test takes on its tour of the pages (`page_tour`), on the same worker, after it.
-_JOINS = {"test_contrast": "browser-test_browser-fit"}
+_JOINS = {"test_contrast": "browser-test_browser-engine"}
 
 
 def pytest_collection_modifyitems(config, items):
