@@ -26,6 +26,22 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run"]
+#: Debian's headless build of the same Chromium (package chromium-headless-shell, same version and
+#: engine, no window code): the browser tests drive it when it is installed, Chromium otherwise. It
+#: does the same work with less CPU (benchmarks/RESULTS.md, "Round 7"). Hinted, it would round every
+#: glyph's advance to whole pixels (text about 1 % wider than Chromium's, and the page-fit test would
+#: not measure what Chromium shows); with hinting off (SHELL_ARGS) every text is as wide as in
+#: Chromium, to the hundredth of a pixel: tests/e2e/test_headless_shell.py checks it.
+HEADLESS_SHELL = Path("/usr/lib/chromium/chromium-headless-shell")
+SHELL_ARGS = ["--font-render-hinting=none"]
+
+
+def executable() -> tuple[Path, list[str]]:
+    """The browser the tests drive and its launch arguments: Debian's headless shell when it is
+    installed (HEADLESS_SHELL), else Chromium."""
+    if HEADLESS_SHELL.exists():
+        return HEADLESS_SHELL, LAUNCH_ARGS + SHELL_ARGS
+    return CHROMIUM, LAUNCH_ARGS
 
 
 #: Set on a test's item when its call failed (tests/e2e/conftest.py), read by `failed`.
@@ -219,11 +235,12 @@ class ReusedPage:
 
 @contextlib.contextmanager
 def chromium() -> Iterator[object]:
-    """A headless Debian Chromium driven by Playwright, closed on exit."""
+    """A headless Debian Chromium (`executable`) driven by Playwright, closed on exit."""
     from playwright.sync_api import sync_playwright
 
+    path, args = executable()
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        b = p.chromium.launch(executable_path=str(path), args=args)
         try:
             yield b
         finally:
