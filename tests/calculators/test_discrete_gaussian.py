@@ -207,6 +207,22 @@ def test_array_calls_equal_scalar_calls(s2: list[float], z: float) -> None:
     assert dg.cdf(k[:, None], s2a[None, :]).shape == (len(s2), len(s2))
 
 
+def test_tails_summed_in_groups_of_rows_equal_one_row_at_a_time() -> None:
+    """A direct tail sum keeps from 3 to about 130 terms (fewer the farther m is out); the
+    rows of one call are summed in groups of similar length. Whatever group a row falls in,
+    its value is that of the row alone, bit for bit, and the call covers every group."""
+    s2 = np.full(400, 250.0)
+    m = np.linspace(1.0, 2_000.0, 400)
+    own = np.floor(100 * s2 / (np.sqrt(m * m + 100 * s2) + m)) + 3
+    assert len(np.unique(np.ceil(np.log2(own)))) >= 5, "rows of at least five groups"
+    for w in (0, 1):
+        together = dg._direct_sum_log(m, s2, w)
+        assert list(together) == [dg._direct_sum_log(m[i : i + 1], s2[i : i + 1], w)[0] for i in range(m.size)]
+        reference = [float(mpmath.log(mpmath.fsum((mi + d) ** w * mpmath.exp(-d * (2 * mi + d) / (2 * 250.0))
+                                                  for d in range(400)))) for mi in m[::40]]
+        assert together[::40] == pytest.approx(reference, rel=1e-12)
+
+
 def test_non_integer_and_infinite_k() -> None:
     assert dg.cdf(2.7, 3.0) == dg.cdf(2, 3.0)
     assert dg.sf(-0.5, 3.0) == dg.sf(-1, 3.0)
