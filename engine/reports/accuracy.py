@@ -17,6 +17,7 @@ integer histograms, so memory does not grow with the number of trials.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -233,8 +234,13 @@ def release_tabulation_counts(prepared, release_dir: Path) -> dict | None:
 def _predicted_moe(plan, scale, cells: int) -> tuple[int, int | None]:
     """(exact MOE, design-paper bound floor(1.96 sd)) of a sum of `cells` noisy cells
     (SPEC §2; `budget.moe_of_sum`, geometric cells under pure DP)."""
-    noise = noise_family.family_of(plan.privacy_defn)
-    s = float(scale)
+    return _moe_pair(noise_family.family_of(plan.privacy_defn), float(scale), int(cells))
+
+
+@functools.lru_cache(maxsize=1024)
+def _moe_pair(noise: str, s: float, cells: int) -> tuple[int, int]:
+    """`_predicted_moe`, kept: a study asks for the same few figures for every chunk of every
+    level in every trial, and the exact MOE is a search over the law (milliseconds each)."""
     return (int(budget.moe_of_sum(s, cells, exact=True, noise=noise)),
             int(budget.moe_of_sum(s, cells, exact=False, noise=noise)))
 
