@@ -62,9 +62,10 @@ def _interval_prob(a: np.ndarray, b: np.ndarray, s2: float, noise: str = "gaussi
     """P(a <= X <= b) for integer arrays a <= b, from whichever side avoids cancellation."""
     law = noise_family.law(noise)
     # both ends on the upper side: sf(a-1) - sf(b); on the lower side: cdf(b) - cdf(a-1)
-    upper = law.sf(a - 1, s2) - law.sf(b, s2)
-    lower = law.cdf(b, s2) - law.cdf(a - 1, s2)
-    middle = 1 - law.cdf(a - 1, s2) - law.sf(b, s2)
+    sf_a, sf_b, cdf_a, cdf_b = law.sf(a - 1, s2), law.sf(b, s2), law.cdf(a - 1, s2), law.cdf(b, s2)
+    upper = sf_a - sf_b
+    lower = cdf_b - cdf_a
+    middle = 1 - cdf_a - sf_b
     out = np.where(a >= 1, upper, np.where(b <= -1, lower, middle))
     return np.clip(out, 0.0, 1.0)
 
