@@ -7,8 +7,9 @@ into the groups of `_GROUPS`: the groups spread over the workers instead of one 
 browser tests while the others idle at the end. The page-fit test (both widths on one visit of
 every page) is in the engine group, after the engine group's tests: its tour opens every Compare
 methods page, whose studies of the sample that server has then already made (a group of its own
-made them again on another worker's server, with a server and a Chromium more to start). A group's tests are independent of each other (any order, any subset); a worker that runs
-a group starts its own server and Chromium (about 3 s of CPU)."""
+made them again on another worker's server, with a server and a Chromium more to start). A
+group's tests are independent of each other (any order, any subset); a worker that runs a group
+starts its own server and Chromium (about 3 s of CPU)."""
 
 from __future__ import annotations
 

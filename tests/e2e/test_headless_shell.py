@@ -1,10 +1,10 @@
 """The browser the tests drive lays text out as Chromium does (tests/e2e/browser.py, `executable`).
 
 Where Debian's headless shell is installed the browser tests drive it instead of Chromium. The
-page-fit and contrast tests measure what is displayed, so the shell must place every text where
-Chromium places it: the same text, in the app's fonts (Streamlit's Source Sans and Source Code,
-and the system's sans-serif that Greek letters may fall back to), at the app's sizes and weights,
-must be exactly as wide in both."""
+page-fit and contrast tests measure what is displayed, so the shell must lay text out as Chromium
+does: the same text, in the app's fonts (Streamlit's Source Sans and Source Code, and the
+system's sans-serif that Greek letters may fall back to), at the app's sizes and weights, must be
+exactly as wide in both."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import CHROMIUM, HEADLESS_SHELL, LAUNCH_ARGS, executable, require_browser
+from tests.e2e.browser import CHROMIUM, HEADLESS_SHELL, LAUNCH_ARGS, SHELL_ARGS, executable, require_browser
 
 #: Texts of the app's kinds: words, numbers with separators, Greek letters, a formula, a code.
 TEXTS = ("Budget and MOE planner", "Each population group level (a geography and an iteration level)",
@@ -33,7 +33,8 @@ def _page(folder: Path) -> Path:
     media = Path(streamlit.__file__).parent / "static" / "static" / "media"
 
     def data(stem: str) -> str:  # inline: a page opened from a file may not load fonts from other files
-        return "data:font/woff2;base64," + base64.b64encode(next(media.glob(f"{stem}-Upright*.woff2")).read_bytes()).decode()
+        font = next(media.glob(f"{stem}-Upright*.woff2")).read_bytes()
+        return "data:font/woff2;base64," + base64.b64encode(font).decode()
 
     faces = "".join(f"@font-face {{ font-family: '{name}'; src: url('{data(stem)}'); font-weight: 200 900; }}\n"
                     for name, stem in (("Source Sans", "SourceSansVF"), ("Source Code", "SourceCodeVF")))
@@ -72,6 +73,7 @@ def test_the_tests_browser_lays_text_out_as_chromium(tmp_path):
     differ = [f"{label}: {a:.2f} px in Chromium, {b:.2f} px in the shell"
               for label, a, b in zip(labels, chromium, shell) if abs(a - b) > 0.01]
     assert not differ, "\n".join(differ)
-    # the measure sees the difference SHELL_ARGS removes: hinted, the shell's texts are wider
-    wider = sum(b > a + 0.01 for a, b in zip(chromium, hinted))
-    assert wider > len(chromium) // 2, f"only {wider} of {len(chromium)} texts differ without {args[len(LAUNCH_ARGS):]}"
+    # the measure sees the difference SHELL_ARGS removes: hinted (each glyph's advance rounded to
+    # whole pixels), most texts are wider or narrower than in Chromium (61 of the 70 on Debian 12)
+    off = sum(abs(a - b) > 0.01 for a, b in zip(chromium, hinted))
+    assert off > len(chromium) // 2, f"only {off} of {len(chromium)} texts differ without {SHELL_ARGS}"
