@@ -734,56 +734,94 @@ def _respondents(m: _LP, i: int, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, 
     cell i must keep possible: x_i - LPL and x_i + UPL (full), or a range of UPL + LPL
     (sliding). [] when none can; None if an LP did not finish.
 
-    A witness table reaching the targets with nothing known leaves most respondents unmoved:
-    they cannot exclude it. Those it moves are held at their values together in a second
-    witness; if none exists the group is halved, and so on down to single respondents. Each
-    respondent is thus unmoved in, or held fixed by, a table reaching the targets.
+    Respondent j cannot when the LPs with x_j fixed (cell i held within the targets) still
+    reach them. A witness table reaching a target with j unmoved proves that for j: the
+    attacker knowing x_j cannot exclude it. So every table found is kept as a witness for
+    each respondent it leaves unmoved, one direction at a time (full), or as the lowest and
+    highest value of cell i seen with j unmoved (sliding: their distance must reach
+    UPL + LPL). The respondents no witness covers yet are held at their values together;
+    a group that fails is halved, and so on down to single respondents, each half solving
+    only the directions its members still lack. A table beyond a target counts as
+    reaching it: the truth is a table too, and the segment between the two passes the
+    target with j unmoved. The result is the same as holding each respondent alone.
     `tables` (low, high witness) may give the first witness: any table the attacker cannot
     exclude with cell i at or beyond the targets (one found with fewer cells suppressed too).
     """
     need_lo = lpl + (upl if sliding else 0.0)
     need_hi = upl + (lpl if sliding else 0.0)
     lo_t, hi_t = max(lo[i], x[i] - need_lo), min(hi[i], x[i] + need_hi)
+    x_o = x[others]
+    slack = 1e-7 * (1 + np.abs(x_o))
+    # per respondent: the lowest and highest value of cell i in a witness leaving it unmoved
+    best_lo = np.full(others.size, np.inf)
+    best_hi = np.full(others.size, -np.inf)
 
-    def reach(known: np.ndarray):
-        """(ok, tables) with `known` fixed and cell i held within the targets."""
+    def witness(w_lo, w_hi) -> None:
+        if w_lo is not None:
+            still = np.abs(w_lo[others] - x_o) <= slack
+            best_lo[still] = np.minimum(best_lo[still], max(float(w_lo[i]), lo_t))
+        if w_hi is not None:
+            still = np.abs(w_hi[others] - x_o) <= slack
+            best_hi[still] = np.maximum(best_hi[still], min(float(w_hi[i]), hi_t))
+
+    def low_ok(k: np.ndarray) -> np.ndarray:
+        return best_lo[k] <= x[i] - lpl + tol
+
+    def high_ok(k: np.ndarray) -> np.ndarray:
+        return best_hi[k] >= x[i] + upl - tol
+
+    def covered(k: np.ndarray) -> np.ndarray:
+        if sliding:
+            return best_hi[k] - best_lo[k] >= upl + lpl - tol
+        return low_ok(k) & high_ok(k)
+
+    def reach(k: np.ndarray) -> bool | None:
+        """Whether the targets stay reachable with the respondents `others[k]` fixed (True
+        also when none are); their witnesses are kept. None if an LP did not finish."""
+        known = others[k]
+        want_lo = sliding or not k.size or not low_ok(k).all()
+        want_hi = sliding or not k.size or not high_ok(k).all()
         m.bounds(i, lo_t, hi_t)
         if known.size:
             m.bounds(known, x[known], x[known])
         try:
-            s1, v1, w1 = m.solve(i, 1.0)
-            s2, v2, w2 = m.solve(i, 1.0, maximize=True)
+            s1, v1, w1 = m.solve(i, 1.0) if want_lo else ("optimal", -np.inf, None)
+            s2, v2, w2 = m.solve(i, 1.0, maximize=True) if want_hi else ("optimal", np.inf, None)
         finally:
             m.bounds(i, lo[i], hi[i])
             if known.size:
                 m.bounds(known, lo[known], hi[known])
         if s1 != "optimal" or s2 != "optimal":
-            return None, None
+            return None
+        witness(w1, w2)
         if sliding:
-            ok = v2 - v1 >= upl + lpl - tol
-        else:
-            ok = v1 <= x[i] - lpl + tol and v2 >= x[i] + upl - tol
-        return ok, (w1, w2)
+            return v2 - v1 >= upl + lpl - tol
+        return v1 <= x[i] - lpl + tol and v2 >= x[i] + upl - tol
 
+    everyone = np.arange(others.size)
     if tables is None or tables[0] is None or tables[1] is None:
-        ok, tables = reach(np.zeros(0, np.int64))
+        ok = reach(np.zeros(0, np.int64))
         if ok is None:
             return None
         if not ok:  # the outsider already narrows it: reported by the outsider's interval
             return []
-    moved = others[(np.abs(tables[0][others] - x[others]) > 1e-7 * (1 + np.abs(x[others])))
-                   | (np.abs(tables[1][others] - x[others]) > 1e-7 * (1 + np.abs(x[others])))]
+    else:
+        witness(*tables)
     failing: list[int] = []
-    groups = [moved] if moved.size else []
+    lacking = everyone[~covered(everyone)]
+    groups = [lacking] if lacking.size else []
     while groups:  # a group held fixed together covers each of its members; halve those that fail
         g = groups.pop()
-        ok_g, _t = reach(g)
+        g = g[~covered(g)]  # members a later witness has covered meanwhile
+        if not g.size:
+            continue
+        ok_g = reach(g)
         if ok_g is None:
             return None
         if ok_g:
             continue
         if g.size == 1:
-            failing.append(int(g[0]))
+            failing.append(int(others[g[0]]))
         else:
             groups += [g[: g.size // 2], g[g.size // 2:]]
     return sorted(failing)

@@ -197,6 +197,60 @@ def test_singleton_pair_in_a_two_way_table():
     assert lp.audit.protected.all() and lp.cost >= res.cost
 
 
+def _alone(m, i, x, lo, hi, j, lpl, upl, sliding, tol=1e-6) -> bool:
+    """Does respondent j alone (x_j fixed) exclude a value cell i must keep possible?"""
+    need_lo, need_hi = (lpl + upl, upl + lpl) if sliding else (lpl, upl)
+    m.bounds(i, max(lo[i], x[i] - need_lo), min(hi[i], x[i] + need_hi))
+    m.bounds(j, x[j], x[j])
+    s1, v1, _ = m.solve(i, 1.0)
+    s2, v2, _ = m.solve(i, 1.0, maximize=True)
+    m.bounds(i, lo[i], hi[i])
+    m.bounds(j, lo[j], hi[j])
+    assert s1 == s2 == "optimal"
+    return not (v2 - v1 >= upl + lpl - tol if sliding else v1 <= x[i] - lpl + tol and v2 >= x[i] + upl - tol)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_respondents_found_are_those_who_alone_break_the_protection(data):
+    """`_respondents` proves most respondents harmless with witness tables, one direction at
+    a time, and holds the rest in groups: its answer must be exactly the respondents who,
+    each holding only their own cell fixed, exclude a value the cell must keep possible,
+    with or without a first pair of witnesses (tables beyond the targets count)."""
+    shape = data.draw(st.sampled_from([(2, 3), (3, 3), (3, 4)]))
+    interior = np.array(data.draw(st.lists(st.integers(0, 5), min_size=shape[0] * shape[1],
+                                           max_size=shape[0] * shape[1]))).reshape(shape)
+    t = _with_margins(interior)
+    x = t.reshape(-1)
+    sup = np.array(data.draw(st.lists(st.booleans(), min_size=x.size, max_size=x.size)))
+    if sup.sum() < 3:
+        return
+    lo = np.zeros(x.size)
+    hi = np.full(x.size, float(x[-1]))
+    m = cs._LP(cs.table_relations(t.shape), np.where(sup, lo, x), np.where(sup, hi, x), np.zeros(t.shape[0] + t.shape[1]),
+               np.zeros(t.shape[0] + t.shape[1]), 10.0)
+    cells = np.flatnonzero(sup)
+    i = int(data.draw(st.sampled_from(list(cells))))
+    others = cells[cells != i]
+    lpl, upl = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2))
+    for sliding in (False, True):
+        need_lo, need_hi = (lpl + upl, upl + lpl) if sliding else (lpl, upl)
+        m.bounds(i, max(lo[i], x[i] - need_lo), min(hi[i], x[i] + need_hi))
+        s1, v1, w_lo = m.solve(i, 1.0)
+        s2, v2, w_hi = m.solve(i, 1.0, maximize=True)
+        m.bounds(i, lo[i], hi[i])
+        outsider = v2 - v1 >= upl + lpl - 1e-6 if sliding else v1 <= x[i] - lpl + 1e-6 and v2 >= x[i] + upl - 1e-6
+        expected = sorted(int(j) for j in others if _alone(m, i, x, lo, hi, j, lpl, upl, sliding)) if outsider else []
+        assert cs._respondents(m, i, x, lo, hi, others, 1e-6, lpl, upl, sliding) == expected
+        if outsider and not sliding:  # witnesses beyond the targets: the outsider's interval's ends
+            _s, _v, beyond_lo = m.solve(i, 1.0)
+            _s, _v, beyond_hi = m.solve(i, 1.0, maximize=True)
+            got = cs._respondents(m, i, x, lo, hi, others, 1e-6, lpl, upl, sliding, (beyond_lo, beyond_hi))
+            assert got == expected
+        # the model is left as it was found: every bound restored
+        assert (m.lo == np.where(sup, lo, x)).all() and (m.hi == np.where(sup, hi, x)).all()
+
+
 # ------------------------------------------------------------------ audit against enumeration
 def _enumerate_intervals(t: np.ndarray, sup: np.ndarray, bound: int, every_cell: bool = True
                          ) -> tuple[np.ndarray, np.ndarray]:
