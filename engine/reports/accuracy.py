@@ -30,7 +30,7 @@ import pandas as pd
 
 from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
-from engine.reports.production import _refuse_unknown_groups, read_release
+from engine.reports.production import _refuse_unknown_groups, _rows_by_geo, read_release
 from engine.tabulation.mechanism import TOTAL_ONLY, collapse_cells
 
 SIZE_BINS = [0, 1, 10, 100, 1_000, 10_000, 100_000]
@@ -597,6 +597,8 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
     t1, t2 = read_release(prepared, release_dir)
     found = {"t1": np.zeros(len(t1), bool), "t2": np.zeros(len(t2), bool)}
     geo = prepared.inputs.geography
+    # each table's rows by geography level once; a level's rows are then found among them
+    keys = {"t1": _rows_by_geo(t1), "t2": _rows_by_geo(t2)}
     for lvl, plan in prepared.plans.items():
         counts = prepared.counts(lvl)
         totals = counts.totals()
@@ -611,8 +613,14 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
             ok = (r >= 0) & (i >= 0)
             return np.where(ok, r * n_it + i, -1)
 
-        sub1 = t1[(t1["REGION_TYPE"] == lvl.geo) & _level_mask(t1, codes)] if len(t1) else t1
-        sub2 = t2[(t2["REGION_TYPE"] == lvl.geo) & _level_mask(t2, codes)] if len(t2) else t2
+        def level_rows(df: pd.DataFrame, name: str) -> pd.DataFrame:
+            """The rows of this level: of its geography, with one of its iteration codes."""
+            by_geo, _regions, iteration_codes = keys[name]
+            sel = by_geo.get(lvl.geo, np.zeros(0, np.int64))
+            return df.iloc[sel[pd.Index(codes).get_indexer(iteration_codes[sel]) >= 0]]
+
+        sub1 = level_rows(t1, "t1") if len(t1) else t1
+        sub2 = level_rows(t2, "t2") if len(t2) else t2
         g1 = group_index(sub1) if len(sub1) else np.zeros(0, np.int64)
         found["t1"][sub1.index[g1 >= 0]] = True
         # The stat level of each group follows from the number of T2 rows it has.
@@ -654,10 +662,6 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
         pub = Published(plan, 0, counts.n_groups, stat, t1_val, released, tables, totals, true_tables)
         collector.add_published(plan, counts, pub)
     _refuse_unknown_groups([(t1, np.where(found["t1"], 0, -1)), (t2, np.where(found["t2"], 0, -1))])
-
-
-def _level_mask(df: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
-    return df["ITERATION_CODE"].astype(str).isin(set(codes)).to_numpy()
 
 
 def format_tabulation(tab: dict | None) -> str | None:

@@ -281,6 +281,15 @@ def augmented_tables(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, p
     gt2 = np.full(len(t2), -1, dtype=np.int64)
     geo = prepared.inputs.geography
     edges = np.array(AGE23_EDGES)
+    # Each table's key columns as arrays once, its rows by geography level once: a level's
+    # rows are then looked up among its own rows only (not the whole table again per level).
+    keys = [_rows_by_geo(t1), _rows_by_geo(t2)]
+    # T2's ages and sexes as numbers once, for all its rows (read_release has checked them: a
+    # row that is not a marginal, AGESTART = *, has an age bin of whole numbers, SEX is 1 or 2)
+    t2_marginal = (t2["AGESTART"] == "*").to_numpy()
+    t2_start = np.where(t2_marginal, 0, pd.to_numeric(t2["AGESTART"].where(~t2_marginal, "0")).to_numpy())
+    t2_end = np.where(t2_marginal, MAX_AGE, pd.to_numeric(t2["AGEEND"].where(~t2_marginal, "0")).to_numpy())
+    t2_sex = t2["SEX"].astype(int).to_numpy() - 1
     for lvl in prepared.plans:
         codes = prepared.catalog.codes(lvl.geo, lvl.iteration_level).astype(str)
         regions = pd.Index(geo.regions[lvl.geo].astype(str))
@@ -288,33 +297,41 @@ def augmented_tables(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, p
         code_index = pd.Index(codes)
         counts = prepared.counts(lvl)
 
-        def groups(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-            sel = np.flatnonzero((df["REGION_TYPE"] == lvl.geo).to_numpy() & df["ITERATION_CODE"].isin(codes).to_numpy())
-            r = regions.get_indexer(df["REGION_ID"].to_numpy()[sel])
-            i = code_index.get_indexer(df["ITERATION_CODE"].to_numpy()[sel])
+        def groups(k: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            """The rows of this level (a code of another level of the same geography is
+            not found among this level's codes) and their group index."""
+            by_geo, region_ids, iteration_codes = k
+            sel = by_geo.get(lvl.geo, np.zeros(0, np.int64))
+            r = regions.get_indexer(region_ids[sel])
+            i = code_index.get_indexer(iteration_codes[sel])
             ok = (r >= 0) & (i >= 0)
             return sel[ok], (r * n_it + i)[ok]
 
-        rows1, g1 = groups(t1)
+        rows1, g1 = groups(keys[0])
         if len(rows1):
             gt1[rows1] = counts.totals()[g1]
-        rows2, g2 = groups(t2)
+        rows2, g2 = groups(keys[1])
         if len(rows2):
             uniq, inv = np.unique(g2, return_inverse=True)
             cells = counts.cells_of(uniq).reshape(len(uniq), 2, len(AGE23_EDGES))
             cum = np.concatenate([np.zeros((len(uniq), 2, 1), np.int64), np.cumsum(cells, axis=2)], axis=2)
-            sub = t2.iloc[rows2]
-            marginal = (sub["AGESTART"] == "*").to_numpy()
-            start = np.where(marginal, 0, pd.to_numeric(sub["AGESTART"].where(~marginal, "0")).to_numpy())
-            end = np.where(marginal, MAX_AGE, pd.to_numeric(sub["AGEEND"].where(~marginal, "0")).to_numpy())
-            lo = np.searchsorted(edges, start, side="left")
-            hi = np.searchsorted(edges, end + 1, side="left")
-            sex = sub["SEX"].astype(int).to_numpy() - 1
+            lo = np.searchsorted(edges, t2_start[rows2], side="left")
+            hi = np.searchsorted(edges, t2_end[rows2] + 1, side="left")
+            sex = t2_sex[rows2]
             gt2[rows2] = cum[inv, sex, hi] - cum[inv, sex, lo]
     _refuse_unknown_groups([(t1, gt1), (t2, gt2)])
     t1 = t1.drop(columns=["_file", "_line"]).rename(columns={"COUNT": "NOISY"}).assign(GROUND_TRUTH=gt1)
     t2 = t2.drop(columns=["_file", "_line"]).rename(columns={"COUNT": "NOISY"}).assign(GROUND_TRUTH=gt2)
     return t1, t2
+
+
+def _rows_by_geo(df: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """({REGION_TYPE: its rows, ascending}, REGION_ID, ITERATION_CODE) of a release table."""
+    kind, names = pd.factorize(df["REGION_TYPE"], sort=False)
+    order = np.argsort(kind, kind="stable")
+    bounds = np.searchsorted(kind[order], np.arange(len(names) + 1))
+    by_geo = {str(n): order[bounds[j]:bounds[j + 1]] for j, n in enumerate(names)}
+    return by_geo, df["REGION_ID"].to_numpy(dtype=object), df["ITERATION_CODE"].to_numpy(dtype=object)
 
 
 def _group_problem(row: pd.Series, expected: str):
