@@ -1,10 +1,14 @@
 """Static images of the app's plotly figures, for the decision memo (no Streamlit).
 
 Drawn by Kaleido (plotly's own exporter), which drives a Chrome or Chromium already on
-the machine; it never downloads one. The browser is found as Kaleido's choreographer
-finds it (the ``BROWSER_PATH`` environment variable, then ``chromium``, ``google-chrome``
-... on the PATH); Debian's package ``chromium`` (/usr/bin/chromium) is enough. One
-browser is started per call of `render` and closed at its end, whatever happens.
+the machine; it never downloads one. The browser is the one named by the ``BROWSER_PATH``
+environment variable, else the first of `BROWSERS` on the PATH: Debian's headless build of
+Chromium (package ``chromium-headless-shell``) where it is installed, else Chromium or Chrome
+as Kaleido's choreographer finds them; Debian's package ``chromium`` (/usr/bin/chromium) is
+enough. The headless build draws the memo's charts in about a fifth of Chromium's CPU and
+half its time (benchmarks/RESULTS.md, round 8); the pictures are the same but for the
+anti-aliasing of a few glyphs. One browser is started per call of `render` and closed at
+its end, whatever happens.
 Without a browser, `available` says why and the memo carries the charts' data instead.
 
 `Renderer` keeps one such browser open (in a thread of its own) so that the app's
@@ -26,8 +30,10 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-#: Executables looked for when BROWSER_PATH is not set (as Kaleido's choreographer does).
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+#: Executables looked for when BROWSER_PATH is not set, in this order: Debian's headless build of
+#: Chromium (made for drawing pages without a screen), then those Kaleido's choreographer looks for.
+BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
+            "chrome")
 #: Seconds allowed for one image (a chart of the app takes well under a second).
 TIMEOUT = 60.0
 WIDTH = 1100

@@ -278,6 +278,24 @@ def test_a_comparison_needs_two_plans(plan):
         memo.comparison_memo([plan])
 
 
+def test_the_headless_build_is_preferred_then_chromium(monkeypatch, tmp_path):
+    """Without BROWSER_PATH the charts are drawn by Debian's headless Chromium where it is on
+    the PATH, else by Chromium; BROWSER_PATH names the browser whatever is installed."""
+    for name in ("chromium", "chromium-headless-shell"):
+        exe = tmp_path / name
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+    monkeypatch.delenv("BROWSER_PATH", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert images.browser() == str(tmp_path / "chromium-headless-shell")
+    (tmp_path / "chromium-headless-shell").unlink()
+    assert images.browser() == str(tmp_path / "chromium")
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "chromium"))
+    (tmp_path / "chromium-headless-shell").write_text("#!/bin/sh\n")
+    (tmp_path / "chromium-headless-shell").chmod(0o755)
+    assert images.browser() == str(tmp_path / "chromium")
+
+
 def test_no_browser_is_a_plain_error(monkeypatch):
     import plotly.graph_objects as go
 
