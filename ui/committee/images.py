@@ -5,9 +5,9 @@ the machine; it never downloads one. The browser is the one named by the ``BROWS
 environment variable, else the first of `BROWSERS` on the PATH: Debian's headless build of
 Chromium (package ``chromium-headless-shell``) where it is installed, else Chromium or Chrome
 as Kaleido's choreographer finds them; Debian's package ``chromium`` (/usr/bin/chromium) is
-enough. The headless build draws the memo's charts in about a fifth of Chromium's CPU and
-half its time (benchmarks/RESULTS.md, round 8); the pictures are the same but for the
-anti-aliasing of a few glyphs. One browser is started per call of `render` and closed at
+enough. The headless build draws the memo's charts in about half the time and with less
+CPU (benchmarks/RESULTS.md, round 8); the pictures are the same but for the anti-aliasing
+of a few glyphs. One browser is started per call of `render` and closed at
 its end, whatever happens.
 Without a browser, `available` says why and the memo carries the charts' data instead.
 
