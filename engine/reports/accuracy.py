@@ -30,7 +30,7 @@ import pandas as pd
 
 from calculators import budget, noise_family
 from calculators.levels import STAT_LEVEL_CELLS, PopulationGroupLevel
-from engine.reports.production import _refuse_unknown_groups, _rows_by_geo, read_release
+from engine.reports.production import _level_groups, _refuse_unknown_groups, _rows_by_geo, read_release
 from engine.tabulation.mechanism import TOTAL_ONLY, collapse_cells
 
 SIZE_BINS = [0, 1, 10, 100, 1_000, 10_000, 100_000]
@@ -602,27 +602,16 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
     for lvl, plan in prepared.plans.items():
         counts = prepared.counts(lvl)
         totals = counts.totals()
-        codes = prepared.catalog.codes(lvl.geo, lvl.iteration_level).astype(str)
-        regions = geo.regions[lvl.geo].astype(str)
+        codes = pd.Index(prepared.catalog.codes(lvl.geo, lvl.iteration_level).astype(str))
+        regions = pd.Index(geo.regions[lvl.geo].astype(str))
         detailed_only = prepared.catalog.detailed_only(lvl.geo, lvl.iteration_level)
         n_it = len(codes)
-
-        def group_index(df: pd.DataFrame) -> np.ndarray:
-            r = pd.Index(regions).get_indexer(df["REGION_ID"].astype(str))
-            i = pd.Index(codes).get_indexer(df["ITERATION_CODE"].astype(str))
-            ok = (r >= 0) & (i >= 0)
-            return np.where(ok, r * n_it + i, -1)
-
-        def level_rows(df: pd.DataFrame, name: str) -> pd.DataFrame:
-            """The rows of this level: of its geography, with one of its iteration codes."""
-            by_geo, _regions, iteration_codes = keys[name]
-            sel = by_geo.get(lvl.geo, np.zeros(0, np.int64))
-            return df.iloc[sel[pd.Index(codes).get_indexer(iteration_codes[sel]) >= 0]]
-
-        sub1 = level_rows(t1, "t1") if len(t1) else t1
-        sub2 = level_rows(t2, "t2") if len(t2) else t2
-        g1 = group_index(sub1) if len(sub1) else np.zeros(0, np.int64)
-        found["t1"][sub1.index[g1 >= 0]] = True
+        # the level's rows of each table (a row of no group of the inputs is in no level's)
+        rows1, g1 = _level_groups(keys["t1"], lvl.geo, regions, codes)
+        rows2, g2 = _level_groups(keys["t2"], lvl.geo, regions, codes)
+        sub1, sub2 = t1.iloc[rows1], t2.iloc[rows2]
+        found["t1"][rows1] = True
+        found["t2"][rows2] = True
         # The stat level of each group follows from the number of T2 rows it has.
         stat = np.zeros(counts.n_groups, dtype=np.int8)
         stat[detailed_only[np.arange(counts.n_groups) % n_it]] = TOTAL_ONLY
@@ -631,9 +620,7 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
             # One sort of all the level's cells (group, then sex 1 ascending ages, then sex 2,
             # as the engine orders them), not a pandas sort per group: the same tables in a
             # fraction of the time (10,000 groups of the sample took half a minute).
-            g2 = group_index(sub2)
-            found["t2"][sub2.index[g2 >= 0]] = True
-            keep = (g2 >= 0) & (sub2["AGESTART"] != "*").to_numpy()
+            keep = (sub2["AGESTART"] != "*").to_numpy()
             body = sub2[keep]
             gb = g2[keep]
             order = np.lexsort((body["AGESTART"].astype(int).to_numpy(), body["SEX"].astype(int).to_numpy(), gb))
@@ -647,11 +634,10 @@ def collect_release_dir(prepared, release_dir: Path, collector: AccuracyCollecto
                 cells_by_group[int(gb[a])] = vals[a:b]
         from engine.tabulation.postprocess import Published
 
-        ok = g1 >= 0
         t1_val = np.zeros(counts.n_groups, np.int64)
         released = np.zeros(counts.n_groups, bool)
-        t1_val[g1[ok]] = sub1["COUNT"].to_numpy(np.int64)[ok]
-        released[g1[ok]] = True
+        t1_val[g1] = sub1["COUNT"].to_numpy(np.int64)
+        released[g1] = True
         tables, true_tables = {}, {}
         for k in (1, 2, 3):
             gs = np.array(sorted(g for g in cells_by_group if stat[g] == k), dtype=np.int64)

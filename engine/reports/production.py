@@ -293,24 +293,13 @@ def augmented_tables(prepared, release_dir: str | Path) -> tuple[pd.DataFrame, p
     for lvl in prepared.plans:
         codes = prepared.catalog.codes(lvl.geo, lvl.iteration_level).astype(str)
         regions = pd.Index(geo.regions[lvl.geo].astype(str))
-        n_it = len(codes)
         code_index = pd.Index(codes)
         counts = prepared.counts(lvl)
 
-        def groups(k: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-            """The rows of this level (a code of another level of the same geography is
-            not found among this level's codes) and their group index."""
-            by_geo, region_ids, iteration_codes = k
-            sel = by_geo.get(lvl.geo, np.zeros(0, np.int64))
-            r = regions.get_indexer(region_ids[sel])
-            i = code_index.get_indexer(iteration_codes[sel])
-            ok = (r >= 0) & (i >= 0)
-            return sel[ok], (r * n_it + i)[ok]
-
-        rows1, g1 = groups(keys[0])
+        rows1, g1 = _level_groups(keys[0], lvl.geo, regions, code_index)
         if len(rows1):
             gt1[rows1] = counts.totals()[g1]
-        rows2, g2 = groups(keys[1])
+        rows2, g2 = _level_groups(keys[1], lvl.geo, regions, code_index)
         if len(rows2):
             uniq, inv = np.unique(g2, return_inverse=True)
             cells = counts.cells_of(uniq).reshape(len(uniq), 2, len(AGE23_EDGES))
@@ -332,6 +321,20 @@ def _rows_by_geo(df: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, n
     bounds = np.searchsorted(kind[order], np.arange(len(names) + 1))
     by_geo = {str(n): order[bounds[j]:bounds[j + 1]] for j, n in enumerate(names)}
     return by_geo, df["REGION_ID"].to_numpy(dtype=object), df["ITERATION_CODE"].to_numpy(dtype=object)
+
+
+def _level_groups(keys: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray], geo: str, regions: pd.Index,
+                  codes: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (positions, ascending) of a release table, split by `_rows_by_geo`, that are
+    population groups of one level (geography `geo`, its `regions` and iteration `codes`; a code
+    of another level of the same geography is not among them), and each one's group index
+    (region index * len(codes) + code index, the engine's universe order)."""
+    by_geo, region_ids, iteration_codes = keys
+    sel = by_geo.get(geo, np.zeros(0, np.int64))
+    r = regions.get_indexer(region_ids[sel])
+    i = codes.get_indexer(iteration_codes[sel])
+    ok = (r >= 0) & (i >= 0)
+    return sel[ok], (r * len(codes) + i)[ok]
 
 
 def _group_problem(row: pd.Series, expected: str):
