@@ -2,7 +2,6 @@
 suppression, LP audit) against SafeTab-P on the same groups of the sample data and plan."""
 
 import json
-import time
 
 import streamlit as st
 
@@ -13,6 +12,7 @@ from engine.reports.legacy import LegacyOptions
 from ui.compare import layout as compare
 from ui.safetab import runner
 from ui.core import state, typed, widgets
+from ui.core.progress import ProgressBar
 from ui.compare import cell_suppression as cmp
 
 state.page_setup()
@@ -123,18 +123,9 @@ options = LegacyOptions(geo=level.geo, iteration_level=level.iteration_level, mi
 slot = _slot("study", json.dumps([str(state.sample_dir()), cfg.to_json(), repr(options), seed]))
 if "value" not in slot:
     with st.status("Building both releases...", expanded=True) as status:
-        bar = st.progress(0.0, text="Starting")
-        last = [0.0]
-
-        def report(stage: str, done: float, total: float) -> None:
-            now = time.monotonic()
-            if now - last[0] > 0.15 or done >= total:
-                last[0] = now
-                frac = min(1.0, done / total) if total else 0.0
-                bar.progress(frac, text=f"{stage}: {int(done):,} of {int(total):,}")
-
+        bar = ProgressBar("Starting")
         try:
-            slot["value"] = cmp.run(prepared, level, options, seed, report)
+            slot["value"] = cmp.run(prepared, level, options, seed, bar.count)
         except ValueError as exc:
             status.update(label="Could not build the study", state="error")
             st.error(str(exc))

@@ -1,6 +1,5 @@
 """Compare methods: hierarchical consistency (least squares, tree DP, relax-then-round) beside SafeTab-P."""
 
-import time
 
 import streamlit as st
 
@@ -10,6 +9,7 @@ from engine.tabulation.consistency import DESCRIPTIONS, LABELS
 from ui.compare import layout as compare
 from ui.compare import lists
 from ui.core import state, typed, widgets
+from ui.core.progress import ProgressBar
 from ui.compare import consistency as cc
 
 state.page_setup()
@@ -39,14 +39,10 @@ cache = ss.setdefault("cons_cache", {})
 if key not in cache:
     shared = compare.shared_result("consistency", repr((str(state.sample_dir()), *key)))
     if "value" not in shared:  # not yet run by any session
-        bar = st.progress(0.0, text="Running the study ...")
-        last = [0.0]
+        bar = ProgressBar("Running the study ...")
 
         def _progress(stage, done, total):
-            now = time.monotonic()
-            if now - last[0] > 0.2:
-                last[0] = now
-                bar.progress(min(1.0, done / total) if total else 0.0, text=stage)
+            bar(stage, done / total if total else 0.0)
 
         try:
             shared["value"] = cc.run_study(state.sample_dir() / "params", state.sample_dir() / "data", cfg, seed,
@@ -169,14 +165,10 @@ gs_cache = ss.setdefault("gs_cache", {})
 if gs_key not in gs_cache:
     gs_shared = compare.shared_result("group sizes", repr(gs_key))
     if "value" not in gs_shared:  # not yet run by any session
-        gbar = st.progress(0.0, text="Releasing group sizes ...")
-
-        def _gs_progress(stage, done, total):
-            gbar.progress(min(1.0, done / total) if total else 0.0, text=f"{stage}: {done} of {total}")
-
+        gbar = ProgressBar("Releasing group sizes ...")
         try:
             gs_shared["value"] = cc.run_group_study(state.sample_dir() / "params", state.sample_dir() / "data",
-                                                    epsilons, gs_trials, gs_seed, max_size, _gs_progress)
+                                                    epsilons, gs_trials, gs_seed, max_size, gbar.count)
         except Exception as exc:  # noqa: BLE001 - shown as a message, never a traceback
             gbar.empty()
             st.error(f"The group-size study could not run: {exc}")

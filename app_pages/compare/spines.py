@@ -13,6 +13,7 @@ from methods import spines
 from ui.compare import layout as compare
 from ui.safetab import runner
 from ui.core import state, typed, widgets
+from ui.core.progress import ProgressBar
 from ui.compare import spines as cs
 
 state.page_setup()
@@ -263,14 +264,10 @@ else:
                                        spines.ENTITY_THRESHOLD, container=c3,
                                        help="Tract groups are optimised for the entities farther than this "
                                             "(production: 9). A whole number from 0 to 100."))
-    bar = st.progress(0.0, text="Optimising the spine, county by county…")
-
-    def progress(stage: str, done: float, total: float) -> None:
-        bar.progress(min(1.0, done / max(total, 1)), text=f"{stage}: {int(done):,} of {int(total):,}")
-
+    bar = ProgressBar("Optimising the spine, county by county…")
     try:
         study = _spine_study("sample" if source == "The shipped sample" else "synthetic", persons, gseed, fanout,
-                             threshold, folder, progress=progress)
+                             threshold, folder, progress=bar.count)
     except (InputError, ValueError) as exc:
         bar.empty()
         widgets.problems("The spine study cannot run:", str(exc).splitlines())

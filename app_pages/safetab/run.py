@@ -11,6 +11,7 @@ from calculators.config import ConfigError, SafeTabConfig
 from calculators.levels import GEO_LEVELS, ITERATION_LEVEL_NAMES
 from ui.safetab import analysis, run_report, runner
 from ui.core import auth, charts, files, planner, state, typed, urlcodec, widgets, workdir
+from ui.core.progress import ProgressBar
 from ui.compare import layout as compare
 
 state.page_setup()
@@ -28,23 +29,6 @@ if "workdir" not in ss or not ss["workdir"].alive:
     workdir.sweep()  # folders of sessions whose server has stopped
     ss["workdir"] = workdir.SessionDir()  # removed when the session ends
 work = ss["workdir"].path
-
-
-class _Bar:
-    """st.progress fed by the engine's progress callback (at most ~10 updates a second)."""
-
-    def __init__(self, text: str):
-        self.bar = st.progress(0.0, text=text)
-        self.last = 0.0
-
-    def __call__(self, text: str, frac: float) -> None:
-        now = time.monotonic()
-        if now - self.last > 0.1 or frac >= 1.0:
-            self.last = now
-            self.bar.progress(min(1.0, max(0.0, frac)), text=text)
-
-    def clear(self) -> None:
-        self.bar.empty()
 
 
 # ------------------------------------------------------------------ the data
@@ -78,7 +62,7 @@ elif source == "generated":
     if gen_go:
         from engine.synthetic import nation as sample
 
-        bar = _Bar("Generating persons")
+        bar = ProgressBar("Generating persons")
         target = work / "generated"
         try:
             summary = sample.generate(target, int(persons), seed=int(gseed),
@@ -90,7 +74,7 @@ elif source == "generated":
                                           f"{summary.places:,} places, {summary.aiannh_areas} AIANNH areas"}
         except (ValueError, OSError) as exc:
             st.error(widgets.plain(f"Could not generate the data: {exc}"))
-        bar.clear()
+        bar.empty()
     gen = ss.get("generated")
     if gen and Path(gen["dir"]).is_dir():
         params_dir, data_dir = Path(gen["dir"]) / "params", Path(gen["dir"]) / "data"
@@ -198,7 +182,7 @@ with n3:
     go = st.button("Run SafeTab-P", type="primary", key="run_button", icon=":material/play_arrow:",
                    disabled=params_dir is None)
 if go:
-    bar = _Bar("Starting")
+    bar = ProgressBar("Starting")
     ss.pop("accuracy", None)
     try:
         ss["run"] = runner.run_with_truth(params_dir, data_dir, cfg, work / "run", seed=seed, report=bar,
@@ -217,7 +201,7 @@ if go:
             st.error(widgets.plain(f"The run stopped: {exc}"))
         else:
             st.error(widgets.plain(f"The run stopped unexpectedly ({type(exc).__name__}: {exc})."))
-    bar.clear()
+    bar.empty()
 
 out = ss.get("run")
 if out is None:
@@ -402,14 +386,14 @@ with a[1]:
     st.write("")
     acc_go = st.button("Compute the accuracy report", key="acc_button", icon=":material/query_stats:")
 if acc_go:
-    bar = _Bar("Drawing releases")
+    bar = ProgressBar("Drawing releases")
     try:
         acc_dir = work / f"accuracy-{int(time.time() * 1000)}"
         ss["accuracy"] = runner.accuracy(out, acc_dir, int(trials), report=bar)
         ss["accuracy_dir"] = str(acc_dir)
     except Exception as exc:  # noqa: BLE001 - plain words, never a traceback
         st.error(widgets.plain(f"The accuracy report stopped: {exc}"))
-    bar.clear()
+    bar.empty()
 acc = ss.get("accuracy")
 if acc is not None:
     if acc.empty:
