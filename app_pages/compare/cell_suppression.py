@@ -42,10 +42,11 @@ def _paper_numbers():
     return cmp.paper_numbers()
 
 
-@st.cache_resource(show_spinner=False, max_entries=12)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _slot(kind: str, key: str) -> dict:
     """A shared box per (kind, key), filled below: the work runs outside the cached call so
-    that its progress shows."""
+    that its progress shows. Kinds: the prepared data, a study (per plan and options) and its
+    legacy release (per counts and options, the same under every plan)."""
     return {}
 
 
@@ -125,7 +126,8 @@ if "value" not in slot:
     with st.status("Building both releases...", expanded=True) as status:
         bar = ProgressBar("Starting")
         try:
-            slot["value"] = cmp.run(prepared, level, options, seed, bar.count)
+            slot["value"] = cmp.run(prepared, level, options, seed, bar.count,
+                                    reuse=lambda key: _slot("legacy", key))
         except ValueError as exc:
             status.update(label="Could not build the study", state="error")
             st.error(str(exc))

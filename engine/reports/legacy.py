@@ -31,6 +31,7 @@ confidential input. It exists to compare methods on synthetic or otherwise publi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -275,9 +276,16 @@ def format_summary(rel: LegacyRelease) -> list[str]:
 
 
 # ------------------------------------------------------------------ the study
-def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRelease:
+def legacy_release(prepared, options: LegacyOptions, progress=None, reuse=None) -> LegacyRelease:
     """The legacy release of `options.level` (and its parent level) from `prepared`
-    (`engine.run.prepare`); `progress(stage, done, total)` as the engine's."""
+    (`engine.run.prepare`); `progress(stage, done, total)` as the engine's.
+
+    `reuse(key)`, when given, returns a dict in which the release is kept under "value",
+    `key` being a digest of everything the release is made from (`_inputs_key`: the counts
+    of both levels, their relations, which of them are withheld, primary or singletons, and
+    the options). The release asked for again from the same inputs is taken from it, not
+    solved again: a plan's budgets and thresholds, which the legacy release does not read,
+    change the SafeTab-P side of a study, not this."""
     options.check()
     geo = prepared.inputs.geography
     lvl = options.level
@@ -299,6 +307,9 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
     vals = [_values(prepared, v, stat) for v in levels]
     t1 = time.perf_counter()
     system = _system(prepared, levels, vals, options)
+    box = reuse(_inputs_key(levels, vals, system, options)) if reuse is not None else {}
+    if "value" in box:
+        return box["value"]
     t2 = time.perf_counter()
 
     def prog(stage):
@@ -334,12 +345,32 @@ def legacy_release(prepared, options: LegacyOptions, progress=None) -> LegacyRel
             level=v, regions=regions, codes=codes, values=values, status=status.reshape(shape),
             low=a.low[sl].reshape(shape), high=a.high[sl].reshape(shape), exact=a.exact[sl].reshape(shape),
             underprotected=a.underprotected[sl].reshape(shape)))
-    return LegacyRelease(
+    box["value"] = LegacyRelease(
         options=options, tables=tables, bins=age_bins(STAT_LEVEL_AGE_EDGES[stat]),
         lps=res.lps + (audit.lps if audit is not res.audit else 0),
         parts=res.parts, notes=solver_notes(res.notes),
         timings={"counts": t1 - t0, "relations": t2 - t1, "protect_and_audit": t3 - t2,
                  "audit": audit.seconds, "protect": (t3 - t2) - audit.seconds})
+    return box["value"]
+
+
+def _inputs_key(levels, vals, system: _System, options: LegacyOptions) -> str:
+    """A digest (SHA-256, hex) of what a legacy release is computed from: the options, the
+    levels, each level's regions, codes and values, and the system of counts and relations
+    built from them and the geography (`_system`). Equal keys, equal releases."""
+    h = hashlib.sha256(repr(options).encode())
+    for lvl, (regions, codes, values) in zip(levels, vals):
+        h.update(repr((lvl.key, values.shape, str(values.dtype))).encode())
+        for names in (regions, codes):
+            h.update("\x1f".join(names.tolist()).encode() + b"\x1e")
+        h.update(np.ascontiguousarray(values).tobytes())
+    rel = system.relations.tocsr()
+    h.update(repr(rel.shape).encode())
+    for a in (system.x, rel.indptr, rel.indices, rel.data, system.primary, system.withheld, system.singletons,
+              np.asarray(system.offsets, np.int64), system.hierarchy):
+        h.update(repr((a.shape, str(a.dtype))).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
 
 
 def _values(prepared, lvl: PopulationGroupLevel, stat: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,7 +9,6 @@ The other functions turn them into the page's tables, charts and verdict.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,15 +58,16 @@ def level_label(lvl: PopulationGroupLevel) -> str:
     return f"{lvl.geo} {ITERATION_LEVEL_NAMES[lvl.iteration_level]}{linked}"
 
 
-def run(prepared, level: PopulationGroupLevel, options: lg.LegacyOptions, seed: int, progress=None) -> Study:
+def run(prepared, level: PopulationGroupLevel, options: lg.LegacyOptions, seed: int, progress=None,
+        reuse=None) -> Study:
     """The legacy release of `level` (and its parent) and a seeded SafeTab-P release of the
-    same groups; `progress(stage, done, total)`."""
+    same groups; `progress(stage, done, total)`; `reuse`: where a legacy release made from
+    the same counts and options is kept (`engine.reports.legacy.legacy_release`), e.g. under
+    another plan, whose budgets the legacy release does not read."""
     from engine import noise as _noise
     from engine.run import make_noise
 
-    t0 = time.perf_counter()
-    rel = lg.legacy_release(prepared, options, progress)
-    t1 = time.perf_counter()
+    rel = lg.legacy_release(prepared, options, progress, reuse=reuse)
     if progress:
         progress("SafeTab-P release (seeded study)", 0, 1)
     plan = prepared.plans[level]
@@ -75,7 +75,9 @@ def run(prepared, level: PopulationGroupLevel, options: lg.LegacyOptions, seed: 
     side = lg.safetab_release(prepared, noise, [level])
     law = noise_family.law(noise_family.family_of(plan.privacy_defn))
     names = {c: it.name for c, it in prepared.inputs.specs.iterations.items()}
-    return Study(level=level, legacy=rel, safetab=side, names=names, seconds_legacy=t1 - t0,
+    # the time it took to make, also when it is taken again from `reuse`
+    seconds_legacy = sum(rel.timings[k] for k in ("counts", "relations", "protect_and_audit"))
+    return Study(level=level, legacy=rel, safetab=side, names=names, seconds_legacy=seconds_legacy,
                  seconds_safetab=side.seconds.get(level, 0.0), moe_cell=int(law.moe(float(plan.stage2))))
 
 

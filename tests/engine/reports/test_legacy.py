@@ -197,6 +197,40 @@ def test_massells_capacity_never_uses_a_zero_count_and_refinement_keeps_a_subset
         legacy_release(prepared, LegacyOptions(capacity="infinite"))
 
 
+def test_a_release_from_the_same_counts_is_reused_under_another_plan_and_made_again_otherwise(two_counties):
+    """`reuse`: the legacy release reads the counts, not the plan's budgets. Under another plan
+    (other budgets) the release kept from the same counts and options is returned, with no LP
+    solved; other options, or other counts, make a new one, equal to one made without `reuse`."""
+    kept: dict[str, dict] = {}
+
+    def reuse(key):
+        return kept.setdefault(key, {})
+
+    solved = []
+    first = legacy_release(prepare(two_counties.params, two_counties.data), LegacyOptions(**OPTIONS),
+                           progress=lambda *a: solved.append(a), reuse=reuse)
+    assert first.lps > 0 and solved and len(kept) == 1
+    two_counties.config["privacy_budget_p_level_2_county"] *= 4  # another plan, the same persons
+    two_counties.write()
+    other_plan = prepare(two_counties.params, two_counties.data)
+    solved.clear()
+    assert legacy_release(other_plan, LegacyOptions(**OPTIONS), progress=lambda *a: solved.append(a),
+                          reuse=reuse) is first
+    assert solved == [] and len(kept) == 1
+    other_options = legacy_release(other_plan, LegacyOptions(**{**OPTIONS, "min_population": 5}), reuse=reuse)
+    assert len(kept) == 2 and other_options is not first
+    two_counties.persons = two_counties.persons[1:]  # one person fewer
+    two_counties.write()
+    fewer = prepare(two_counties.params, two_counties.data)
+    again = legacy_release(fewer, LegacyOptions(**OPTIONS), reuse=reuse)
+    fresh = legacy_release(fewer, LegacyOptions(**OPTIONS))
+    assert len(kept) == 3 and again is not first
+    for a, b in zip(again.tables, fresh.tables):
+        assert (a.values == b.values).all() and (a.status == b.status).all()
+    smaller = first.tables[0].values[:, -1] - again.tables[0].values[:, -1]  # each group's total
+    assert set(smaller.tolist()) == {0, 1}  # the groups of the person taken out lost one
+
+
 def test_study_options_are_checked(two_counties):
     prepared = prepare(two_counties.params, two_counties.data)
     with pytest.raises(ValueError, match="--ages"):
