@@ -20,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import pytest
 
 from calculators.config import SafeTabConfig
@@ -32,17 +35,27 @@ SAMPLE = REPO / "sample_data"
 Z = 5.0
 
 
-def _read(folder: Path, part: str) -> pd.DataFrame:
+#: The columns the comparison reads, as written (region and code as text, the count a number).
+_TYPES = {"REGION_ID": pa.string(), "ITERATION_CODE": pa.string(), "COUNT": pa.int64()}
+
+
+def _read(folder: Path, part: str) -> pa.Table:
+    """One part file of a release (no rows where the release wrote none). Read with pyarrow's
+    reader on one thread: the module reads about 40 releases, and pandas' reader and its
+    string columns took a third of its time."""
     f = folder / f"{part}.csv"
     if not f.is_file():
-        return pd.DataFrame(columns=["REGION_ID", "ITERATION_CODE", "COUNT"])
-    return pd.read_csv(f, sep="|", dtype={"REGION_ID": str, "ITERATION_CODE": str}, keep_default_na=False)
+        return pa.table({k: pa.array([], t) for k, t in _TYPES.items()})
+    return pacsv.read_csv(f, read_options=pacsv.ReadOptions(use_threads=False),
+                          parse_options=pacsv.ParseOptions(delimiter="|", quote_char=False),
+                          convert_options=pacsv.ConvertOptions(column_types=_TYPES, strings_can_be_null=False))
 
 
-def _keys(df: pd.DataFrame) -> pd.Index:
+def _keys(t: pa.Table) -> pd.Index:
     """A population group's key, REGION_ID|ITERATION_CODE (one string: a flat index is
     built several times faster than a MultiIndex of the two columns, same matching)."""
-    return pd.Index(df["REGION_ID"].astype(str) + "|" + df["ITERATION_CODE"].astype(str))
+    joined = pc.binary_join_element_wise(t["REGION_ID"], t["ITERATION_CODE"], "|")
+    return pd.Index(joined.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def truth_counts(truth: Path, level_keys) -> dict[tuple[str, int], pd.Series]:
