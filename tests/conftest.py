@@ -13,14 +13,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The run starts many Python processes (four workers, Streamlit servers, `python -m engine`). Where the
+# The run starts many Python processes (three workers, Streamlit servers, `python -m engine`). Where the
 # environment says not to write bytecode (PYTHONDONTWRITEBYTECODE, set by some sandboxes and CI images),
 # each of them compiled the repository's modules again and each worker rewrote every test module's
 # assertions again: ~10 s of CPU per worker. The caches go to __pycache__ folders, which git ignores.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-# Four workers share two cores: the parallelism is theirs. NumPy's and SciPy's OpenBLAS would each start a
+# Three workers share two cores: the parallelism is theirs. NumPy's and SciPy's OpenBLAS would each start a
 # thread per core and, after every matrix operation, keep them spinning for a while in case another comes:
 # CPU taken from the other workers for no work done (measured alone: 7 % of the CPU of the engine and methods
 # tests; less in the full run, where the spinning threads yield to the other workers). Set before

@@ -1,7 +1,7 @@
 """Browser-test fixtures: one Streamlit server of the shipped app per test process (per
 pytest-xdist worker) and a Chromium per module (tests/e2e/browser.py).
 
-Under `-n 4 --dist loadgroup` (pyproject.toml) each browser-test module is one group, run one test
+Under `-n 3 --dist loadgroup` (pyproject.toml) each browser-test module is one group, run one test
 after another on one worker, with its Chromium opened once. test_browser.py, the longest, is split
 into the groups of `_GROUPS`: the groups spread over the workers instead of one worker running the
 browser tests while the others idle at the end. The page-fit test (both widths on one visit of
