@@ -1,6 +1,5 @@
 """Compare methods: hierarchical consistency (least squares, tree DP, relax-then-round) beside SafeTab-P."""
 
-
 import streamlit as st
 
 from calculators.levels import ITERATION_LEVEL_NAMES
