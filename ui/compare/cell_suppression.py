@@ -38,13 +38,17 @@ class Study:
     legacy: lg.LegacyRelease
     safetab: lg.SafeTabSide
     names: dict[str, str]
-    seconds_legacy: float
     seconds_safetab: float
     moe_cell: int  # 95% MOE of one SafeTab-P stage-2 count (a sex x age cell or a small total)
 
     @property
     def table(self) -> lg.LegacyTables:
         return self.legacy.tables[0]
+
+    @property
+    def seconds_legacy(self) -> float:
+        """The time the legacy release took to make (also when it was taken again from `reuse`)."""
+        return sum(self.legacy.timings[k] for k in ("counts", "relations", "protect_and_audit"))
 
 
 def levels_offered(prepared) -> list[PopulationGroupLevel]:
@@ -75,9 +79,7 @@ def run(prepared, level: PopulationGroupLevel, options: lg.LegacyOptions, seed: 
     side = lg.safetab_release(prepared, noise, [level])
     law = noise_family.law(noise_family.family_of(plan.privacy_defn))
     names = {c: it.name for c, it in prepared.inputs.specs.iterations.items()}
-    # the time it took to make, also when it is taken again from `reuse`
-    seconds_legacy = sum(rel.timings[k] for k in ("counts", "relations", "protect_and_audit"))
-    return Study(level=level, legacy=rel, safetab=side, names=names, seconds_legacy=seconds_legacy,
+    return Study(level=level, legacy=rel, safetab=side, names=names,
                  seconds_safetab=side.seconds.get(level, 0.0), moe_cell=int(law.moe(float(plan.stage2))))
 
 
